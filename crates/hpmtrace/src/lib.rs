@@ -1,0 +1,1 @@
+//! hpmtrace: the trace performance library.
