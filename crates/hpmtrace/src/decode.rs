@@ -1,0 +1,1 @@
+//! Trace decoder (placeholder; filled by the decoder side).

@@ -1,0 +1,1 @@
+//! Nexus message framing (placeholder; filled by the decoder side).
