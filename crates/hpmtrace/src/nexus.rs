@@ -1,1 +1,812 @@
-//! Nexus message framing (placeholder; filled by the decoder side).
+//! Nexus 5001 message framing as SiFive trace encoders write it, both ways.
+//!
+//! A trace (`.rtd` file) is the raw sink bytes: a sequence of messages, each
+//! byte carrying six data bits MDO\[7:2\] and two framing bits MSEO\[1:0\]:
+//! `00` more follows, `01` last byte of a variable-length field, `11` last
+//! byte of the message (`10` is reserved). Fields are packed LSB first into
+//! the 6-bit slices; fixed-width fields may start anywhere in a slice, a
+//! variable-length field always ends at a slice boundary.
+//!
+//! Only the two message kinds the performance trace needs are typed here:
+//! Data Acquisition (TCODE 7: SRC, IDTAG, DQDATA, optional TIMESTAMP), which
+//! an ITC stimulus register write produces, and In-Circuit Trace (TCODE 34,
+//! or 35 "with sync": SRC, CKSRC(4), CKDF(2), CKDATA0, CKDATA1 when CKDF=1,
+//! optional TIMESTAMP). Every other TCODE is framed and reported as
+//! [`Message::Other`] so instruction trace mixed into the same buffer is
+//! skipped, not treated as corruption.
+//!
+//! Timestamps: a message's TIMESTAMP field is XORed with the previous
+//! timestamp of the same source, except in sync-type messages (ICT with sync)
+//! which carry it in full; [`TimestampTracker`] undoes that, handling one
+//! wrap of the `width`-bit counter per message, and yields no time until a
+//! full timestamp has been seen (SiFive's decoder prints 0 there).
+
+use core::fmt;
+#[cfg(feature = "std")]
+use std::io::{self, Read};
+
+/// TCODE of a Data Acquisition message (ITC stimulus write).
+pub const TCODE_DATA_ACQUISITION: u8 = 7;
+/// TCODE of an In-Circuit Trace message (relative addresses/timestamps).
+pub const TCODE_ICT: u8 = 34;
+/// TCODE of an In-Circuit Trace message with sync (full timestamp).
+pub const TCODE_ICT_SYNC: u8 = 35;
+/// ICT CKSRC of a control message; with CKDF 0 SiFive encoders use it to
+/// put the first full timestamp into the trace.
+pub const ICT_CKSRC_CONTROL: u8 = 0;
+
+/// Default width of the trace encoder's timestamp counter, in bits.
+pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
+
+/// Largest Nexus source number supported (SRC fields up to 8 bits).
+pub const MAX_SOURCES: usize = 256;
+
+/// Longest message accepted, in bytes. The longest legal message here is an
+/// ICT with two 64-bit data fields and a timestamp (about 40 bytes); a
+/// longer run without an end-of-message byte is corruption.
+pub const MAX_MESSAGE_BYTES: usize = 64;
+
+const MSEO_NORMAL: u8 = 0b00;
+const MSEO_END_FIELD: u8 = 0b01;
+const MSEO_RESERVED: u8 = 0b10;
+const MSEO_END_MESSAGE: u8 = 0b11;
+
+/// How the trace was configured; not recorded in the trace itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NexusConfig {
+    /// Width of the SRC field (0 on a single-core system without a funnel),
+    /// at most 8 (values above are treated as 8).
+    pub src_bits: u8,
+    /// Width of the timestamp counter (for wrap handling).
+    pub timestamp_bits: u8,
+}
+
+impl Default for NexusConfig {
+    fn default() -> Self {
+        NexusConfig {
+            src_bits: 0,
+            timestamp_bits: DEFAULT_TIMESTAMP_BITS,
+        }
+    }
+}
+
+/// A Data Acquisition message: one ITC stimulus register write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataAcquisition {
+    /// Nexus source (core / trace encoder behind a funnel).
+    pub src: u16,
+    /// Byte offset of the stimulus write (channel*4 + 0, 2 or 3 by size).
+    pub idtag: u32,
+    /// The written data, not shifted.
+    pub data: u32,
+    /// TIMESTAMP field as sent (XORed with the previous one), if present.
+    pub timestamp: Option<u64>,
+}
+
+/// An In-Circuit Trace message (TCODE 34 or 35).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ict {
+    /// True for TCODE 35 (with sync: full timestamp).
+    pub sync: bool,
+    /// Nexus source.
+    pub src: u16,
+    /// Event source (0 = control).
+    pub cksrc: u8,
+    /// Data format: 0 one data field, 1 two.
+    pub ckdf: u8,
+    /// CKDATA0.
+    pub ckdata0: u64,
+    /// CKDATA1, present only when `ckdf == 1`.
+    pub ckdata1: Option<u64>,
+    /// TIMESTAMP field as sent, if present.
+    pub timestamp: Option<u64>,
+}
+
+/// One framed Nexus message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message {
+    /// TCODE 7.
+    DataAcquisition(DataAcquisition),
+    /// TCODE 34 / 35.
+    Ict(Ict),
+    /// Any other TCODE: framed correctly, contents not interpreted.
+    Other {
+        /// The message's TCODE.
+        tcode: u8,
+        /// Its SRC field.
+        src: u16,
+    },
+}
+
+impl Message {
+    /// The Nexus source of the message.
+    pub fn src(&self) -> u16 {
+        match self {
+            Message::DataAcquisition(m) => m.src,
+            Message::Ict(m) => m.src,
+            Message::Other { src, .. } => *src,
+        }
+    }
+}
+
+/// What went wrong in a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NexusErrorKind {
+    /// A byte with the reserved MSEO value 0b10.
+    ReservedMseo,
+    /// A message continued past [`MAX_MESSAGE_BYTES`].
+    MessageTooLong,
+    /// The input ended inside a message.
+    Truncated,
+    /// A variable field had more than 64 significant bits.
+    FieldOverflow(&'static str),
+    /// The message ended before this field.
+    MissingField(&'static str),
+    /// The message has more fields than its TCODE allows.
+    ExtraFields,
+    /// A field value out of its range (e.g. IDTAG above 32 bits).
+    BadField(&'static str),
+    /// The underlying reader failed.
+    #[cfg(feature = "std")]
+    Io(String),
+}
+
+/// A framing error with the byte offset of the message it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NexusError {
+    /// Offset in the input of the first byte of the bad message.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: NexusErrorKind,
+}
+
+impl fmt::Display for NexusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte offset {} (0x{:x}): ", self.offset, self.offset)?;
+        match &self.kind {
+            NexusErrorKind::ReservedMseo => write!(f, "reserved MSEO value 0b10 (corrupted byte)"),
+            NexusErrorKind::MessageTooLong => write!(
+                f,
+                "no end-of-message byte within {MAX_MESSAGE_BYTES} bytes (corrupted data)"
+            ),
+            NexusErrorKind::Truncated => write!(f, "trace ends inside a message (truncated file)"),
+            NexusErrorKind::FieldOverflow(n) => write!(f, "field {n} is longer than 64 bits"),
+            NexusErrorKind::MissingField(n) => write!(f, "message ends before field {n}"),
+            NexusErrorKind::ExtraFields => write!(f, "message has more fields than its TCODE allows"),
+            NexusErrorKind::BadField(n) => write!(f, "field {n} is out of range"),
+            #[cfg(feature = "std")]
+            NexusErrorKind::Io(e) => write!(f, "read error: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for NexusError {}
+
+/// Reads fields out of one framed message (slice bytes with MSEO bits).
+struct FieldReader<'a> {
+    bytes: &'a [u8],
+    bit: usize,
+    ended: bool,
+}
+
+impl<'a> FieldReader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        FieldReader {
+            bytes,
+            bit: 0,
+            ended: false,
+        }
+    }
+
+    fn fixed(&mut self, width: u8, name: &'static str) -> Result<u64, NexusErrorKind> {
+        let mut value = 0u64;
+        for k in 0..width as usize {
+            let slice = (self.bit + k) / 6;
+            let pos = (self.bit + k) % 6;
+            let byte = *self
+                .bytes
+                .get(slice)
+                .ok_or(NexusErrorKind::MissingField(name))?;
+            value |= (((byte >> (2 + pos)) & 1) as u64) << k;
+        }
+        self.bit += width as usize;
+        // A fixed field that ends exactly on a slice closing the message
+        // means no further fields follow.
+        if width > 0 && self.bit % 6 == 0 {
+            let last = self.bytes[self.bit / 6 - 1];
+            if last & 3 == MSEO_END_MESSAGE {
+                self.ended = true;
+            }
+        }
+        Ok(value)
+    }
+
+    fn var(&mut self, name: &'static str) -> Result<u64, NexusErrorKind> {
+        if self.ended {
+            return Err(NexusErrorKind::MissingField(name));
+        }
+        let mut i = self.bit / 6;
+        let b = self.bit % 6;
+        let first = *self.bytes.get(i).ok_or(NexusErrorKind::MissingField(name))?;
+        let mut value = (first >> (2 + b)) as u64;
+        let mut width = 6 - b;
+        let mut mseo = first & 3;
+        while mseo == MSEO_NORMAL {
+            i += 1;
+            let byte = *self.bytes.get(i).ok_or(NexusErrorKind::MissingField(name))?;
+            let bits = (byte >> 2) as u64;
+            if width >= 64 {
+                if bits != 0 {
+                    return Err(NexusErrorKind::FieldOverflow(name));
+                }
+            } else {
+                if width > 58 && bits >> (64 - width) != 0 {
+                    return Err(NexusErrorKind::FieldOverflow(name));
+                }
+                value |= bits << width;
+            }
+            width += 6;
+            mseo = byte & 3;
+        }
+        if mseo == MSEO_END_MESSAGE {
+            self.ended = true;
+        }
+        self.bit = (i + 1) * 6;
+        Ok(value)
+    }
+
+    fn optional_var(&mut self, name: &'static str) -> Result<Option<u64>, NexusErrorKind> {
+        if self.ended {
+            Ok(None)
+        } else {
+            self.var(name).map(Some)
+        }
+    }
+
+    fn finish(&self) -> Result<(), NexusErrorKind> {
+        if self.ended {
+            Ok(())
+        } else {
+            Err(NexusErrorKind::ExtraFields)
+        }
+    }
+}
+
+/// Parses one framed message (from its first byte to its end-of-message
+/// byte inclusive).
+pub fn parse_message(bytes: &[u8], cfg: &NexusConfig) -> Result<Message, NexusErrorKind> {
+    let mut r = FieldReader::new(bytes);
+    let tcode = r.fixed(6, "TCODE")? as u8;
+    let src = if cfg.src_bits > 0 {
+        r.fixed(cfg.src_bits.min(8), "SRC")? as u16
+    } else {
+        0
+    };
+    match tcode {
+        TCODE_DATA_ACQUISITION => {
+            let idtag = r.var("IDTAG")?;
+            let data = r.var("DQDATA")?;
+            let timestamp = r.optional_var("TIMESTAMP")?;
+            r.finish()?;
+            Ok(Message::DataAcquisition(DataAcquisition {
+                src,
+                idtag: u32::try_from(idtag).map_err(|_| NexusErrorKind::BadField("IDTAG"))?,
+                data: u32::try_from(data).map_err(|_| NexusErrorKind::BadField("DQDATA"))?,
+                timestamp,
+            }))
+        }
+        TCODE_ICT | TCODE_ICT_SYNC => {
+            let cksrc = r.fixed(4, "CKSRC")? as u8;
+            let ckdf = r.fixed(2, "CKDF")? as u8;
+            let ckdata0 = r.var("CKDATA0")?;
+            let ckdata1 = if ckdf == 1 {
+                Some(r.var("CKDATA1")?)
+            } else {
+                None
+            };
+            let timestamp = r.optional_var("TIMESTAMP")?;
+            r.finish()?;
+            Ok(Message::Ict(Ict {
+                sync: tcode == TCODE_ICT_SYNC,
+                src,
+                cksrc,
+                ckdf,
+                ckdata0,
+                ckdata1,
+                timestamp,
+            }))
+        }
+        _ => Ok(Message::Other { tcode, src }),
+    }
+}
+
+/// Streams messages out of a byte source, in constant memory.
+#[cfg(feature = "std")]
+///
+/// Framing errors are reported once per bad stretch (with the byte offset)
+/// and reading resumes at the byte after the next end-of-message byte, the
+/// only resynchronisation point Nexus framing offers.
+pub struct MessageReader<R> {
+    src: R,
+    cfg: NexusConfig,
+    buf: Box<[u8]>,
+    pos: usize,
+    len: usize,
+    /// Offset of `buf[0]` in the input.
+    base: u64,
+    msg: Vec<u8>,
+    eof: bool,
+}
+
+/// A message with the offset of its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    /// Byte offset of the message in the input.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u32,
+    /// The message.
+    pub message: Message,
+}
+
+#[cfg(feature = "std")]
+const READ_CHUNK: usize = 1 << 20;
+
+#[cfg(feature = "std")]
+impl<R: Read> MessageReader<R> {
+    /// A reader over `src` with the given configuration.
+    pub fn new(src: R, cfg: NexusConfig) -> Self {
+        MessageReader {
+            src,
+            cfg,
+            buf: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            pos: 0,
+            len: 0,
+            base: 0,
+            msg: Vec::with_capacity(MAX_MESSAGE_BYTES),
+            eof: false,
+        }
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn next_byte(&mut self) -> Result<Option<u8>, NexusError> {
+        if self.pos == self.len {
+            if self.eof {
+                return Ok(None);
+            }
+            self.base += self.len as u64;
+            self.pos = 0;
+            self.len = 0;
+            loop {
+                match self.src.read(&mut self.buf) {
+                    Ok(0) => {
+                        self.eof = true;
+                        return Ok(None);
+                    }
+                    Ok(n) => {
+                        self.len = n;
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.eof = true;
+                        return Err(NexusError {
+                            offset: self.base,
+                            kind: NexusErrorKind::Io(e.to_string()),
+                        });
+                    }
+                }
+            }
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(Some(b))
+    }
+
+    /// Skips to just after the next end-of-message byte.
+    fn resync(&mut self) -> Result<(), NexusError> {
+        while let Some(b) = self.next_byte()? {
+            if b & 3 == MSEO_END_MESSAGE {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next message, `None` at the end of the input.
+    pub fn next_message(&mut self) -> Option<Result<Located, NexusError>> {
+        // Skip idle bytes (end-of-message bytes between messages).
+        let first = loop {
+            match self.next_byte() {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => return None,
+                Ok(Some(b)) if b & 3 == MSEO_END_MESSAGE => continue,
+                Ok(Some(b)) => break b,
+            }
+        };
+        let offset = self.offset() - 1;
+        self.msg.clear();
+        self.msg.push(first);
+        let mut byte = first;
+        loop {
+            match byte & 3 {
+                MSEO_RESERVED => {
+                    let err = NexusError {
+                        offset,
+                        kind: NexusErrorKind::ReservedMseo,
+                    };
+                    if let Err(e) = self.resync() {
+                        return Some(Err(e));
+                    }
+                    return Some(Err(err));
+                }
+                MSEO_END_MESSAGE => break,
+                _ => {}
+            }
+            if self.msg.len() >= MAX_MESSAGE_BYTES {
+                let err = NexusError {
+                    offset,
+                    kind: NexusErrorKind::MessageTooLong,
+                };
+                if let Err(e) = self.resync() {
+                    return Some(Err(e));
+                }
+                return Some(Err(err));
+            }
+            byte = match self.next_byte() {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => {
+                    return Some(Err(NexusError {
+                        offset,
+                        kind: NexusErrorKind::Truncated,
+                    }))
+                }
+                Ok(Some(b)) => b,
+            };
+            self.msg.push(byte);
+        }
+        let len = self.msg.len() as u32;
+        Some(
+            parse_message(&self.msg, &self.cfg)
+                .map(|message| Located {
+                    offset,
+                    len,
+                    message,
+                })
+                .map_err(|kind| NexusError { offset, kind }),
+        )
+    }
+}
+
+#[cfg(feature = "std")]
+impl<R: Read> Iterator for MessageReader<R> {
+    type Item = Result<Located, NexusError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_message()
+    }
+}
+
+/// Turns TIMESTAMP fields into absolute times, per source.
+#[derive(Debug, Clone)]
+pub struct TimestampTracker {
+    bits: u8,
+    /// Last absolute time per source; `None` until a full timestamp.
+    last: [Option<u64>; MAX_SOURCES],
+}
+
+impl TimestampTracker {
+    /// A tracker for a `bits`-wide timestamp counter.
+    pub fn new(bits: u8) -> Self {
+        TimestampTracker {
+            bits: bits.clamp(1, 63),
+            last: [None; MAX_SOURCES],
+        }
+    }
+
+    /// Feeds a message's timestamp; returns the message's absolute time
+    /// (the last known one if it has no TIMESTAMP field), or `None` while
+    /// no full timestamp has been seen for this source.
+    pub fn update(&mut self, src: u16, field: Option<u64>, full: bool) -> Option<u64> {
+        let bits = self.bits;
+        let mask = (1u64 << bits) - 1;
+        let slot = &mut self.last[src as usize % MAX_SOURCES];
+        let Some(field) = field else {
+            return *slot;
+        };
+        let field = field & mask;
+        let next = if full {
+            let high = slot.map_or(0, |l| l & !mask);
+            let t = high | field;
+            match *slot {
+                Some(l) if t < l => t.wrapping_add(1u64 << bits),
+                _ => t,
+            }
+        } else {
+            let l = (*slot)?;
+            let t = l ^ field;
+            if t < l {
+                t.wrapping_add(1u64 << bits)
+            } else {
+                t
+            }
+        };
+        *slot = Some(next);
+        Some(next)
+    }
+
+    /// Feeds any message; returns its absolute time (see [`Self::update`]).
+    pub fn on_message(&mut self, m: &Message) -> Option<u64> {
+        match m {
+            Message::DataAcquisition(d) => self.update(d.src, d.timestamp, false),
+            Message::Ict(i) => self.update(i.src, i.timestamp, i.sync),
+            Message::Other { src, .. } => self.update(*src, None, false),
+        }
+    }
+}
+
+/// The bytes of one encoded message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoded {
+    bytes: [u8; MAX_MESSAGE_BYTES],
+    len: usize,
+}
+
+impl Encoded {
+    /// The message bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Packs fields into slices; the writing half of the framing.
+struct FieldWriter {
+    out: Encoded,
+    bit: usize,
+}
+
+impl FieldWriter {
+    fn new() -> Self {
+        FieldWriter {
+            out: Encoded {
+                bytes: [0; MAX_MESSAGE_BYTES],
+                len: 0,
+            },
+            bit: 0,
+        }
+    }
+
+    fn ensure(&mut self, slices: usize) {
+        // Our messages are at most ~40 bytes; the array has room for 64.
+        self.out.len = self.out.len.max(slices);
+    }
+
+    fn fixed(&mut self, width: u8, value: u64) {
+        for k in 0..width as usize {
+            let at = self.bit + k;
+            self.ensure(at / 6 + 1);
+            if (value >> k) & 1 != 0 {
+                self.out.bytes[at / 6] |= 1 << (2 + at % 6);
+            }
+        }
+        self.bit += width as usize;
+    }
+
+    fn var(&mut self, value: u64, last: bool) {
+        let mut i = self.bit / 6;
+        let b = self.bit % 6;
+        self.ensure(i + 1);
+        self.out.bytes[i] |= ((value << (2 + b)) & 0xfc) as u8;
+        let mut rest = value >> (6 - b);
+        while rest != 0 {
+            i += 1;
+            self.ensure(i + 1);
+            self.out.bytes[i] |= ((rest & 0x3f) << 2) as u8;
+            rest >>= 6;
+        }
+        self.out.bytes[i] |= if last {
+            MSEO_END_MESSAGE
+        } else {
+            MSEO_END_FIELD
+        };
+        self.bit = (i + 1) * 6;
+    }
+}
+
+/// Encodes one message (minimal-length variable fields).
+///
+/// `SRC` is truncated to `cfg.src_bits`; an ICT's CKDATA1 is written iff
+/// present. [`Message::Other`] has no contents to encode and yields just
+/// its TCODE and SRC closed as a message.
+pub fn encode_message(m: &Message, cfg: &NexusConfig) -> Encoded {
+    let mut w = FieldWriter::new();
+    let src_bits = cfg.src_bits.min(8);
+    let (tcode, src) = match m {
+        Message::DataAcquisition(d) => (TCODE_DATA_ACQUISITION, d.src),
+        Message::Ict(i) => (if i.sync { TCODE_ICT_SYNC } else { TCODE_ICT }, i.src),
+        Message::Other { tcode, src } => (*tcode & 0x3f, *src),
+    };
+    w.fixed(6, tcode as u64);
+    w.fixed(src_bits, src as u64);
+    match m {
+        Message::DataAcquisition(d) => {
+            w.var(d.idtag as u64, false);
+            w.var(d.data as u64, d.timestamp.is_none());
+            if let Some(t) = d.timestamp {
+                w.var(t, true);
+            }
+        }
+        Message::Ict(i) => {
+            w.fixed(4, i.cksrc as u64);
+            w.fixed(2, i.ckdf as u64);
+            w.var(i.ckdata0, i.ckdata1.is_none() && i.timestamp.is_none());
+            if let Some(d1) = i.ckdata1 {
+                w.var(d1, i.timestamp.is_none());
+            }
+            if let Some(t) = i.timestamp {
+                w.var(t, true);
+            }
+        }
+        Message::Other { .. } => {
+            let last = w.out.len.max(1) - 1;
+            w.ensure(last + 1);
+            w.out.bytes[last] |= MSEO_END_MESSAGE;
+        }
+    }
+    w.out
+}
+
+/// Writes ITC stimulus writes as a Nexus byte stream, the way a SiFive trace
+/// encoder with timestamps on does: an ICT-with-sync control message with
+/// the full timestamp first (per source), then Data Acquisition messages
+/// whose timestamps are XORed with the previous one. Used by the `.rtd`
+/// file sink and by tests. Allocation-free: bytes go to a callback.
+#[derive(Debug, Clone)]
+pub struct MessageWriter {
+    cfg: NexusConfig,
+    last: [Option<u64>; MAX_SOURCES],
+}
+
+impl MessageWriter {
+    /// A writer for the given configuration.
+    pub fn new(cfg: NexusConfig) -> Self {
+        MessageWriter {
+            cfg,
+            last: [None; MAX_SOURCES],
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NexusConfig {
+        &self.cfg
+    }
+
+    fn mask(&self) -> u64 {
+        (1u64 << self.cfg.timestamp_bits.clamp(1, 63)) - 1
+    }
+
+    /// Emits an ICT-with-sync control message carrying `time` in full.
+    pub fn sync_timestamp(&mut self, src: u16, time: u64, out: &mut impl FnMut(&[u8])) {
+        let msg = Message::Ict(Ict {
+            sync: true,
+            src,
+            cksrc: ICT_CKSRC_CONTROL,
+            ckdf: 0,
+            ckdata0: 0,
+            ckdata1: None,
+            timestamp: Some(time & self.mask()),
+        });
+        out(encode_message(&msg, &self.cfg).as_slice());
+        self.last[src as usize % MAX_SOURCES] = Some(time);
+    }
+
+    /// Emits the Data Acquisition message of one stimulus write. With a
+    /// `time`, a full timestamp is sent first if this source has none yet.
+    pub fn data_acquisition(
+        &mut self,
+        src: u16,
+        idtag: u32,
+        data: u32,
+        time: Option<u64>,
+        out: &mut impl FnMut(&[u8]),
+    ) {
+        let slot = src as usize % MAX_SOURCES;
+        let timestamp = match time {
+            None => None,
+            Some(t) => match self.last[slot] {
+                None => {
+                    self.sync_timestamp(src, t, out);
+                    Some(0)
+                }
+                Some(p) => {
+                    self.last[slot] = Some(t);
+                    Some((p ^ t) & self.mask())
+                }
+            },
+        };
+        let msg = Message::DataAcquisition(DataAcquisition {
+            src,
+            idtag,
+            data,
+            timestamp,
+        });
+        out(encode_message(&msg, &self.cfg).as_slice());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(bytes: &[u8], cfg: NexusConfig) -> Vec<Result<Located, NexusError>> {
+        MessageReader::new(bytes, cfg).collect()
+    }
+
+    #[test]
+    fn var_field_spans_slices_and_ends_at_boundary() {
+        // TCODE 7, IDTAG 0x18 (one slice), DQDATA 0x70657266 (6 slices).
+        let m = Message::DataAcquisition(DataAcquisition {
+            src: 0,
+            idtag: 0x18,
+            data: 0x7065_7266,
+            timestamp: None,
+        });
+        let out = encode_message(&m, &NexusConfig::default()).as_slice().to_vec();
+        assert_eq!(out.len(), 1 + 1 + 6);
+        assert_eq!(out[0], 7 << 2);
+        assert_eq!(out[1], (0x18 << 2) | 1);
+        assert_eq!(out.last().unwrap() & 3, 3);
+        let got = one(&out, NexusConfig::default());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().unwrap().message, m);
+    }
+
+    #[test]
+    fn src_field_shares_a_slice_with_the_next_var_field() {
+        let cfg = NexusConfig {
+            src_bits: 2,
+            timestamp_bits: 40,
+        };
+        let m = Message::DataAcquisition(DataAcquisition {
+            src: 3,
+            idtag: 0x1b,
+            data: 2,
+            timestamp: Some(0x12345),
+        });
+        let out = encode_message(&m, &cfg).as_slice().to_vec();
+        // slice 1: SRC=3 in bits 0-1, IDTAG low 4 bits (0xb) in bits 2-5.
+        assert_eq!(out[1] >> 2, 3 | (0xb << 2));
+        assert_eq!(out[1] & 3, 0, "IDTAG continues in the next slice");
+        let got = one(&out, cfg);
+        assert_eq!(got[0].as_ref().unwrap().message, m);
+    }
+
+    #[test]
+    fn oversized_field_is_an_error_not_a_panic() {
+        let mut bytes = vec![7 << 2];
+        bytes.extend(std::iter::repeat(0xfc).take(12));
+        bytes.push(0xfd);
+        bytes.push(0x07);
+        let got = one(&bytes, NexusConfig::default());
+        assert!(matches!(
+            got[0].as_ref().unwrap_err().kind,
+            NexusErrorKind::FieldOverflow("IDTAG")
+        ));
+    }
+
+    #[test]
+    fn timestamps_xor_and_wrap() {
+        let mut t = TimestampTracker::new(8);
+        assert_eq!(t.update(0, Some(5), false), None, "no full timestamp yet");
+        assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
+        assert_eq!(t.update(0, Some(0xf0 ^ 0xf4), false), Some(0xf4));
+        // 0xf4 -> 0x104 wraps the 8-bit counter: low bits 0x04.
+        assert_eq!(t.update(0, Some(0xf4 ^ 0x04), false), Some(0x104));
+        assert_eq!(t.update(0, None, false), Some(0x104));
+        assert_eq!(t.update(1, Some(1), false), None, "per source");
+    }
+}
