@@ -268,6 +268,11 @@ pub enum EventType {
     HwCache = 1,
     /// SBI type 2: raw event (`event_data` is the selector value).
     HwRaw = 2,
+    /// hpmtrace extension (not an SBI type): a Linux software perf event
+    /// (`PERF_COUNT_SW_*` in the code word), written when a host without a
+    /// hardware PMU counts a software event in place of a hardware one.
+    /// Laid out like types 0/1 (type, code, counter_info).
+    LinuxSoftware = 16,
 }
 
 impl EventType {
@@ -277,6 +282,7 @@ impl EventType {
             0 => Some(EventType::HwGeneral),
             1 => Some(EventType::HwCache),
             2 => Some(EventType::HwRaw),
+            16 => Some(EventType::LinuxSoftware),
             _ => None,
         }
     }
@@ -305,6 +311,12 @@ pub enum Event {
         /// Event selector value (written as two 32-bit halves).
         event_data: u64,
     },
+    /// Extension type 16: Linux software event `PERF_COUNT_SW_*` `code`.
+    LinuxSoftware {
+        /// `PERF_COUNT_SW_*` value (0 cpu-clock, 1 task-clock, 2
+        /// page-faults, 3 context-switches, 4 cpu-migrations, ...).
+        code: u16,
+    },
 }
 
 impl Event {
@@ -314,11 +326,12 @@ impl Event {
             Event::General { .. } => EventType::HwGeneral,
             Event::Cache { .. } => EventType::HwCache,
             Event::Raw { .. } => EventType::HwRaw,
+            Event::LinuxSoftware { .. } => EventType::LinuxSoftware,
         }
     }
 
-    /// The 32-bit code word the header carries for types 0 and 1 (`None`
-    /// for raw events, which carry `event_data` instead).
+    /// The 32-bit code word the header carries for types 0, 1 and 16
+    /// (`None` for raw events, which carry `event_data` instead).
     pub const fn code(self) -> Option<u32> {
         match self {
             Event::General { code } => Some(code as u32),
@@ -327,11 +340,12 @@ impl Event {
                     | ((op_id as u32 & 3) << 1)
                     | (result_id as u32 & 1),
             ),
+            Event::LinuxSoftware { code } => Some(code as u32),
             Event::Raw { .. } => None,
         }
     }
 
-    /// Rebuild a type 0/1 event from its header words.
+    /// Rebuild a type 0/1/16 event from its header words.
     pub const fn from_code(ty: EventType, code: u32) -> Option<Event> {
         match ty {
             EventType::HwGeneral if code <= 0xffff => Some(Event::General { code: code as u16 }),
@@ -340,6 +354,9 @@ impl Event {
                 op_id: ((code >> 1) & 3) as u8,
                 result_id: (code & 1) as u8,
             }),
+            EventType::LinuxSoftware if code <= 0xffff => {
+                Some(Event::LinuxSoftware { code: code as u16 })
+            }
             _ => None,
         }
     }

@@ -2,14 +2,19 @@
 //!
 //! Performance counters written into a trace as ITC data-acquisition
 //! messages, in the format of the SiFive Trace Performance Library
-//! ([`format`]), framed as Nexus messages ([`nexus`]) and decoded back
-//! ([`decode`]).
+//! ([`format`]), framed as Nexus messages ([`rtd`] writes them, [`nexus`]
+//! parses them) and decoded back ([`decode`]).
 //!
-//! The core (format, encoder, sinks, bare-metal counter source) is
-//! `no_std`; the `std` feature (default) adds the Linux collectors, the
-//! `.rtd` file output and the C API.
+//! The core (format, encoder, sinks, Nexus writer, bare-metal counter
+//! source) is `no_std`; the `std` feature (default) adds the Linux counter
+//! source and collectors, the safe session API, the C API and the decoder.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+#[cfg(feature = "std")]
 pub mod decode;
+pub mod encoder;
 pub mod format;
+#[cfg(feature = "std")]
 pub mod nexus;
+pub mod rtd;
+pub mod sink;

@@ -1,0 +1,221 @@
+//! Where ITC writes go: the [`Sink`] trait and its byte-level helpers.
+//!
+//! * [`ItcStimulus`]: the trace encoder's ITC stimulus registers (bare
+//!   metal, MMIO); the hardware frames and timestamps the messages.
+//! * [`crate::rtd::RtdWriter`]: a software trace encoder that frames each
+//!   write as a Nexus Data Acquisition message into a [`ByteSink`].
+//! * [`MemBuffer`]: a fixed-size byte buffer that stops on wrap, the
+//!   software counterpart of the trace encoder's SRAM/SBA buffer; it is the
+//!   [`ByteSink`] the Linux collectors give to their `RtdWriter`s.
+
+use crate::format::{ItcWrite, WriteSize, ITC_STIMULUS_OFFSET};
+
+/// The sink stopped accepting data (buffer full, stop-on-wrap); the write
+/// was dropped and so will every later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
+/// Destination of ITC writes.
+pub trait Sink {
+    /// Append one write. `ts` is the trace timestamp of the record the
+    /// write belongs to; sinks backed by hardware ignore it (the trace
+    /// encoder stamps messages itself).
+    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped>;
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    #[inline]
+    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
+        (**self).put(w, ts)
+    }
+}
+
+/// Destination of encoded trace bytes. `put_bytes` is all or nothing, so a
+/// buffer never ends in the middle of a Nexus message.
+pub trait ByteSink {
+    /// Append `bytes` entirely, or nothing and return `Stopped`.
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped>;
+}
+
+/// A fixed-capacity byte buffer that stops on wrap: once a message does not
+/// fit, it and everything after it are dropped (counted in
+/// [`MemBuffer::dropped`]), like a trace buffer with the stop-on-wrap bit.
+pub struct MemBuffer<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    dropped: u64,
+}
+
+impl<'a> MemBuffer<'a> {
+    /// Use `buf` as the trace buffer.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        MemBuffer { buf, len: 0, dropped: 0 }
+    }
+    /// Valid trace bytes recorded so far.
+    pub fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    /// Messages dropped because the buffer was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+    /// True once the buffer has refused a message.
+    pub fn stopped(&self) -> bool {
+        self.dropped != 0
+    }
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+impl ByteSink for MemBuffer<'_> {
+    #[inline]
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
+        // Once stopped, stay stopped even if a smaller message would fit:
+        // a trace with a hole in the middle would decode wrongly.
+        let end = self.len + bytes.len();
+        if self.dropped != 0 || end > self.buf.len() {
+            self.dropped += 1;
+            return Err(Stopped);
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// An owned, heap-allocated stop-on-wrap buffer (std only).
+#[cfg(feature = "std")]
+pub struct VecBuffer {
+    data: Vec<u8>,
+    capacity: usize,
+    dropped: u64,
+}
+
+#[cfg(feature = "std")]
+impl VecBuffer {
+    /// A buffer that accepts at most `capacity` bytes (allocated up front so
+    /// the hot path never allocates).
+    pub fn with_capacity(capacity: usize) -> Self {
+        VecBuffer { data: Vec::with_capacity(capacity), capacity, dropped: 0 }
+    }
+    /// Valid trace bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+    /// Messages dropped because the buffer was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+#[cfg(feature = "std")]
+impl ByteSink for VecBuffer {
+    #[inline]
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
+        if self.dropped != 0 || self.data.len() + bytes.len() > self.capacity {
+            self.dropped += 1;
+            return Err(Stopped);
+        }
+        self.data.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// The ITC stimulus register of one channel of one trace encoder.
+///
+/// Writes poll the register first: a read returning 0 means the ITC FIFO is
+/// full, so the write waits until it drains (as SiFive's library does).
+/// Sub-word writes go to byte offset +2 (16 bits) or +3 (8 bits), which is
+/// what gives the message its IDTAG (see [`crate::format::IdTag`]).
+pub struct ItcStimulus {
+    reg: *mut u32,
+}
+
+impl ItcStimulus {
+    /// The stimulus register of `channel` of the trace encoder at
+    /// `te_base`.
+    ///
+    /// # Safety
+    /// `te_base` must be the mapped base of a trace encoder whose ITC
+    /// stimulus registers may be read and written by this code, and
+    /// `channel` must be below 32.
+    pub unsafe fn new(te_base: usize, channel: u8) -> Self {
+        ItcStimulus { reg: (te_base + ITC_STIMULUS_OFFSET + 4 * channel as usize) as *mut u32 }
+    }
+}
+
+impl Sink for ItcStimulus {
+    #[inline]
+    fn put(&mut self, w: ItcWrite, _ts: u64) -> Result<(), Stopped> {
+        // SAFETY: `new`'s contract makes `reg` a valid MMIO register; the
+        // sub-word addresses are inside it.
+        unsafe {
+            while core::ptr::read_volatile(self.reg) == 0 {
+                core::hint::spin_loop();
+            }
+            match w.size {
+                WriteSize::Bits32 => core::ptr::write_volatile(self.reg, w.value),
+                WriteSize::Bits16 => {
+                    core::ptr::write_volatile((self.reg as *mut u16).add(1), w.value as u16)
+                }
+                WriteSize::Bits8 => {
+                    core::ptr::write_volatile((self.reg as *mut u8).add(3), w.value as u8)
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sink that keeps the writes themselves (tests, and the in-process
+/// round trip without Nexus framing).
+#[cfg(feature = "std")]
+#[derive(Default)]
+pub struct WriteLog {
+    /// Writes with their timestamps, in order.
+    pub writes: Vec<(ItcWrite, u64)>,
+}
+
+#[cfg(feature = "std")]
+impl Sink for WriteLog {
+    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
+        self.writes.push((w, ts));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_buffer_stops_on_wrap_and_stays_stopped() {
+        let mut raw = [0u8; 5];
+        let mut b = MemBuffer::new(&mut raw);
+        assert_eq!(b.put_bytes(&[1, 2, 3]), Ok(()));
+        assert_eq!(b.put_bytes(&[4, 5, 6]), Err(Stopped));
+        // would fit, but the buffer has stopped
+        assert_eq!(b.put_bytes(&[7]), Err(Stopped));
+        assert_eq!(b.data(), &[1, 2, 3]);
+        assert_eq!(b.dropped(), 2);
+    }
+
+    #[test]
+    fn itc_stimulus_writes_sub_words_at_their_offsets() {
+        // A fake register bank in memory whose "FIFO" always has room
+        // (non-zero reads).
+        let mut bank = [1u32; 64];
+        let base = bank.as_mut_ptr() as usize - ITC_STIMULUS_OFFSET;
+        let mut s = unsafe { ItcStimulus::new(base, 6) };
+        s.put(ItcWrite::w8(0xab), 0).unwrap();
+        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0, 0xab]);
+        s.put(ItcWrite::w16(0x1234), 0).unwrap();
+        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0x34, 0x12]);
+        s.put(ItcWrite::w32(0xdead_beef), 0).unwrap();
+        assert_eq!(bank[6], 0xdead_beef);
+        assert_eq!(bank[5], 1);
+        assert_eq!(bank[7], 1);
+    }
+}
