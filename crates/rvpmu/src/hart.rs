@@ -1,0 +1,629 @@
+//! The per-hart PMU engine: the semantics of the nine SBI PMU functions.
+//!
+//! Every call validates all of its arguments before it changes anything
+//! (so an error leaves the state untouched), then acts. Counter state is
+//! kept as bitmaps over canonical logical indices (see [`crate::counter`]).
+
+use crate::counter::{BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW};
+use crate::dt::EventMap;
+use crate::event::{Event, FwEvent, FW_EVENT_COUNT};
+use crate::hw::{bits, Hpm};
+use crate::mem::{shmem_address, SupervisorMemory};
+use crate::snapshot::{self, SNAPSHOT_SIZE};
+use crate::Error;
+use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
+
+/// ISA features that change what the engine can do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IsaFeatures {
+    /// Sscofpmf: OF and xINH bits in mhpmevent, overflow interrupt.
+    pub sscofpmf: bool,
+    /// Smcntrpmf: privilege filtering of mcycle/minstret.
+    pub smcntrpmf: bool,
+    /// H extension: VS/VU modes exist.
+    pub h: bool,
+}
+
+/// Maximum implementation-specific / platform firmware events a platform
+/// can declare.
+pub const MAX_EXTRA_FW_EVENTS: usize = 8;
+
+/// The firmware events this platform's firmware records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FwEventSet {
+    /// Bit `n`: standard event code `n` (0..=21) is recorded.
+    pub standard: u32,
+    /// Implementation-specific codes (256..=65534) recorded, `0` = unused slot.
+    pub implementation: [u16; MAX_EXTRA_FW_EVENTS],
+    /// Platform event_data values recorded (SBI_PMU_FW_PLATFORM).
+    pub platform: [Option<u64>; MAX_EXTRA_FW_EVENTS],
+}
+
+impl FwEventSet {
+    /// Every standard event except the hypervisor fences.
+    pub const fn without_h() -> FwEventSet {
+        FwEventSet {
+            standard: (1 << 14) - 1,
+            implementation: [0; MAX_EXTRA_FW_EVENTS],
+            platform: [None; MAX_EXTRA_FW_EVENTS],
+        }
+    }
+    /// All 22 standard events.
+    pub const fn all_standard() -> FwEventSet {
+        FwEventSet {
+            standard: (1 << FW_EVENT_COUNT) - 1,
+            implementation: [0; MAX_EXTRA_FW_EVENTS],
+            platform: [None; MAX_EXTRA_FW_EVENTS],
+        }
+    }
+    fn contains(&self, ev: &Event) -> bool {
+        match *ev {
+            Event::Firmware(f) => self.standard & (1 << f as u32) != 0,
+            Event::FirmwareImpl(c) => self.implementation.contains(&c),
+            Event::FirmwarePlatform(d) => self.platform.contains(&Some(d)),
+            _ => false,
+        }
+    }
+}
+
+/// Platform description shared read-only by all harts.
+#[derive(Clone, Copy, Debug)]
+pub struct PmuConfig<'a> {
+    /// Event-to-counter map from the `riscv,pmu` node.
+    pub map: &'a EventMap,
+    /// ISA features of the harts.
+    pub isa: IsaFeatures,
+    /// Firmware events the firmware records.
+    pub fw_events: FwEventSet,
+    /// Offer the counter snapshot (FID 7); without it FID 7 answers
+    /// NOT_SUPPORTED.
+    pub snapshot: bool,
+    /// Expose the alias window at [`crate::counter::ALIAS_BASE`].
+    pub alias_window: bool,
+}
+
+/// How a hardware counter was programmed by config_matching.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct HwProgram {
+    /// mhpmevent value (or mcyclecfg/minstretcfg) without OF.
+    event_reg: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FwSel {
+    None,
+    Event(Event),
+}
+
+/// One hart's PMU: engine state plus its two seams.
+pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
+    cfg: PmuConfig<'a>,
+    hw: H,
+    mem: M,
+    layout: CounterLayout,
+    /// Counters owned by a config_matching mapping (released by RESET).
+    allocated: u64,
+    /// Counters currently counting.
+    started: u64,
+    programs: [HwProgram; HW_SLOTS],
+    fw_sel: [FwSel; NUM_FW],
+    fw_value: [u64; NUM_FW],
+    /// Per standard firmware event: firmware counters (bit = fw number)
+    /// mapped to it. Combined with `fw_running` on the recording hot path.
+    fw_listen: [u16; FW_EVENT_COUNT],
+    fw_running: u16,
+    snapshot_shmem: Option<u64>,
+}
+
+impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
+    /// Probe the hart's counters through `hw` and put them in their boot
+    /// state: cycle and instret configured and counting, every HPM counter
+    /// inhibited with an empty selector.
+    ///
+    /// `hw_present` says which hardware counters exist (bit per CSR offset);
+    /// their widths are probed, not assumed.
+    pub fn new(cfg: PmuConfig<'a>, mut hw: H, mem: M, hw_present: u32) -> Self {
+        let mut widths = [0u8; HW_SLOTS];
+        for i in BitIter(hw_present as u64) {
+            widths[i] = if i == CYCLE || i == INSTRET {
+                64
+            } else {
+                hw.probe_width(i)
+            };
+        }
+        let layout = CounterLayout::new(widths, cfg.alias_window);
+        let mut inhibit = u32::MAX;
+        for i in BitIter(layout.hw_present() as u64) {
+            if i >= 3 {
+                hw.write_event(i, 0);
+            } else if cfg.isa.smcntrpmf {
+                hw.write_fixed_cfg(i, 0);
+            }
+            if i == CYCLE || i == INSTRET {
+                inhibit &= !(1 << i);
+            }
+        }
+        hw.write_inhibit(inhibit);
+        let started = (layout.hw_present() as u64) & (1 << CYCLE | 1 << INSTRET);
+        Pmu {
+            cfg,
+            hw,
+            mem,
+            layout,
+            allocated: 0,
+            started,
+            programs: [HwProgram::default(); HW_SLOTS],
+            fw_sel: [FwSel::None; NUM_FW],
+            fw_value: [0; NUM_FW],
+            fw_listen: [0; FW_EVENT_COUNT],
+            fw_running: 0,
+            snapshot_shmem: None,
+        }
+    }
+
+    /// The counter layout.
+    pub fn layout(&self) -> &CounterLayout {
+        &self.layout
+    }
+    /// The hardware seam (tests inspect the simulated hart through this).
+    pub fn hw(&self) -> &H {
+        &self.hw
+    }
+    /// The hardware seam, mutably.
+    pub fn hw_mut(&mut self) -> &mut H {
+        &mut self.hw
+    }
+    /// The memory seam.
+    pub fn mem(&self) -> &M {
+        &self.mem
+    }
+    /// The memory seam, mutably.
+    pub fn mem_mut(&mut self) -> &mut M {
+        &mut self.mem
+    }
+    /// Counters currently counting (canonical bitmap).
+    pub fn started_mask(&self) -> u64 {
+        self.started
+    }
+    /// Counters holding a config_matching mapping (canonical bitmap).
+    pub fn allocated_mask(&self) -> u64 {
+        self.allocated
+    }
+    /// The registered snapshot area.
+    pub fn snapshot_area(&self) -> Option<u64> {
+        self.snapshot_shmem
+    }
+
+    // ---- firmware event recording (hot path) ----
+
+    /// Count one occurrence of a standard firmware event on this hart.
+    #[inline]
+    pub fn record(&mut self, ev: FwEvent) {
+        let m = self.fw_listen[ev as usize] & self.fw_running;
+        if m != 0 {
+            for i in BitIter(m as u64) {
+                self.fw_value[i] = self.fw_value[i].wrapping_add(1);
+            }
+        }
+    }
+
+    /// Count one implementation-specific firmware event (codes 256..=65534).
+    pub fn record_impl(&mut self, code: u16) {
+        self.record_matching(Event::FirmwareImpl(code));
+    }
+
+    /// Count one platform firmware event named by `event_data`.
+    pub fn record_platform(&mut self, data: u64) {
+        self.record_matching(Event::FirmwarePlatform(data));
+    }
+
+    fn record_matching(&mut self, ev: Event) {
+        for i in BitIter(self.fw_running as u64) {
+            if self.fw_sel[i] == FwSel::Event(ev) {
+                self.fw_value[i] = self.fw_value[i].wrapping_add(1);
+            }
+        }
+    }
+
+    // ---- the nine functions ----
+
+    /// FID 0.
+    pub fn num_counters(&self) -> usize {
+        self.layout.num_counters()
+    }
+
+    /// FID 1.
+    pub fn counter_get_info(&self, idx: u64) -> Result<u64, Error> {
+        Ok(self.layout.info(idx)?.encode())
+    }
+
+    /// Whether canonical counter `c` is configured: mapped by
+    /// config_matching, or a fixed counter (always set up for its event).
+    fn configured(&self, c: usize) -> bool {
+        self.allocated & (1 << c) != 0 || c == CYCLE || c == INSTRET
+    }
+
+    /// Inhibit bits the caller asked for, reduced to modes that exist.
+    fn requested_inhibit(&self, flags: CounterCfgFlags) -> u64 {
+        let mut r = 0;
+        if flags.contains(CounterCfgFlags::SET_MINH) {
+            r |= bits::MINH;
+        }
+        if flags.contains(CounterCfgFlags::SET_SINH) {
+            r |= bits::SINH;
+        }
+        if flags.contains(CounterCfgFlags::SET_UINH) {
+            r |= bits::UINH;
+        }
+        if self.cfg.isa.h {
+            if flags.contains(CounterCfgFlags::SET_VSINH) {
+                r |= bits::VSINH;
+            }
+            if flags.contains(CounterCfgFlags::SET_VUINH) {
+                r |= bits::VUINH;
+            }
+        }
+        r
+    }
+
+    /// Whether hardware counter `i` can apply privilege filters.
+    fn can_filter(&self, i: usize) -> bool {
+        if i == CYCLE || i == INSTRET {
+            self.cfg.isa.smcntrpmf
+        } else {
+            self.cfg.isa.sscofpmf
+        }
+    }
+
+    /// Hardware counters (canonical bitmap) able to count `ev`.
+    fn hw_candidates(&self, ev: &Event) -> u64 {
+        let mut m = self.cfg.map.counters(ev);
+        match ev {
+            Event::General(crate::event::General::CpuCycles) => m |= 1 << CYCLE,
+            Event::General(crate::event::General::Instructions) => m |= 1 << INSTRET,
+            _ => {
+                // Only cycles/instructions may use the fixed counters.
+                m &= !(1 << CYCLE | 1 << INSTRET);
+            }
+        }
+        (m & self.layout.hw_present()) as u64
+    }
+
+    /// Whether this platform can count `ev` at all (event_get_info).
+    pub fn countable(&self, ev: &Event) -> bool {
+        if ev.is_hardware() {
+            self.hw_candidates(ev) != 0
+        } else {
+            self.cfg.fw_events.contains(ev)
+        }
+    }
+
+    /// FID 2: find a free counter in the set able to count the event,
+    /// program it and return its index (in the caller's index space).
+    pub fn counter_config_matching(
+        &mut self,
+        base: u64,
+        mask: u64,
+        flags: u64,
+        event_idx: u64,
+        event_data: u64,
+    ) -> Result<u64, Error> {
+        let flags = CounterCfgFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
+        let set = self.layout.set(base, mask)?;
+        let ev = Event::decode(event_idx, event_data)?;
+
+        let c = if flags.contains(CounterCfgFlags::SKIP_MATCH) {
+            let c = set.first();
+            if !self.configured(c) {
+                return Err(Error::InvalidParam);
+            }
+            c
+        } else {
+            let c = self.find_counter(&set, &ev, flags)?;
+            self.program(c, ev, flags);
+            c
+        };
+
+        if flags.contains(CounterCfgFlags::CLEAR_VALUE) {
+            self.write_value(c, 0);
+        }
+        if flags.contains(CounterCfgFlags::AUTO_START) && self.started & (1 << c) == 0 {
+            self.start_one(c);
+        }
+        Ok(set.caller_index(c))
+    }
+
+    fn find_counter(
+        &self,
+        set: &CounterSet,
+        ev: &Event,
+        flags: CounterCfgFlags,
+    ) -> Result<usize, Error> {
+        let free = set.members() & !self.allocated & !self.started;
+        let candidates = if ev.is_hardware() {
+            let mut m = free & self.hw_candidates(ev);
+            if self.requested_inhibit(flags) != 0 {
+                // Never fall back to a counter that would ignore the filters.
+                for i in BitIter(m) {
+                    if !self.can_filter(i) {
+                        m &= !(1 << i);
+                    }
+                }
+            }
+            m
+        } else if self.cfg.fw_events.contains(ev) {
+            free & self.layout.fw_mask()
+        } else {
+            0
+        };
+        if candidates == 0 {
+            return Err(Error::NotSupported);
+        }
+        Ok(candidates.trailing_zeros() as usize)
+    }
+
+    /// Map canonical counter `c` to `ev` (the counter is stopped).
+    fn program(&mut self, c: usize, ev: Event, flags: CounterCfgFlags) {
+        self.allocated |= 1 << c;
+        match self.layout.kind(c) {
+            Counter::Hw(i) => {
+                let i = i as usize;
+                let mut reg = if i >= 3 { self.cfg.map.selector(&ev) } else { 0 };
+                if self.can_filter(i) {
+                    // M-mode is always inhibited: firmware activity is not the
+                    // supervisor's to measure (the spec lets us override).
+                    reg |= self.requested_inhibit(flags) | bits::MINH;
+                }
+                self.programs[i] = HwProgram { event_reg: reg };
+                self.write_event_reg(i, reg);
+            }
+            Counter::Fw(f) => {
+                let f = f as usize;
+                self.unlisten(f);
+                self.fw_sel[f] = FwSel::Event(ev);
+                if let Event::Firmware(e) = ev {
+                    self.fw_listen[e as usize] |= 1 << f;
+                }
+            }
+        }
+    }
+
+    fn unlisten(&mut self, f: usize) {
+        if let FwSel::Event(Event::Firmware(e)) = self.fw_sel[f] {
+            self.fw_listen[e as usize] &= !(1 << f);
+        }
+    }
+
+    fn write_event_reg(&mut self, i: usize, reg: u64) {
+        if i >= 3 {
+            self.hw.write_event(i, reg & !bits::OF);
+        } else if self.cfg.isa.smcntrpmf {
+            self.hw.write_fixed_cfg(i, reg);
+        }
+    }
+
+    fn write_value(&mut self, c: usize, v: u64) {
+        match self.layout.kind(c) {
+            Counter::Hw(i) => self.hw.write_counter(i as usize, v),
+            Counter::Fw(f) => self.fw_value[f as usize] = v,
+        }
+    }
+
+    fn read_value(&self, c: usize) -> u64 {
+        match self.layout.kind(c) {
+            Counter::Hw(i) => self.hw.read_counter(i as usize),
+            Counter::Fw(f) => self.fw_value[f as usize],
+        }
+    }
+
+    fn start_one(&mut self, c: usize) {
+        self.started |= 1 << c;
+        match self.layout.kind(c) {
+            Counter::Hw(i) => {
+                let i = i as usize;
+                // Clear OF after the value is in place, then let it count:
+                // the overflow interrupt can only follow the new value.
+                if self.cfg.isa.sscofpmf && i >= 3 {
+                    self.hw.write_event(i, self.programs[i].event_reg & !bits::OF);
+                }
+                let inh = self.hw.read_inhibit();
+                self.hw.write_inhibit(inh & !(1 << i));
+            }
+            Counter::Fw(f) => self.fw_running |= 1 << f,
+        }
+    }
+
+    fn stop_one(&mut self, c: usize) {
+        self.started &= !(1 << c);
+        match self.layout.kind(c) {
+            Counter::Hw(i) => {
+                let inh = self.hw.read_inhibit();
+                self.hw.write_inhibit(inh | 1 << i);
+            }
+            Counter::Fw(f) => self.fw_running &= !(1 << f),
+        }
+    }
+
+    /// FID 3.
+    pub fn counter_start(
+        &mut self,
+        base: u64,
+        mask: u64,
+        flags: u64,
+        initial_value: u64,
+    ) -> Result<(), Error> {
+        let flags = CounterStartFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
+        if flags.contains(CounterStartFlags::INIT_VALUE | CounterStartFlags::INIT_SNAPSHOT) {
+            return Err(Error::InvalidParam);
+        }
+        let set = self.layout.set(base, mask)?;
+        if BitIter(set.members()).any(|c| !self.configured(c)) {
+            return Err(Error::InvalidParam);
+        }
+        let shmem = if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
+            Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
+        } else {
+            None
+        };
+        let mut already = false;
+        for (j, c) in set.iter() {
+            if self.started & (1 << c) != 0 {
+                already = true;
+                continue;
+            }
+            if flags.contains(CounterStartFlags::INIT_VALUE) {
+                self.write_value(c, initial_value);
+            } else if let Some(area) = shmem {
+                let v = snapshot::read_value(&self.mem, area, j).map_err(|_| Error::Failed)?;
+                self.write_value(c, v);
+            }
+            self.start_one(c);
+        }
+        if already {
+            Err(Error::AlreadyStarted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// FID 4.
+    pub fn counter_stop(&mut self, base: u64, mask: u64, flags: u64) -> Result<(), Error> {
+        let flags = CounterStopFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
+        let set = self.layout.set(base, mask)?;
+        let shmem = if flags.contains(CounterStopFlags::TAKE_SNAPSHOT) {
+            Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
+        } else {
+            None
+        };
+        let mut already = false;
+        for c in BitIter(set.members()) {
+            if self.started & (1 << c) != 0 {
+                self.stop_one(c);
+            } else {
+                already = true;
+            }
+        }
+        if let Some(area) = shmem {
+            self.take_snapshot(area, &set)?;
+        }
+        if flags.contains(CounterStopFlags::RESET) {
+            for c in BitIter(set.members()) {
+                self.release(c);
+            }
+        }
+        if already {
+            Err(Error::AlreadyStopped)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn take_snapshot(&mut self, area: u64, set: &CounterSet) -> Result<(), Error> {
+        let mut overflow = 0u64;
+        for (j, c) in set.iter() {
+            let v = self.read_value(c);
+            snapshot::write_value(&mut self.mem, area, j, v).map_err(|_| Error::Failed)?;
+            if let Counter::Hw(i) = self.layout.kind(c) {
+                if self.cfg.isa.sscofpmf && i >= 3 && self.hw.read_event(i as usize) & bits::OF != 0 {
+                    overflow |= 1 << j;
+                }
+            }
+        }
+        let old = snapshot::read_overflow(&self.mem, area).map_err(|_| Error::Failed)?;
+        let new = (old & !set.relative_mask()) | overflow;
+        snapshot::write_overflow(&mut self.mem, area, new).map_err(|_| Error::Failed)
+    }
+
+    /// Drop the counter-to-event mapping of a stopped counter.
+    fn release(&mut self, c: usize) {
+        self.allocated &= !(1 << c);
+        match self.layout.kind(c) {
+            Counter::Hw(i) => {
+                let i = i as usize;
+                self.programs[i] = HwProgram::default();
+                self.write_event_reg(i, 0);
+            }
+            Counter::Fw(f) => {
+                self.unlisten(f as usize);
+                self.fw_sel[f as usize] = FwSel::None;
+            }
+        }
+    }
+
+    /// FID 5.
+    pub fn counter_fw_read(&self, idx: u64) -> Result<u64, Error> {
+        match self.layout.resolve(idx)? {
+            (_, Counter::Fw(f)) => Ok(self.fw_value[f as usize]),
+            _ => Err(Error::InvalidParam),
+        }
+    }
+
+    /// FID 6: the upper half of a firmware counter, always 0 on RV64.
+    pub fn counter_fw_read_hi(&self, idx: u64) -> Result<u64, Error> {
+        self.counter_fw_read(idx).map(|_| 0)
+    }
+
+    /// FID 7.
+    pub fn snapshot_set_shmem(&mut self, lo: u64, hi: u64, flags: u64) -> Result<(), Error> {
+        if !self.cfg.snapshot {
+            return Err(Error::NotSupported);
+        }
+        if flags != 0 {
+            return Err(Error::InvalidParam);
+        }
+        let Some(addr) = shmem_address(lo, hi)? else {
+            self.snapshot_shmem = None;
+            return Ok(());
+        };
+        if addr % SNAPSHOT_SIZE != 0 {
+            return Err(Error::InvalidParam);
+        }
+        if !self.mem.owns(addr, SNAPSHOT_SIZE) {
+            return Err(Error::InvalidAddress);
+        }
+        self.mem
+            .zero(addr, SNAPSHOT_SIZE)
+            .map_err(|_| Error::InvalidAddress)?;
+        self.snapshot_shmem = Some(addr);
+        Ok(())
+    }
+
+    /// FID 8: fill the `output` word of each entry. All entries are checked
+    /// before any is written, so an INVALID_PARAM leaves memory untouched.
+    pub fn event_get_info(&mut self, lo: u64, hi: u64, num: u64, flags: u64) -> Result<(), Error> {
+        use crate::snapshot::event_info as ei;
+        if flags != 0 || lo % ei::ALIGN != 0 || num == 0 {
+            return Err(Error::InvalidParam);
+        }
+        let Some(addr) = shmem_address(lo, hi)? else {
+            return Err(Error::InvalidAddress);
+        };
+        let size = num.checked_mul(ei::ENTRY_SIZE).ok_or(Error::InvalidParam)?;
+        if !self.mem.owns(addr, size) {
+            return Err(Error::InvalidAddress);
+        }
+        for k in 0..num {
+            let e = ei::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            if e.event_idx & !crate::event::EVENT_IDX_MASK as u32 != 0 {
+                return Err(Error::InvalidParam);
+            }
+        }
+        for k in 0..num {
+            let e = ei::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            // event_data is only meaningful for raw and platform events.
+            let ty = e.event_idx >> 16;
+            let code = e.event_idx & 0xFFFF;
+            let data = match ty {
+                2 | 3 => e.event_data,
+                15 if code == 0xFFFF => e.event_data,
+                _ => 0,
+            };
+            let supported = match Event::decode(e.event_idx as u64, data) {
+                Ok(ev) => self.countable(&ev),
+                Err(_) => false,
+            };
+            ei::write_output(&mut self.mem, addr, k, supported as u32).map_err(|_| Error::Failed)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! Supervisor memory: the seam between the engine and physical memory.
+//!
+//! Every shared-memory address an SBI call receives comes from a less
+//! privileged mode and is hostile. The engine asks [`SupervisorMemory::owns`]
+//! before it registers or touches an area, and accesses go through
+//! `read`/`write`, which implementations bound-check again.
+
+use crate::Error;
+
+/// An access outside what the implementation allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemFault {
+    /// First address of the refused access.
+    pub addr: u64,
+}
+
+/// Physical memory of the supervisor, as seen from the SBI implementation.
+pub trait SupervisorMemory {
+    /// Whether `[addr, addr + len)` is memory the supervisor may read and
+    /// write (RAM it owns, not the firmware's own memory, no wrap-around).
+    fn owns(&self, addr: u64, len: u64) -> bool;
+    /// Copy `buf.len()` bytes from supervisor memory at `addr`.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault>;
+    /// Copy `data` into supervisor memory at `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault>;
+
+    /// Read a little-endian u64.
+    fn read_u64(&self, addr: u64) -> Result<u64, MemFault> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// Write a little-endian u64.
+    fn write_u64(&mut self, addr: u64, v: u64) -> Result<(), MemFault> {
+        self.write(addr, &v.to_le_bytes())
+    }
+    /// Read a little-endian u32.
+    fn read_u32(&self, addr: u64) -> Result<u32, MemFault> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    /// Write a little-endian u32.
+    fn write_u32(&mut self, addr: u64, v: u32) -> Result<(), MemFault> {
+        self.write(addr, &v.to_le_bytes())
+    }
+    /// Zero `len` bytes at `addr`.
+    fn zero(&mut self, addr: u64, len: u64) -> Result<(), MemFault> {
+        let z = [0u8; 64];
+        let mut off = 0;
+        while off < len {
+            let n = core::cmp::min(64, len - off);
+            self.write(addr + off, &z[..n as usize])?;
+            off += n;
+        }
+        Ok(())
+    }
+}
+
+/// The physical base address a `(shmem_phys_lo, shmem_phys_hi)` pair names
+/// on RV64, where any non-zero high word is beyond the physical address
+/// space (SBI_ERR_INVALID_ADDRESS). `None` for the all-ones "disable" pair.
+pub fn shmem_address(lo: u64, hi: u64) -> Result<Option<u64>, Error> {
+    if lo == u64::MAX && hi == u64::MAX {
+        return Ok(None);
+    }
+    if hi != 0 {
+        return Err(Error::InvalidAddress);
+    }
+    Ok(Some(lo))
+}
+
+/// Maximum RAM ranges and excluded ranges a [`Ranges`] holds.
+pub const MAX_RANGES: usize = 8;
+
+/// The supervisor's memory as RAM ranges minus excluded ranges (the
+/// firmware's own image, reserved regions), checked without allocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ranges {
+    ram: [(u64, u64); MAX_RANGES],
+    n_ram: usize,
+    excluded: [(u64, u64); MAX_RANGES],
+    n_excluded: usize,
+}
+
+impl Ranges {
+    /// An empty set: owns nothing.
+    pub const fn new() -> Ranges {
+        Ranges {
+            ram: [(0, 0); MAX_RANGES],
+            n_ram: 0,
+            excluded: [(0, 0); MAX_RANGES],
+            n_excluded: 0,
+        }
+    }
+
+    /// Add RAM `[base, base + size)`. Returns false when full.
+    pub fn add_ram(&mut self, base: u64, size: u64) -> bool {
+        if self.n_ram == MAX_RANGES {
+            return false;
+        }
+        self.ram[self.n_ram] = (base, base.saturating_add(size));
+        self.n_ram += 1;
+        true
+    }
+
+    /// Exclude `[base, base + size)` (e.g. the firmware). Returns false when full.
+    pub fn exclude(&mut self, base: u64, size: u64) -> bool {
+        if self.n_excluded == MAX_RANGES {
+            return false;
+        }
+        self.excluded[self.n_excluded] = (base, base.saturating_add(size));
+        self.n_excluded += 1;
+        true
+    }
+
+    /// Whether `[addr, addr + len)` lies inside one RAM range and touches no
+    /// excluded range. Zero-length and wrapping areas are refused.
+    pub fn owns(&self, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        if len == 0 {
+            return false;
+        }
+        let in_ram = self.ram[..self.n_ram]
+            .iter()
+            .any(|&(b, e)| addr >= b && end <= e);
+        let hits_excluded = self.excluded[..self.n_excluded]
+            .iter()
+            .any(|&(b, e)| addr < e && end > b);
+        in_ram && !hits_excluded
+    }
+}
+
+/// Direct physical access for M-mode firmware (no translation in M-mode).
+#[derive(Clone, Copy, Debug)]
+pub struct PhysMemory {
+    ranges: Ranges,
+}
+
+impl PhysMemory {
+    /// # Safety
+    /// Every address `ranges` owns must be RAM that M-mode may access with
+    /// plain loads and stores, and no Rust object may live there.
+    pub const unsafe fn new(ranges: Ranges) -> PhysMemory {
+        PhysMemory { ranges }
+    }
+
+    /// The ranges this memory allows.
+    pub fn ranges(&self) -> &Ranges {
+        &self.ranges
+    }
+}
+
+impl SupervisorMemory for PhysMemory {
+    fn owns(&self, addr: u64, len: u64) -> bool {
+        self.ranges.owns(addr, len)
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        if !self.owns(addr, buf.len() as u64) {
+            return Err(MemFault { addr });
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: owns() checked the range; see PhysMemory::new.
+            *b = unsafe { core::ptr::read_volatile((addr as usize + i) as *const u8) };
+        }
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+        if !self.owns(addr, data.len() as u64) {
+            return Err(MemFault { addr });
+        }
+        for (i, b) in data.iter().enumerate() {
+            // SAFETY: owns() checked the range; see PhysMemory::new.
+            unsafe { core::ptr::write_volatile((addr as usize + i) as *mut u8, *b) };
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_refuse_firmware_and_wrap() {
+        let mut r = Ranges::new();
+        r.add_ram(0x8000_0000, 0x1000_0000);
+        r.exclude(0x8000_0000, 0x4_0000);
+        assert!(!r.owns(0x8000_0000, 8));
+        assert!(!r.owns(0x8003_fff8, 16)); // straddles the end of the firmware
+        assert!(r.owns(0x8004_0000, 4096));
+        assert!(!r.owns(0x8fff_f000, 0x2000)); // past the end of RAM
+        assert!(!r.owns(u64::MAX - 8, 16));
+        assert!(!r.owns(0x8004_0000, 0));
+        assert!(!r.owns(0x1000, 8));
+    }
+
+    #[test]
+    fn shmem_address_pairs() {
+        assert_eq!(shmem_address(u64::MAX, u64::MAX), Ok(None));
+        assert_eq!(shmem_address(0x8000_1000, 0), Ok(Some(0x8000_1000)));
+        assert_eq!(shmem_address(0x1000, 1), Err(Error::InvalidAddress));
+        assert_eq!(shmem_address(u64::MAX, 0), Ok(Some(u64::MAX)));
+    }
+}

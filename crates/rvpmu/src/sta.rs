@@ -1,0 +1,137 @@
+//! Steal-time accounting (SBI STA, EID 0x535441): registration of the
+//! per-hart 64-byte record and the writer side of its sequence protocol.
+//!
+//! Record layout (spec, "STA Shared Memory Structure"), little-endian:
+//! `u32 sequence @0, u32 flags @4, u64 steal @8, u8 preempted @16, pad to 64`.
+//!
+//! The writer keeps its own sequence and steal total instead of reading
+//! them back, so a supervisor scribbling on the record can only confuse
+//! itself, never the accounting.
+
+use crate::mem::{shmem_address, SupervisorMemory};
+use crate::Error;
+use core::sync::atomic::{fence, Ordering};
+
+/// Size and alignment of the record.
+pub const STA_SIZE: u64 = 64;
+/// Offset of `sequence`.
+pub const SEQUENCE_OFFSET: u64 = 0;
+/// Offset of `flags`.
+pub const FLAGS_OFFSET: u64 = 4;
+/// Offset of `steal`.
+pub const STEAL_OFFSET: u64 = 8;
+/// Offset of `preempted`.
+pub const PREEMPTED_OFFSET: u64 = 16;
+
+/// One (virtual) hart's steal-time state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StealTime {
+    area: Option<u64>,
+    sequence: u32,
+    steal_ns: u64,
+    preempted: bool,
+}
+
+impl StealTime {
+    /// Nothing registered.
+    pub const fn new() -> StealTime {
+        StealTime {
+            area: None,
+            sequence: 0,
+            steal_ns: 0,
+            preempted: false,
+        }
+    }
+
+    /// The registered record's address.
+    pub fn area(&self) -> Option<u64> {
+        self.area
+    }
+
+    /// Total steal reported so far, in nanoseconds.
+    pub fn steal_ns(&self) -> u64 {
+        self.steal_ns
+    }
+
+    /// `sbi_steal_time_set_shmem` (FID 0). Registration zeroes the 64
+    /// bytes before returning; the all-ones pair stops reporting; a new
+    /// address moves the record (the old one is no longer written).
+    pub fn set_shmem<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        lo: u64,
+        hi: u64,
+        flags: u64,
+    ) -> Result<(), Error> {
+        if flags != 0 {
+            return Err(Error::InvalidParam);
+        }
+        let Some(addr) = shmem_address(lo, hi)? else {
+            self.area = None;
+            return Ok(());
+        };
+        if addr % STA_SIZE != 0 {
+            return Err(Error::InvalidParam);
+        }
+        if !mem.owns(addr, STA_SIZE) {
+            return Err(Error::InvalidAddress);
+        }
+        mem.zero(addr, STA_SIZE).map_err(|_| Error::Failed)?;
+        self.area = Some(addr);
+        self.sequence = 0;
+        self.steal_ns = 0;
+        self.preempted = false;
+        Ok(())
+    }
+
+    /// Add `steal_ns` of stolen time and publish it with the sequence
+    /// protocol: odd sequence, steal, preempted, even sequence. `preempted`
+    /// says whether the hart is still withheld after this update; write
+    /// `false` before the hart runs again.
+    pub fn account<M: SupervisorMemory + ?Sized>(&mut self, mem: &mut M, steal_ns: u64, preempted: bool) {
+        self.steal_ns = self.steal_ns.wrapping_add(steal_ns);
+        self.preempted = preempted;
+        let Some(a) = self.area else { return };
+        // A failed write means the area stopped being the supervisor's
+        // (it cannot, once checked); drop the registration rather than
+        // write anywhere else.
+        if self.publish(mem, a).is_err() {
+            self.area = None;
+        }
+    }
+
+    fn publish<M: SupervisorMemory + ?Sized>(&mut self, mem: &mut M, a: u64) -> Result<(), crate::mem::MemFault> {
+        // `sequence` is even between updates; odd while one is in flight.
+        self.sequence = self.sequence.wrapping_add(1);
+        mem.write_u32(a + SEQUENCE_OFFSET, self.sequence)?;
+        fence(Ordering::SeqCst);
+        mem.write_u64(a + STEAL_OFFSET, self.steal_ns)?;
+        mem.write(a + PREEMPTED_OFFSET, &[self.preempted as u8])?;
+        fence(Ordering::SeqCst);
+        self.sequence = self.sequence.wrapping_add(1);
+        mem.write_u32(a + SEQUENCE_OFFSET, self.sequence)
+    }
+}
+
+/// Read a steal value with the reader side of the protocol: retry while
+/// the sequence is odd or changed across the read. `read_seq` and
+/// `read_steal` load the record's fields (volatile, from the caller's
+/// mapping). Gives up after `max_tries` and returns `None`.
+pub fn read_steal(
+    mut read_seq: impl FnMut() -> u32,
+    mut read_steal: impl FnMut() -> u64,
+    max_tries: usize,
+) -> Option<u64> {
+    for _ in 0..max_tries {
+        let s0 = read_seq();
+        fence(Ordering::Acquire);
+        let v = read_steal();
+        fence(Ordering::Acquire);
+        let s1 = read_seq();
+        if s0 & 1 == 0 && s0 == s1 {
+            return Some(v);
+        }
+        core::hint::spin_loop();
+    }
+    None
+}
