@@ -1,1 +1,835 @@
-//! Trace decoder (placeholder; filled by the decoder side).
+//! Streaming decoder: Nexus messages -> ITC writes -> headers and records.
+//!
+//! Feed it messages in trace order ([`Decoder::on_message`]), tell it about
+//! framing errors ([`Decoder::on_gap`]), and call [`Decoder::finish`] at the
+//! end. It calls a sink with [`Output`] items; nothing is buffered beyond
+//! the record being assembled, so memory is constant in the trace size.
+//!
+//! Compared with SiFive's decoder it
+//! * keeps the last counter of a trace (a counter's value is only known to
+//!   be complete when the next write shows no 16-bit high part follows; at
+//!   the end of the trace it is complete by definition),
+//! * recognises a header re-sent mid-trace (trace off/on) after any record,
+//! * keeps one state per Nexus source (core), so interleaved cores decode,
+//! * never stops at an error: it reports it with the byte offset and resumes
+//!   at the next record (Raw, Delta: records are self-contained) or the next
+//!   header (DeltaXOR: the XOR chain is broken until the next header).
+//!
+//! Values: [`CounterValue::recorded`] is what the trace carries;
+//! [`CounterValue::reading`] the counter reading it stands for where that
+//! is known (Raw, DeltaXOR; for Delta the sum of deltas since trace-on);
+//! [`CounterValue::delta`] the increase since the previous record of the
+//! same source (known for Delta always, otherwise from the second record
+//! after a header on).
+#![cfg(feature = "std")]
+
+use crate::format::{
+    apply_delta, decode_address, decode_count, delta, xor_step, CountType, CounterDesc,
+    CounterInfo, Event, EventType, Header, IdTag, ItcWrite, RecordType, WriteSize, HEADER_MARKER,
+    MAX_COUNTERS,
+};
+use crate::nexus::{Located, Message, MessageReader, NexusConfig, NexusError, TimestampTracker};
+use std::fmt;
+use std::io::Read;
+
+/// Decoder settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeConfig {
+    /// ITC channel carrying the performance data (default 6).
+    pub channel: u8,
+    /// Nexus framing settings.
+    pub nexus: NexusConfig,
+}
+
+impl Default for DecodeConfig {
+    fn default() -> Self {
+        DecodeConfig {
+            channel: crate::format::DEFAULT_CHANNEL,
+            nexus: NexusConfig::default(),
+        }
+    }
+}
+
+/// One counter value of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterValue {
+    /// HPM counter index (mask bit).
+    pub index: u8,
+    /// The value as recorded (Raw reading, Delta, or XOR difference).
+    pub recorded: u64,
+    /// The reading it stands for (Delta: running sum since trace-on).
+    pub reading: u64,
+    /// Increase since the previous record of this source, if known.
+    pub delta: Option<u64>,
+}
+
+/// A decoded trace record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Nexus source (core).
+    pub src: u16,
+    /// Byte offset of the message carrying the record type.
+    pub offset: u64,
+    /// Trace time of that message (`None` before any full timestamp).
+    pub timestamp: Option<u64>,
+    /// Record kind.
+    pub kind: RecordType,
+    /// First address: the function (enter/exit) or the PC (manual, ISR).
+    pub addr: u64,
+    /// Second address of enter/exit records: call site / returned-to.
+    pub addr2: Option<u64>,
+    /// Counter values, in mask order.
+    pub counters: Vec<CounterValue>,
+    /// Count type of the header this record belongs to.
+    pub count_type: CountType,
+}
+
+impl Record {
+    /// The value of counter `index`, if recorded.
+    pub fn counter(&self, index: u8) -> Option<&CounterValue> {
+        self.counters.iter().find(|c| c.index == index)
+    }
+}
+
+/// A decoded header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderInfo {
+    /// Nexus source (core).
+    pub src: u16,
+    /// Byte offset of the marker message.
+    pub offset: u64,
+    /// Trace time of the marker message.
+    pub timestamp: Option<u64>,
+    /// The header.
+    pub header: Header,
+}
+
+/// Why decoding was interrupted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// Nexus framing was broken (message lost).
+    Framing(crate::nexus::NexusErrorKind),
+    /// A message on the channel is not a valid ITC write.
+    BadWrite {
+        /// The message's IDTAG.
+        idtag: u32,
+        /// Its data.
+        data: u32,
+    },
+    /// A write of the wrong size or value where the format expects another.
+    Unexpected {
+        /// What the format expected there.
+        expected: &'static str,
+        /// Size of the write that came.
+        size: WriteSize,
+        /// Its value.
+        value: u32,
+    },
+    /// The trace ended inside a header or record.
+    Truncated(&'static str),
+}
+
+/// An error with its position; decoding goes on after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset of the offending message.
+    pub offset: u64,
+    /// Source the error concerns (`None` for framing errors).
+    pub src: Option<u16>,
+    /// What went wrong.
+    pub kind: DecodeErrorKind,
+    /// Where decoding of this source resumes.
+    pub resume: Resume,
+}
+
+/// Where decoding resumes after an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// At the next record type byte.
+    NextRecord,
+    /// At the next header marker.
+    NextHeader,
+    /// Nothing to resume (end of trace, or other sources unaffected).
+    Nothing,
+}
+
+fn size_name(s: WriteSize) -> &'static str {
+    match s {
+        WriteSize::Bits32 => "32-bit",
+        WriteSize::Bits16 => "16-bit",
+        WriteSize::Bits8 => "8-bit",
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte offset {} (0x{:x}): ", self.offset, self.offset)?;
+        if let Some(src) = self.src {
+            write!(f, "core {src}: ")?;
+        }
+        match &self.kind {
+            DecodeErrorKind::Framing(k) => {
+                let e = NexusError {
+                    offset: self.offset,
+                    kind: k.clone(),
+                };
+                let s = e.to_string();
+                // Reuse the framing message without repeating the offset.
+                let text = s.split_once("): ").map_or(s.as_str(), |(_, t)| t);
+                write!(f, "{text}")?;
+            }
+            DecodeErrorKind::BadWrite { idtag, data } => write!(
+                f,
+                "not a valid ITC write (IDTAG 0x{idtag:x}, data 0x{data:x})"
+            )?,
+            DecodeErrorKind::Unexpected {
+                expected,
+                size,
+                value,
+            } => write!(
+                f,
+                "expected {expected}, got {} write 0x{value:x}",
+                size_name(*size)
+            )?,
+            DecodeErrorKind::Truncated(what) => write!(f, "trace ends inside {what}")?,
+        }
+        match self.resume {
+            Resume::NextRecord => write!(f, "; resuming at the next record"),
+            Resume::NextHeader => write!(f, "; resuming at the next header"),
+            Resume::Nothing => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// What the decoder produces.
+#[derive(Debug)]
+pub enum Output<'a> {
+    /// A header (trace-on).
+    Header(&'a HeaderInfo),
+    /// A complete record.
+    Record(&'a Record),
+    /// A recoverable error.
+    Error(DecodeError),
+}
+
+/// Counts of what was seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Nexus messages framed.
+    pub messages: u64,
+    /// Data Acquisition messages on the performance channel.
+    pub channel_writes: u64,
+    /// Data Acquisition messages on other channels (ignored).
+    pub other_channel_writes: u64,
+    /// Messages of other kinds (ICT, instruction trace: ignored).
+    pub other_messages: u64,
+    /// Headers decoded.
+    pub headers: u64,
+    /// Records decoded.
+    pub records: u64,
+    /// Errors reported.
+    pub errors: u64,
+    /// Channel writes skipped while waiting for a header or record.
+    pub skipped_writes: u64,
+}
+
+/// Where a source's parser is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a header marker.
+    Sync,
+    /// Waiting for the next record type (skipping after an error).
+    SyncRecord,
+    HeaderCountType,
+    HeaderMask,
+    /// Counter definition words of slot `slot`: word `word` (0 = type).
+    HeaderDef {
+        slot: u8,
+        word: u8,
+    },
+    /// Between records.
+    RecordStart,
+    /// Address `n` (0 or 1) of the record; `low` set when a high word is due.
+    Address {
+        n: u8,
+        low: Option<u32>,
+    },
+    /// Counter values; `next` = position in the mask order of the value
+    /// being assembled, `low` its low word once seen.
+    Counts {
+        next: u8,
+        low: Option<u32>,
+    },
+}
+
+/// One source's decoding state.
+#[derive(Debug, Clone)]
+struct SourceState {
+    state: State,
+    /// Header being assembled / in force.
+    header: Option<HeaderInfo>,
+    building: HeaderInfo,
+    mask: u32,
+    def_type: u32,
+    def_words: [u32; 3],
+    /// Counter slots of the header in mask order.
+    order: [u8; MAX_COUNTERS],
+    widths: [u8; MAX_COUNTERS],
+    n_counters: u8,
+    /// DeltaXOR address chain.
+    last_addr: u64,
+    /// Previous reading per slot (by mask position) and whether known.
+    prev: [u64; MAX_COUNTERS],
+    prev_known: [bool; MAX_COUNTERS],
+    record: Record,
+}
+
+impl SourceState {
+    fn new(src: u16) -> Self {
+        SourceState {
+            state: State::Sync,
+            header: None,
+            building: HeaderInfo {
+                src,
+                offset: 0,
+                timestamp: None,
+                header: Header::new(CountType::Raw),
+            },
+            mask: 0,
+            def_type: 0,
+            def_words: [0; 3],
+            order: [0; MAX_COUNTERS],
+            widths: [0; MAX_COUNTERS],
+            n_counters: 0,
+            last_addr: 0,
+            prev: [0; MAX_COUNTERS],
+            prev_known: [false; MAX_COUNTERS],
+            record: Record {
+                src,
+                offset: 0,
+                timestamp: None,
+                kind: RecordType::Manual,
+                addr: 0,
+                addr2: None,
+                counters: Vec::with_capacity(MAX_COUNTERS),
+                count_type: CountType::Raw,
+            },
+        }
+    }
+
+    fn count_type(&self) -> CountType {
+        self.header
+            .as_ref()
+            .map_or(CountType::Raw, |h| h.header.count_type)
+    }
+
+    /// Where to go after an error in this source.
+    fn recovery(&self) -> (State, Resume) {
+        match self.header {
+            Some(h) if h.header.count_type != CountType::DeltaXor => {
+                (State::SyncRecord, Resume::NextRecord)
+            }
+            _ => (State::Sync, Resume::NextHeader),
+        }
+    }
+}
+
+/// What one write did to a source's state machine.
+enum Step {
+    /// Consumed.
+    Done,
+    /// Ignored while resynchronising.
+    Skipped,
+    /// Consumed, the header is complete.
+    HeaderDone,
+    /// Consumed, the record is complete.
+    RecordDone,
+    /// The record is complete; the write starts something new: feed again.
+    RecordDoneAgain,
+    /// Not acceptable here.
+    Error(&'static str),
+}
+
+/// The streaming decoder.
+pub struct Decoder {
+    cfg: DecodeConfig,
+    times: TimestampTracker,
+    sources: Vec<Option<Box<SourceState>>>,
+    stats: Stats,
+}
+
+impl Decoder {
+    /// A decoder with the given settings.
+    pub fn new(cfg: DecodeConfig) -> Self {
+        Decoder {
+            cfg,
+            times: TimestampTracker::new(cfg.nexus.timestamp_bits),
+            sources: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// What was seen so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn source(&mut self, src: u16) -> &mut SourceState {
+        let i = src as usize;
+        if self.sources.len() <= i {
+            self.sources.resize_with(i + 1, || None);
+        }
+        self.sources[i].get_or_insert_with(|| Box::new(SourceState::new(src)))
+    }
+
+    /// A message was lost (framing error at `offset`): every source that is
+    /// inside a header or record, or whose DeltaXOR chain depends on every
+    /// record, resynchronises.
+    pub fn on_gap(&mut self, err: NexusError, sink: &mut impl FnMut(Output<'_>)) {
+        self.stats.errors += 1;
+        let mut resume = Resume::Nothing;
+        for s in self.sources.iter_mut().flatten() {
+            let mid = !matches!(
+                s.state,
+                State::Sync | State::SyncRecord | State::RecordStart
+            );
+            let xor = s.count_type() == CountType::DeltaXor && s.header.is_some();
+            if mid || (xor && s.state == State::RecordStart) {
+                let (st, r) = s.recovery();
+                s.state = st;
+                resume = r;
+            }
+        }
+        sink(Output::Error(DecodeError {
+            offset: err.offset,
+            src: None,
+            kind: DecodeErrorKind::Framing(err.kind),
+            resume,
+        }));
+    }
+
+    /// Feeds one message.
+    pub fn on_message(&mut self, m: &Located, sink: &mut impl FnMut(Output<'_>)) {
+        self.stats.messages += 1;
+        let time = self.times.on_message(&m.message);
+        let Message::DataAcquisition(da) = m.message else {
+            self.stats.other_messages += 1;
+            return;
+        };
+        let tag = IdTag(da.idtag);
+        if tag.channel() != Some(self.cfg.channel) {
+            self.stats.other_channel_writes += 1;
+            return;
+        }
+        self.stats.channel_writes += 1;
+        let Some(w) = ItcWrite::from_message(tag, da.data) else {
+            self.stats.errors += 1;
+            let s = self.source(da.src);
+            let (st, resume) = match s.state {
+                State::Sync => (State::Sync, Resume::NextHeader),
+                _ => s.recovery(),
+            };
+            s.state = st;
+            sink(Output::Error(DecodeError {
+                offset: m.offset,
+                src: Some(da.src),
+                kind: DecodeErrorKind::BadWrite {
+                    idtag: da.idtag,
+                    data: da.data,
+                },
+                resume,
+            }));
+            return;
+        };
+        self.feed(da.src, m.offset, time, w, sink);
+    }
+
+    fn feed(
+        &mut self,
+        src: u16,
+        offset: u64,
+        time: Option<u64>,
+        w: ItcWrite,
+        sink: &mut impl FnMut(Output<'_>),
+    ) {
+        // At most two passes: a write that completes a record is fed again.
+        for _ in 0..3 {
+            let s = self.source(src);
+            match step(s, offset, time, w) {
+                Step::Done => return,
+                Step::Skipped => {
+                    self.stats.skipped_writes += 1;
+                    return;
+                }
+                Step::HeaderDone => {
+                    self.stats.headers += 1;
+                    let s = self.source(src);
+                    sink(Output::Header(s.header.as_ref().expect("header just set")));
+                    return;
+                }
+                Step::RecordDone => {
+                    self.stats.records += 1;
+                    let s = self.source(src);
+                    sink(Output::Record(&s.record));
+                    return;
+                }
+                Step::RecordDoneAgain => {
+                    self.stats.records += 1;
+                    let s = self.source(src);
+                    sink(Output::Record(&s.record));
+                }
+                Step::Error(expected) => {
+                    let s = self.source(src);
+                    let (st, resume) = s.recovery();
+                    s.state = st;
+                    self.stats.errors += 1;
+                    sink(Output::Error(DecodeError {
+                        offset,
+                        src: Some(src),
+                        kind: DecodeErrorKind::Unexpected {
+                            expected,
+                            size: w.size,
+                            value: w.value,
+                        },
+                        resume,
+                    }));
+                    // The offending write may itself start a header/record.
+                    // Recovery states only start headers and records here,
+                    // which take several writes: nothing to report.
+                    let s = self.source(src);
+                    if let Step::Skipped = step(s, offset, time, w) {
+                        self.stats.skipped_writes += 1;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Ends the trace: completes a record whose last counter was pending and
+    /// reports anything left unfinished.
+    pub fn finish(&mut self, end_offset: u64, sink: &mut impl FnMut(Output<'_>)) {
+        for i in 0..self.sources.len() {
+            let Some(s) = self.sources[i].as_mut() else {
+                continue;
+            };
+            let src = s.record.src;
+            let what = match s.state {
+                State::Sync | State::SyncRecord | State::RecordStart => None,
+                State::Counts {
+                    next,
+                    low: Some(low),
+                } if next + 1 == s.n_counters => {
+                    push_count(s, next, decode_count(low, None));
+                    s.state = State::RecordStart;
+                    self.stats.records += 1;
+                    sink(Output::Record(&s.record));
+                    None
+                }
+                State::HeaderCountType | State::HeaderMask | State::HeaderDef { .. } => {
+                    Some("a header")
+                }
+                State::Address { .. } | State::Counts { .. } => Some("a record"),
+            };
+            if let Some(what) = what {
+                s.state = State::Sync;
+                self.stats.errors += 1;
+                sink(Output::Error(DecodeError {
+                    offset: end_offset,
+                    src: Some(src),
+                    kind: DecodeErrorKind::Truncated(what),
+                    resume: Resume::Nothing,
+                }));
+            }
+        }
+    }
+}
+
+/// Stores counter value `pos` (mask order) of the current record.
+fn push_count(s: &mut SourceState, pos: u8, recorded: u64) {
+    let p = pos as usize;
+    let width = s.widths[p];
+    let ct = s.count_type();
+    let (reading, d) = match ct {
+        CountType::Raw => {
+            let d = s.prev_known[p].then(|| delta(recorded, s.prev[p], width));
+            (recorded, d)
+        }
+        CountType::Delta => (apply_delta(s.prev[p], recorded, width), Some(recorded)),
+        CountType::DeltaXor => {
+            let r = xor_step(s.prev[p], recorded);
+            let d = s.prev_known[p].then(|| delta(r, s.prev[p], width));
+            (r, d)
+        }
+    };
+    s.prev[p] = reading;
+    // Delta readings are sums from trace-on, always "known"; Raw/XOR become
+    // known with the first record after the header.
+    s.prev_known[p] = true;
+    s.record.counters.push(CounterValue {
+        index: s.order[p],
+        recorded,
+        reading,
+        delta: d,
+    });
+}
+
+fn start_header(s: &mut SourceState, offset: u64, time: Option<u64>) {
+    s.building.offset = offset;
+    s.building.timestamp = time;
+    s.state = State::HeaderCountType;
+}
+
+fn finish_header(s: &mut SourceState) {
+    let h = s.building;
+    s.n_counters = 0;
+    for (i, c) in h.header.iter() {
+        let n = s.n_counters as usize;
+        s.order[n] = i;
+        s.widths[n] = c.info.recorded_width();
+        s.n_counters += 1;
+    }
+    s.last_addr = 0;
+    s.prev = [0; MAX_COUNTERS];
+    // Delta sums start at 0 at trace-on; Raw and DeltaXOR readings have no
+    // known predecessor until the first record.
+    s.prev_known = [false; MAX_COUNTERS];
+    s.header = Some(h);
+    s.state = State::RecordStart;
+}
+
+fn next_def_slot(mask: u32, from: u32) -> Option<u8> {
+    (from..32).find(|i| mask & (1 << i) != 0).map(|i| i as u8)
+}
+
+/// Advances one source's state machine by one write.
+fn step(s: &mut SourceState, offset: u64, time: Option<u64>, w: ItcWrite) -> Step {
+    use WriteSize::*;
+    let is_marker = w.size == Bits32 && w.value == HEADER_MARKER;
+    match s.state {
+        State::Sync => {
+            if is_marker {
+                start_header(s, offset, time);
+                Step::Done
+            } else {
+                Step::Skipped
+            }
+        }
+        State::SyncRecord => {
+            if is_marker {
+                start_header(s, offset, time);
+                Step::Done
+            } else if w.size == Bits8 && RecordType::from_u8(w.value as u8).is_some() {
+                s.state = State::RecordStart;
+                step(s, offset, time, w)
+            } else {
+                Step::Skipped
+            }
+        }
+        State::HeaderCountType => match (w.size, CountType::from_u8(w.value as u8)) {
+            (Bits8, Some(ct)) => {
+                s.building.header = Header::new(ct);
+                s.state = State::HeaderMask;
+                Step::Done
+            }
+            _ => Step::Error("an 8-bit count type (0-2) after the header marker"),
+        },
+        State::HeaderMask => {
+            if w.size != Bits32 {
+                return Step::Error("the 32-bit counter mask");
+            }
+            s.mask = w.value;
+            match next_def_slot(w.value, 0) {
+                None => {
+                    finish_header(s);
+                    Step::HeaderDone
+                }
+                Some(slot) => {
+                    s.state = State::HeaderDef { slot, word: 0 };
+                    Step::Done
+                }
+            }
+        }
+        State::HeaderDef { slot, word } => {
+            if w.size != Bits32 {
+                return Step::Error("a 32-bit counter definition word");
+            }
+            if word == 0 {
+                if EventType::from_u32(w.value).is_none() {
+                    return Step::Error("a counter event type (0-2)");
+                }
+                s.def_type = w.value;
+                s.state = State::HeaderDef { slot, word: 1 };
+                return Step::Done;
+            }
+            let ty = EventType::from_u32(s.def_type).expect("checked at word 0");
+            // Words after the type: code, info (types 0, 1) or data low,
+            // data high, info (type 2).
+            let words = if ty == EventType::HwRaw { 3 } else { 2 };
+            s.def_words[word as usize - 1] = w.value;
+            if word < words {
+                s.state = State::HeaderDef {
+                    slot,
+                    word: word + 1,
+                };
+                return Step::Done;
+            }
+            let info = CounterInfo::from_u32(w.value);
+            let event = match ty {
+                EventType::HwRaw => Event::Raw {
+                    event_data: (s.def_words[0] as u64) | ((s.def_words[1] as u64) << 32),
+                },
+                _ => match Event::from_code(ty, s.def_words[0]) {
+                    Some(e) => e,
+                    None => return Step::Error("an event code of at most 16 bits"),
+                },
+            };
+            s.building.header.counters[slot as usize] = Some(CounterDesc { event, info });
+            match next_def_slot(s.mask, slot as u32 + 1) {
+                Some(next) => {
+                    s.state = State::HeaderDef {
+                        slot: next,
+                        word: 0,
+                    };
+                    Step::Done
+                }
+                None => {
+                    finish_header(s);
+                    Step::HeaderDone
+                }
+            }
+        }
+        State::RecordStart => {
+            if is_marker {
+                start_header(s, offset, time);
+                return Step::Done;
+            }
+            match (w.size, RecordType::from_u8(w.value as u8)) {
+                (Bits8, Some(kind)) => {
+                    let ct = s.count_type();
+                    let r = &mut s.record;
+                    r.offset = offset;
+                    r.timestamp = time;
+                    r.kind = kind;
+                    r.addr = 0;
+                    r.addr2 = None;
+                    r.counters.clear();
+                    r.count_type = ct;
+                    s.state = State::Address { n: 0, low: None };
+                    Step::Done
+                }
+                _ => Step::Error("an 8-bit record type (0-3) or a header"),
+            }
+        }
+        State::Address { n, low } => {
+            if w.size != Bits32 {
+                return Step::Error("a 32-bit address word");
+            }
+            let value = match low {
+                None if w.value & 1 != 0 => {
+                    s.state = State::Address {
+                        n,
+                        low: Some(w.value),
+                    };
+                    return Step::Done;
+                }
+                None => decode_address(w.value, None),
+                Some(l) => decode_address(l, Some(w.value)),
+            };
+            let addr = if s.count_type() == CountType::DeltaXor {
+                s.last_addr ^ value
+            } else {
+                value
+            };
+            s.last_addr = addr;
+            if n == 0 {
+                s.record.addr = addr;
+            } else {
+                s.record.addr2 = Some(addr);
+            }
+            if (n as usize) + 1 < s.record.kind.address_count() {
+                s.state = State::Address {
+                    n: n + 1,
+                    low: None,
+                };
+                Step::Done
+            } else if s.n_counters == 0 {
+                s.state = State::RecordStart;
+                Step::RecordDone
+            } else {
+                s.state = State::Counts { next: 0, low: None };
+                Step::Done
+            }
+        }
+        State::Counts { next, low } => match (w.size, low) {
+            (Bits32, None) => {
+                s.state = State::Counts {
+                    next,
+                    low: Some(w.value),
+                };
+                Step::Done
+            }
+            (Bits32, Some(l)) => {
+                push_count(s, next, decode_count(l, None));
+                if next + 1 < s.n_counters {
+                    s.state = State::Counts {
+                        next: next + 1,
+                        low: Some(w.value),
+                    };
+                    Step::Done
+                } else {
+                    s.state = State::RecordStart;
+                    Step::RecordDoneAgain
+                }
+            }
+            (Bits16, Some(l)) => {
+                push_count(s, next, decode_count(l, Some(w.value as u16)));
+                if next + 1 < s.n_counters {
+                    s.state = State::Counts {
+                        next: next + 1,
+                        low: None,
+                    };
+                    Step::Done
+                } else {
+                    s.state = State::RecordStart;
+                    Step::RecordDone
+                }
+            }
+            (Bits16, None) => Step::Error("a 32-bit counter value"),
+            (Bits8, Some(l)) if next + 1 == s.n_counters => {
+                push_count(s, next, decode_count(l, None));
+                s.state = State::RecordStart;
+                Step::RecordDoneAgain
+            }
+            (Bits8, _) => Step::Error("more counter values (record cut short)"),
+        },
+    }
+}
+
+/// Decodes a whole byte stream, calling `sink` for every output item;
+/// `progress` is called with the byte offset every few thousand messages.
+pub fn decode_stream<R: Read>(
+    input: R,
+    cfg: DecodeConfig,
+    sink: &mut impl FnMut(Output<'_>),
+    progress: &mut impl FnMut(u64),
+) -> Stats {
+    let mut reader = MessageReader::new(input, cfg.nexus);
+    let mut dec = Decoder::new(cfg);
+    let mut n = 0u32;
+    while let Some(item) = reader.next_message() {
+        match item {
+            Ok(m) => dec.on_message(&m, sink),
+            Err(e) => dec.on_gap(e, sink),
+        }
+        n = n.wrapping_add(1);
+        if n % 8192 == 0 {
+            progress(reader.offset());
+        }
+    }
+    progress(reader.offset());
+    dec.finish(reader.offset(), sink);
+    *dec.stats()
+}

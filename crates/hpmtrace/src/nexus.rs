@@ -172,7 +172,9 @@ impl fmt::Display for NexusError {
             NexusErrorKind::Truncated => write!(f, "trace ends inside a message (truncated file)"),
             NexusErrorKind::FieldOverflow(n) => write!(f, "field {n} is longer than 64 bits"),
             NexusErrorKind::MissingField(n) => write!(f, "message ends before field {n}"),
-            NexusErrorKind::ExtraFields => write!(f, "message has more fields than its TCODE allows"),
+            NexusErrorKind::ExtraFields => {
+                write!(f, "message has more fields than its TCODE allows")
+            }
             NexusErrorKind::BadField(n) => write!(f, "field {n} is out of range"),
             #[cfg(feature = "std")]
             NexusErrorKind::Io(e) => write!(f, "read error: {e}"),
@@ -228,13 +230,19 @@ impl<'a> FieldReader<'a> {
         }
         let mut i = self.bit / 6;
         let b = self.bit % 6;
-        let first = *self.bytes.get(i).ok_or(NexusErrorKind::MissingField(name))?;
+        let first = *self
+            .bytes
+            .get(i)
+            .ok_or(NexusErrorKind::MissingField(name))?;
         let mut value = (first >> (2 + b)) as u64;
         let mut width = 6 - b;
         let mut mseo = first & 3;
         while mseo == MSEO_NORMAL {
             i += 1;
-            let byte = *self.bytes.get(i).ok_or(NexusErrorKind::MissingField(name))?;
+            let byte = *self
+                .bytes
+                .get(i)
+                .ok_or(NexusErrorKind::MissingField(name))?;
             let bits = (byte >> 2) as u64;
             if width >= 64 {
                 if bits != 0 {
@@ -755,7 +763,9 @@ mod tests {
             data: 0x7065_7266,
             timestamp: None,
         });
-        let out = encode_message(&m, &NexusConfig::default()).as_slice().to_vec();
+        let out = encode_message(&m, &NexusConfig::default())
+            .as_slice()
+            .to_vec();
         assert_eq!(out.len(), 1 + 1 + 6);
         assert_eq!(out[0], 7 << 2);
         assert_eq!(out[1], (0x18 << 2) | 1);
