@@ -328,7 +328,10 @@ mod tests {
         assert_eq!(narrow.info(3).unwrap().encode(), 0xC03 | 39 << 12);
         assert_eq!(
             CounterInfo::decode(0xC03 | 39 << 12),
-            CounterInfo::Hardware { csr: 0xC03, width: 40 }
+            CounterInfo::Hardware {
+                csr: 0xC03,
+                width: 40
+            }
         );
     }
 

@@ -28,7 +28,11 @@ fn ret(r: Result<u64, Error>) -> SbiRet {
 }
 
 /// Dispatch one PMU call (EID 0x504D55) for the calling hart.
-pub fn pmu<H: Hpm, M: SupervisorMemory>(pmu: &mut Pmu<'_, H, M>, function: usize, a: [usize; 6]) -> SbiRet {
+pub fn pmu<H: Hpm, M: SupervisorMemory>(
+    pmu: &mut Pmu<'_, H, M>,
+    function: usize,
+    a: [usize; 6],
+) -> SbiRet {
     let a = a.map(|x| x as u64);
     ret(match function {
         fid::NUM_COUNTERS => Ok(pmu.num_counters() as u64),
@@ -45,7 +49,12 @@ pub fn pmu<H: Hpm, M: SupervisorMemory>(pmu: &mut Pmu<'_, H, M>, function: usize
 }
 
 /// Dispatch one STA call (EID 0x535441) for the calling hart.
-pub fn sta<M: SupervisorMemory + ?Sized>(sta: &mut StealTime, mem: &mut M, function: usize, a: [usize; 6]) -> SbiRet {
+pub fn sta<M: SupervisorMemory + ?Sized>(
+    sta: &mut StealTime,
+    mem: &mut M,
+    function: usize,
+    a: [usize; 6],
+) -> SbiRet {
     ret(match function {
         sbi_spec::sta::SET_SHMEM => sta
             .set_shmem(mem, a[0] as u64, a[1] as u64, a[2] as u64)

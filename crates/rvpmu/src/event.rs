@@ -351,10 +351,16 @@ mod tests {
 
     #[test]
     fn raw_types() {
-        assert_eq!(Event::decode(0x20000, 0xffff_ffff_ffff), Ok(Event::Raw(0xffff_ffff_ffff)));
+        assert_eq!(
+            Event::decode(0x20000, 0xffff_ffff_ffff),
+            Ok(Event::Raw(0xffff_ffff_ffff))
+        );
         assert_eq!(Event::decode(0x20000, 1 << 48), Err(Error::InvalidParam));
         assert_eq!(Event::decode(0x20001, 1), Err(Error::InvalidParam));
-        assert_eq!(Event::decode(0x30000, (1 << 56) - 1), Ok(Event::RawV2((1 << 56) - 1)));
+        assert_eq!(
+            Event::decode(0x30000, (1 << 56) - 1),
+            Ok(Event::RawV2((1 << 56) - 1))
+        );
         assert_eq!(Event::decode(0x30000, 1 << 56), Err(Error::InvalidParam));
         assert_eq!(Event::decode(0x30002, 0), Err(Error::InvalidParam));
     }
@@ -362,7 +368,10 @@ mod tests {
     #[test]
     fn firmware_codes() {
         for c in 0..=21u64 {
-            assert!(matches!(Event::decode(0xF0000 | c, 0), Ok(Event::Firmware(_))));
+            assert!(matches!(
+                Event::decode(0xF0000 | c, 0),
+                Ok(Event::Firmware(_))
+            ));
         }
         for c in [22u64, 100, 255] {
             assert_eq!(Event::decode(0xF0000 | c, 0), Err(Error::InvalidParam));

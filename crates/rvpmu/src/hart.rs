@@ -4,7 +4,9 @@
 //! (so an error leaves the state untouched), then acts. Counter state is
 //! kept as bitmaps over canonical logical indices (see [`crate::counter`]).
 
-use crate::counter::{BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW};
+use crate::counter::{
+    BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
+};
 use crate::dt::EventMap;
 use crate::event::{Event, FwEvent, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
@@ -368,7 +370,11 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         match self.layout.kind(c) {
             Counter::Hw(i) => {
                 let i = i as usize;
-                let mut reg = if i >= 3 { self.cfg.map.selector(&ev) } else { 0 };
+                let mut reg = if i >= 3 {
+                    self.cfg.map.selector(&ev)
+                } else {
+                    0
+                };
                 if self.can_filter(i) {
                     // M-mode is always inhibited: firmware activity is not the
                     // supervisor's to measure (the spec lets us override).
@@ -424,7 +430,8 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 // Clear OF after the value is in place, then let it count:
                 // the overflow interrupt can only follow the new value.
                 if self.cfg.isa.sscofpmf && i >= 3 {
-                    self.hw.write_event(i, self.programs[i].event_reg & !bits::OF);
+                    self.hw
+                        .write_event(i, self.programs[i].event_reg & !bits::OF);
                 }
                 let inh = self.hw.read_inhibit();
                 self.hw.write_inhibit(inh & !(1 << i));
@@ -524,7 +531,8 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             let v = self.read_value(c);
             snapshot::write_value(&mut self.mem, area, j, v).map_err(|_| Error::Failed)?;
             if let Counter::Hw(i) = self.layout.kind(c) {
-                if self.cfg.isa.sscofpmf && i >= 3 && self.hw.read_event(i as usize) & bits::OF != 0 {
+                if self.cfg.isa.sscofpmf && i >= 3 && self.hw.read_event(i as usize) & bits::OF != 0
+                {
                     overflow |= 1 << j;
                 }
             }
@@ -622,7 +630,8 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 Ok(ev) => self.countable(&ev),
                 Err(_) => false,
             };
-            ei::write_output(&mut self.mem, addr, k, supported as u32).map_err(|_| Error::Failed)?;
+            ei::write_output(&mut self.mem, addr, k, supported as u32)
+                .map_err(|_| Error::Failed)?;
         }
         Ok(())
     }

@@ -74,7 +74,6 @@ pub mod csr {
         }
     }
 
-
     // Each CSR number must be an immediate, so accesses dispatch over a
     // table generated per index.
     macro_rules! gen_access {
@@ -130,7 +129,11 @@ pub mod csr {
             write_mcounter(i, v)
         }
         fn read_event(&self, i: usize) -> u64 {
-            if i >= 3 { read_mevent(i) } else { 0 }
+            if i >= 3 {
+                read_mevent(i)
+            } else {
+                0
+            }
         }
         fn write_event(&mut self, i: usize, v: u64) {
             if i >= 3 {

@@ -58,6 +58,21 @@ pub struct SimHart {
     pub lcofip: bool,
     /// Accesses to counters that do not exist (an engine bug if non-zero).
     pub absent_accesses: u32,
+    /// Every CSR write in order, for tests about ordering.
+    pub log: Vec<HwWrite>,
+}
+
+/// One CSR write seen by the simulated hart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HwWrite {
+    /// mcycle / minstret / mhpmcounterN := value.
+    Counter(usize, u64),
+    /// mhpmeventN := value.
+    Event(usize, u64),
+    /// mcountinhibit := value.
+    Inhibit(u32),
+    /// mcyclecfg / minstretcfg := value.
+    FixedCfg(usize, u64),
 }
 
 impl SimHart {
@@ -80,6 +95,7 @@ impl SimHart {
             smcntrpmf,
             lcofip: false,
             absent_accesses: 0,
+            log: Vec::new(),
         }
     }
 
@@ -118,8 +134,14 @@ impl SimHart {
                 continue;
             }
             let (sel, filt) = match i {
-                0 => (SIM_CYCLES, if self.smcntrpmf { self.fixed_cfg[0] } else { 0 }),
-                2 => (SIM_INSTRET, if self.smcntrpmf { self.fixed_cfg[2] } else { 0 }),
+                0 => (
+                    SIM_CYCLES,
+                    if self.smcntrpmf { self.fixed_cfg[0] } else { 0 },
+                ),
+                2 => (
+                    SIM_INSTRET,
+                    if self.smcntrpmf { self.fixed_cfg[2] } else { 0 },
+                ),
                 _ => (
                     self.events[i] & !(bits::ALL_INH | bits::OF),
                     if self.sscofpmf { self.events[i] } else { 0 },
@@ -166,6 +188,7 @@ impl Hpm for SimHart {
         self.counters[i]
     }
     fn write_counter(&mut self, i: usize, v: u64) {
+        self.log.push(HwWrite::Counter(i, v));
         if !self.check(i) {
             self.absent_accesses += 1;
             return;
@@ -180,6 +203,7 @@ impl Hpm for SimHart {
         }
     }
     fn write_event(&mut self, i: usize, v: u64) {
+        self.log.push(HwWrite::Event(i, v));
         if !self.check(i) || i < 3 {
             self.absent_accesses += 1;
             return;
@@ -194,10 +218,12 @@ impl Hpm for SimHart {
         self.inhibit
     }
     fn write_inhibit(&mut self, v: u32) {
+        self.log.push(HwWrite::Inhibit(v));
         // Bit 1 (time) is read-only zero; absent counters' bits are WARL 0.
         self.inhibit = v & self.present;
     }
     fn write_fixed_cfg(&mut self, i: usize, v: u64) {
+        self.log.push(HwWrite::FixedCfg(i, v));
         if self.smcntrpmf && (i == 0 || i == 2) {
             self.fixed_cfg[i] = v & bits::ALL_INH;
         } else {

@@ -13,7 +13,11 @@ pub const VALUES_OFFSET: u64 = 0x8;
 pub const VALUES: usize = 64;
 
 /// Read `counter_values[j]` (j is relative to the call's counter_idx_base).
-pub fn read_value<M: SupervisorMemory + ?Sized>(m: &M, area: u64, j: usize) -> Result<u64, MemFault> {
+pub fn read_value<M: SupervisorMemory + ?Sized>(
+    m: &M,
+    area: u64,
+    j: usize,
+) -> Result<u64, MemFault> {
     debug_assert!(j < VALUES);
     m.read_u64(area + VALUES_OFFSET + 8 * (j as u64 % VALUES as u64))
 }
@@ -35,7 +39,11 @@ pub fn read_overflow<M: SupervisorMemory + ?Sized>(m: &M, area: u64) -> Result<u
 }
 
 /// Write `counter_overflow_bitmap`.
-pub fn write_overflow<M: SupervisorMemory + ?Sized>(m: &mut M, area: u64, v: u64) -> Result<(), MemFault> {
+pub fn write_overflow<M: SupervisorMemory + ?Sized>(
+    m: &mut M,
+    area: u64,
+    v: u64,
+) -> Result<(), MemFault> {
     m.write_u64(area + OVERFLOW_OFFSET, v)
 }
 

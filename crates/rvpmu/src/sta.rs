@@ -88,7 +88,12 @@ impl StealTime {
     /// protocol: odd sequence, steal, preempted, even sequence. `preempted`
     /// says whether the hart is still withheld after this update; write
     /// `false` before the hart runs again.
-    pub fn account<M: SupervisorMemory + ?Sized>(&mut self, mem: &mut M, steal_ns: u64, preempted: bool) {
+    pub fn account<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        steal_ns: u64,
+        preempted: bool,
+    ) {
         self.steal_ns = self.steal_ns.wrapping_add(steal_ns);
         self.preempted = preempted;
         let Some(a) = self.area else { return };
@@ -100,7 +105,11 @@ impl StealTime {
         }
     }
 
-    fn publish<M: SupervisorMemory + ?Sized>(&mut self, mem: &mut M, a: u64) -> Result<(), crate::mem::MemFault> {
+    fn publish<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        a: u64,
+    ) -> Result<(), crate::mem::MemFault> {
         // `sequence` is even between updates; odd while one is in flight.
         self.sequence = self.sequence.wrapping_add(1);
         mem.write_u32(a + SEQUENCE_OFFSET, self.sequence)?;

@@ -95,7 +95,14 @@ impl<C: SbiCall> Supervisor<C> {
     ) -> SbiRet {
         self.pmu(
             fid::COUNTER_CONFIG_MATCHING,
-            [counter_idx_base, counter_idx_mask, config_flags.raw(), event_idx, event_data as usize, 0],
+            [
+                counter_idx_base,
+                counter_idx_mask,
+                config_flags.raw(),
+                event_idx,
+                event_data as usize,
+                0,
+            ],
         )
     }
     /// FID 3: start a set of counters.
@@ -108,12 +115,34 @@ impl<C: SbiCall> Supervisor<C> {
     ) -> SbiRet {
         self.pmu(
             fid::COUNTER_START,
-            [counter_idx_base, counter_idx_mask, start_flags.raw(), initial_value as usize, 0, 0],
+            [
+                counter_idx_base,
+                counter_idx_mask,
+                start_flags.raw(),
+                initial_value as usize,
+                0,
+                0,
+            ],
         )
     }
     /// FID 4: stop a set of counters.
-    pub fn pmu_counter_stop<T: StopFlags>(&mut self, counter_idx_base: usize, counter_idx_mask: usize, stop_flags: T) -> SbiRet {
-        self.pmu(fid::COUNTER_STOP, [counter_idx_base, counter_idx_mask, stop_flags.raw(), 0, 0, 0])
+    pub fn pmu_counter_stop<T: StopFlags>(
+        &mut self,
+        counter_idx_base: usize,
+        counter_idx_mask: usize,
+        stop_flags: T,
+    ) -> SbiRet {
+        self.pmu(
+            fid::COUNTER_STOP,
+            [
+                counter_idx_base,
+                counter_idx_mask,
+                stop_flags.raw(),
+                0,
+                0,
+                0,
+            ],
+        )
     }
     /// FID 5: read a firmware counter.
     pub fn pmu_counter_fw_read(&mut self, counter_idx: usize) -> SbiRet {
@@ -133,7 +162,10 @@ impl<C: SbiCall> Supervisor<C> {
     }
     /// FID 8: fill the output words of `num_entries` 16-byte entries at `phys`.
     pub fn pmu_event_get_info(&mut self, phys: u64, num_entries: usize) -> SbiRet {
-        self.pmu(fid::EVENT_GET_INFO, [phys as usize, 0, num_entries, 0, 0, 0])
+        self.pmu(
+            fid::EVENT_GET_INFO,
+            [phys as usize, 0, num_entries, 0, 0, 0],
+        )
     }
     /// STA FID 0: register (or with `None`, disable) the steal-time record.
     pub fn sta_set_shmem(&mut self, phys: Option<u64>) -> SbiRet {
@@ -141,6 +173,7 @@ impl<C: SbiCall> Supervisor<C> {
             Some(p) => (p as usize, 0),
             None => (usize::MAX, usize::MAX),
         };
-        self.0.call(EID_STA, sbi_spec::sta::SET_SHMEM, [lo, hi, 0, 0, 0, 0])
+        self.0
+            .call(EID_STA, sbi_spec::sta::SET_SHMEM, [lo, hi, 0, 0, 0, 0])
     }
 }
