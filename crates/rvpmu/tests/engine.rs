@@ -42,20 +42,39 @@ const FW_IPI_SENT: u64 = 0xF0006;
 /// QEMU virt's node (FACTS 3): cycles -> 0,3..18; instructions -> 2,3..18;
 /// three TLB events -> 3..18; no selectors, no raw rows.
 fn qemu_map() -> &'static EventMap {
-    let mut m = EventMap::empty();
-    for (a, b, c) in [
-        (0x01, 0x01, 0x7fff9),
-        (0x02, 0x02, 0x7fffc),
-        (0x10019, 0x10019, 0x7fff8),
-        (0x1001b, 0x1001b, 0x7fff8),
-        (0x10021, 0x10021, 0x7fff8),
-    ] {
-        assert!(m.push_range(RangeRow {
-            first: a,
-            last: b,
-            counters: c
-        }));
-    }
+    let m = EventMap::from_rows(
+        &[],
+        &[
+            RangeRow {
+                first: 0x01,
+                last: 0x01,
+                counters: 0x7fff9,
+            },
+            RangeRow {
+                first: 0x02,
+                last: 0x02,
+                counters: 0x7fffc,
+            },
+            RangeRow {
+                first: 0x10019,
+                last: 0x10019,
+                counters: 0x7fff8,
+            },
+            RangeRow {
+                first: 0x1001b,
+                last: 0x1001b,
+                counters: 0x7fff8,
+            },
+            RangeRow {
+                first: 0x10021,
+                last: 0x10021,
+                counters: 0x7fff8,
+            },
+        ],
+        &[],
+        None,
+    )
+    .expect("valid rows");
     Box::leak(Box::new(m))
 }
 
@@ -769,21 +788,24 @@ fn unknown_function_is_not_supported() {
 
 #[test]
 fn dt_selectors_and_raw_rows_program_mhpmevent() {
-    let mut m = EventMap::empty();
-    m.push_selector(SelectorRow {
-        event_idx: 0x3,
-        selector: 0x1801,
-    });
-    m.push_range(RangeRow {
-        first: 0x3,
-        last: 0x6,
-        counters: 0x18,
-    });
-    m.push_raw(RawRow {
-        select: 0x0,
-        mask: 0xffff_ffff_fc00_00ff,
-        counters: 0x18,
-    });
+    let m = EventMap::from_rows(
+        &[SelectorRow {
+            event_idx: 0x3,
+            selector: 0x1801,
+        }],
+        &[RangeRow {
+            first: 0x3,
+            last: 0x6,
+            counters: 0x18,
+        }],
+        &[RawRow {
+            select: 0x0,
+            mask: 0xffff_ffff_fc00_00ff,
+            counters: 0x18,
+        }],
+        None,
+    )
+    .expect("valid rows");
     let map: &'static EventMap = Box::leak(Box::new(m));
     let hw = SimHart::new(0x1d, 64, true, false); // cycle, instret, 3, 4
     let present = hw.present();

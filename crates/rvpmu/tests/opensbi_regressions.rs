@@ -22,22 +22,29 @@ const RESET: u64 = 1;
 const SET_INIT_VALUE: u64 = 1;
 
 fn map() -> &'static EventMap {
-    let mut m = EventMap::empty();
-    m.push_range(RangeRow {
-        first: 1,
-        last: 1,
-        counters: 0x7fff9,
-    });
-    m.push_range(RangeRow {
-        first: 2,
-        last: 2,
-        counters: 0x7fffc,
-    });
-    m.push_range(RangeRow {
-        first: 0x10019,
-        last: 0x10019,
-        counters: 0x7fff8,
-    });
+    let m = EventMap::from_rows(
+        &[],
+        &[
+            RangeRow {
+                first: 1,
+                last: 1,
+                counters: 0x7fff9,
+            },
+            RangeRow {
+                first: 2,
+                last: 2,
+                counters: 0x7fffc,
+            },
+            RangeRow {
+                first: 0x10019,
+                last: 0x10019,
+                counters: 0x7fff8,
+            },
+        ],
+        &[],
+        None,
+    )
+    .expect("valid rows");
     Box::leak(Box::new(m))
 }
 
