@@ -18,3 +18,12 @@ pub mod format;
 pub mod nexus;
 pub mod rtd;
 pub mod sink;
+pub mod counters;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod linux;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod collect;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod session;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod capi;

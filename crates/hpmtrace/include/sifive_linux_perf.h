@@ -1,0 +1,42 @@
+/* hpmtrace: drop-in C API of the SiFive Trace Performance Library (Linux).
+ *
+ * Link with libhpmtrace.a (and -lpthread -ldl -lm on older glibc):
+ *   cc -finstrument-functions -c fib.c
+ *   cc -o fib fib.o -L<dir>/lib -lhpmtrace -lpthread -ldl
+ *
+ * Differences from a hardware trace encoder, by design:
+ *  - the trace is encoded in software into a per-thread buffer of
+ *    SBABufferSize bytes (0 selects 1 MiB), stopping when full;
+ *  - num_cores in perfInit() is the most threads traced at once: each
+ *    thread is its own Nexus source (SRC field of ceil(log2(num_cores))
+ *    bits); num_funnels is accepted and ignored;
+ *  - perfTimerISRInit() samples the calling thread with a SIGPROF timer;
+ *  - HPMTRACE_SW_FALLBACK=1 counts Linux software events in place of
+ *    hardware events the machine lacks (header type 16 names them).
+ */
+#ifndef SIFIVE_LINUX_PERF_H_
+#define SIFIVE_LINUX_PERF_H_
+
+#include "sifive_perf_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int perfInit(int num_cores, int num_funnels);
+int perfManualInit(perfEvent *perfCntrList, int numCntrs, int itcChannel, perfCountType_t cntType, uint32_t SBABufferSize);
+int perfTimerISRInit(perfEvent *perfCntrList, int numCntrs, int itcChannel, perfCountType_t cntType, uint32_t SBABufferSize, int interval);
+int perfFuncEntryExitInit(perfEvent *perfCntrList, int numCntrs, int itcChannel, perfCountType_t cntType, uint32_t SBABufferSize);
+int perfWriteCntrs(void);
+int perfTraceOn(void);
+int perfTraceOff(void);
+int perfWriteTrace(char *file);
+
+void __cyg_profile_func_enter(void *this_fn, void *call_site) __attribute__((no_instrument_function));
+void __cyg_profile_func_exit(void *this_fn, void *call_site) __attribute__((no_instrument_function));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,13 @@
+/* hpmtrace: trace-encoder register maps (generic name) the SiFive examples name.
+ *
+ * The Linux library encodes the trace in software and never touches
+ * trace-encoder registers, so these structures stay incomplete: programs
+ * may define `tmm` and `fmm` pointer tables as the SiFive examples do,
+ * and the library ignores them. */
+#ifndef SIFIVE_TRACE_H_
+#define SIFIVE_TRACE_H_
+
+struct TraceRegMemMap;
+struct TfTraceRegMemMap;
+
+#endif

@@ -1,0 +1,262 @@
+//! The C API of the SiFive Trace Performance Library, drop-in: same names,
+//! signatures and `perfEvent` layout (headers in `include/`).
+//!
+//! Arguments that only mean something with a hardware trace encoder are
+//! accepted and documented here: `num_funnels` (no funnel in software),
+//! and `SBABufferSize`, which becomes the per-thread trace buffer size
+//! (0, "use the encoder's SRAM" on hardware, selects 1 MiB). `num_cores`
+//! is the number of trace sources: the most threads traced at once (the
+//! Nexus SRC field is sized for it).
+//!
+//! Host without hardware counters: when the environment variable
+//! `HPMTRACE_SW_FALLBACK=1` is set, hardware events the machine lacks are
+//! counted as Linux software events (see
+//! [`crate::linux::software_stand_in`]); otherwise the init call fails and
+//! prints why.
+
+#![allow(non_snake_case)] // C names, kept as the original API spells them
+
+use crate::collect::{self, Config, Mode};
+use crate::format::{CountType, Event, EventType, RecordType};
+use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// `perfEvent` as the C header declares it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct perfEvent {
+    /// Output: the counter slot the event was given.
+    pub ctrIdx: c_uint,
+    /// SBI event type (0 general, 1 cache, 2 raw; 16 Linux software).
+    pub r#type: c_int,
+    /// `code`, or `cache_id, op_id, result_id` for type 1.
+    pub code_or_cache: [c_int; 3],
+    /// Raw event selector (type 2).
+    pub event_data: c_ulong,
+    /// Output: low 32 bits are SBI `counter_info` (CSR, msb index).
+    pub ctrInfo: c_ulong,
+}
+
+static NUM_CORES: AtomicU32 = AtomicU32::new(0);
+
+fn sw_fallback() -> bool {
+    matches!(std::env::var("HPMTRACE_SW_FALLBACK").as_deref(), Ok("1") | Ok("yes") | Ok("true"))
+}
+
+fn event_of(e: &perfEvent) -> Option<Event> {
+    let code = e.code_or_cache[0];
+    match EventType::from_u32(e.r#type as u32)? {
+        EventType::HwGeneral => Some(Event::General { code: u16::try_from(code).ok()? }),
+        EventType::HwCache => Some(Event::Cache {
+            cache_id: u16::try_from(code).ok()?,
+            op_id: u8::try_from(e.code_or_cache[1]).ok()?,
+            result_id: u8::try_from(e.code_or_cache[2]).ok()?,
+        }),
+        EventType::HwRaw => Some(Event::Raw { event_data: e.event_data as u64 }),
+        EventType::LinuxSoftware => Some(Event::LinuxSoftware { code: u16::try_from(code).ok()? }),
+    }
+}
+
+fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
+    eprintln!("hpmtrace: {what}: {msg}");
+    -1
+}
+
+/// Shared body of the three init calls.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s (or be null with n == 0).
+unsafe fn init(what: &str, list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32, mode: Mode) -> c_int {
+    let cores = NUM_CORES.load(Ordering::Relaxed);
+    if cores == 0 {
+        return fail(what, "call perfInit() first");
+    }
+    if n < 0 || n > 32 || (list.is_null() && n != 0) {
+        return fail(what, "numCntrs must be 0..32 with a non-null list");
+    }
+    if !(0..32).contains(&chan) {
+        return fail(what, "itcChannel must be 0..31");
+    }
+    let Some(count_type) = u8::try_from(ct).ok().and_then(CountType::from_u8) else {
+        return fail(what, "cntType must be perfCount_Raw, perfCount_Delta or perfCount_DeltaXOR");
+    };
+    let list = if n == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(list, n as usize) };
+    let mut events = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        match event_of(e) {
+            Some(ev) => events.push(ev),
+            None => return fail(what, format_args!("perfEvent {i}: unsupported type {} / code {}", e.r#type, e.code_or_cache[0])),
+        }
+    }
+    let cfg = Config {
+        count_type,
+        events,
+        channel: chan as u8,
+        buffer_bytes: sba as usize,
+        max_threads: cores,
+        software_fallback: sw_fallback(),
+        mode,
+    };
+    if let Err(e) = collect::configure(&cfg) {
+        return fail(what, e);
+    }
+    // Report back slot and counter_info like the original library.
+    if let Some(h) = collect::header() {
+        let slots: Vec<_> = h.iter().collect();
+        let assigned = crate::counters::assign_slots(&cfg.events).unwrap_or([0; 32]);
+        for (i, e) in list.iter_mut().enumerate() {
+            let slot = assigned[i];
+            e.ctrIdx = slot as c_uint;
+            if let Some((_, d)) = slots.iter().find(|(s, _)| *s == slot) {
+                e.ctrInfo = d.info.to_u32() as c_ulong;
+            }
+        }
+    }
+    0
+}
+
+/// `int perfInit(int num_cores, int num_funnels)`: `num_cores` = most
+/// threads traced at once; `num_funnels` is accepted and ignored.
+#[no_mangle]
+pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
+    if !(1..=65536).contains(&num_cores) {
+        return fail("perfInit", "num_cores must be 1..65536");
+    }
+    if num_funnels < 0 {
+        return fail("perfInit", "num_funnels must be >= 0");
+    }
+    NUM_CORES.store(num_cores as u32, Ordering::Relaxed);
+    0
+}
+
+/// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s.
+#[no_mangle]
+pub unsafe extern "C" fn perfManualInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32) -> c_int {
+    init("perfManualInit", list, n, chan, ct, sba, Mode::Manual)
+}
+
+/// `int perfTimerISRInit(..., int interval)`: a per-thread timer signal
+/// (SIGPROF) samples the calling thread every `interval` µs (min 100).
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s.
+#[no_mangle]
+pub unsafe extern "C" fn perfTimerISRInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32, interval: c_int) -> c_int {
+    let us = interval.max(100) as u64;
+    init("perfTimerISRInit", list, n, chan, ct, sba, Mode::Timer { interval_us: us })
+}
+
+/// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s.
+#[no_mangle]
+pub unsafe extern "C" fn perfFuncEntryExitInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32) -> c_int {
+    init("perfFuncEntryExitInit", list, n, chan, ct, sba, Mode::FuncEntryExit)
+}
+
+/// Body of `perfWriteCntrs`, called by the assembly entry point with the
+/// caller's return address.
+#[no_mangle]
+pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
+    if !collect::is_on() {
+        return if collect::header().is_some() { 0 } else { -1 };
+    }
+    collect::record(RecordType::Manual, pc as u64, 0);
+    0
+}
+
+// `int perfWriteCntrs(void)`: records "where perfWriteCntrs() was called",
+// i.e. its return address, which only an assembly entry can see.
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".globl perfWriteCntrs",
+    ".type perfWriteCntrs,@function",
+    "perfWriteCntrs:",
+    "mov rdi, [rsp]",
+    "jmp {body}",
+    ".size perfWriteCntrs, .-perfWriteCntrs",
+    body = sym hpmtrace_write_cntrs_at,
+);
+
+#[cfg(target_arch = "riscv64")]
+std::arch::global_asm!(
+    ".globl perfWriteCntrs",
+    ".type perfWriteCntrs,@function",
+    "perfWriteCntrs:",
+    "mv a0, ra",
+    "tail {body}",
+    ".size perfWriteCntrs, .-perfWriteCntrs",
+    body = sym hpmtrace_write_cntrs_at,
+);
+
+/// `int perfTraceOn(void)`: writes the header, starts recording; non-zero
+/// before an init call.
+#[no_mangle]
+pub extern "C" fn perfTraceOn() -> c_int {
+    match collect::trace_on() {
+        Ok(()) => 0,
+        Err(e) => fail("perfTraceOn", e),
+    }
+}
+
+/// `int perfTraceOff(void)`.
+#[no_mangle]
+pub extern "C" fn perfTraceOff() -> c_int {
+    collect::trace_off();
+    0
+}
+
+/// `int perfWriteTrace(char *file)`: NULL writes `trace.rtd` in the
+/// current directory.
+///
+/// # Safety
+/// `file` must be null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
+    let path = if file.is_null() {
+        PathBuf::from("trace.rtd")
+    } else {
+        PathBuf::from(String::from_utf8_lossy(CStr::from_ptr(file).to_bytes()).into_owned())
+    };
+    let s = collect::stats();
+    if s.dropped_messages != 0 {
+        eprintln!("hpmtrace: trace buffer full, {} messages dropped (increase SBABufferSize)", s.dropped_messages);
+    }
+    if s.wide_overflows != 0 {
+        eprintln!("hpmtrace: {} counter intervals exceeded 2^48 and are recorded modulo 2^48", s.wide_overflows);
+    }
+    match collect::write_trace(&path) {
+        Ok(()) => 0,
+        Err(e) => fail("perfWriteTrace", format_args!("{}: {e}", path.display())),
+    }
+}
+
+/// Function entry hook for `-finstrument-functions`.
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut c_void) {
+    collect::hook(RecordType::FuncEnter, this_fn as usize, call_site as usize);
+}
+
+/// Function exit hook for `-finstrument-functions`.
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut c_void) {
+    collect::hook(RecordType::FuncExit, this_fn as usize, call_site as usize);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_event_layout_matches_c() {
+        assert_eq!(std::mem::size_of::<perfEvent>(), 40);
+        assert_eq!(std::mem::offset_of!(perfEvent, event_data), 24);
+        assert_eq!(std::mem::offset_of!(perfEvent, ctrInfo), 32);
+    }
+}
