@@ -1,0 +1,430 @@
+//! perf_event_open(2) for the guest: the attribute struct (PERF_ATTR_SIZE_VER8,
+//! written out here because its flag word is a C bitfield), the events this
+//! project uses, reading counts with their enabled/running times, and the
+//! sampling ring buffer.
+
+use std::io;
+
+/// `perf_event_attr`, 136 bytes (PERF_ATTR_SIZE_VER8).
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct Attr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+    sample_regs_intr: u64,
+    aux_watermark: u32,
+    sample_max_stack: u16,
+    reserved_2: u16,
+    aux_sample_size: u32,
+    reserved_3: u32,
+    sig_data: u64,
+    config3: u64,
+}
+const _: () = assert!(std::mem::size_of::<Attr>() == 136);
+
+const TYPE_HARDWARE: u32 = 0;
+const TYPE_HW_CACHE: u32 = 3;
+const TYPE_RAW: u32 = 4;
+
+const FLAG_DISABLED: u64 = 1 << 0;
+const FLAG_PINNED: u64 = 1 << 2;
+const FLAG_EXCLUDE_USER: u64 = 1 << 4;
+const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+
+const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+
+const SAMPLE_IP: u64 = 1 << 0;
+
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_FLAG_GROUP: libc::c_ulong = 1;
+
+/// What an event counts, as perf names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Cycles,
+    Instructions,
+    DtlbLoadMisses,
+    DtlbStoreMisses,
+    ItlbLoadMisses,
+    /// An SBI firmware event (SBI PMU spec, event type 15), by code.
+    Firmware(FwEvent),
+}
+
+/// SBI PMU firmware event codes (SBI spec, "Firmware Events").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum FwEvent {
+    MisalignedLoad = 0,
+    MisalignedStore = 1,
+    AccessLoad = 2,
+    AccessStore = 3,
+    IllegalInsn = 4,
+    SetTimer = 5,
+    IpiSent = 6,
+    IpiReceived = 7,
+    FenceISent = 8,
+    FenceIReceived = 9,
+    SfenceVmaSent = 10,
+    SfenceVmaReceived = 11,
+    SfenceVmaAsidSent = 12,
+    SfenceVmaAsidReceived = 13,
+    HfenceGvmaSent = 14,
+    HfenceGvmaReceived = 15,
+}
+
+impl FwEvent {
+    /// Every code defined up to HFENCE_GVMA_RECEIVED, in code order.
+    pub const ALL: [FwEvent; 16] = [
+        FwEvent::MisalignedLoad,
+        FwEvent::MisalignedStore,
+        FwEvent::AccessLoad,
+        FwEvent::AccessStore,
+        FwEvent::IllegalInsn,
+        FwEvent::SetTimer,
+        FwEvent::IpiSent,
+        FwEvent::IpiReceived,
+        FwEvent::FenceISent,
+        FwEvent::FenceIReceived,
+        FwEvent::SfenceVmaSent,
+        FwEvent::SfenceVmaReceived,
+        FwEvent::SfenceVmaAsidSent,
+        FwEvent::SfenceVmaAsidReceived,
+        FwEvent::HfenceGvmaSent,
+        FwEvent::HfenceGvmaReceived,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FwEvent::MisalignedLoad => "fw_misaligned_load",
+            FwEvent::MisalignedStore => "fw_misaligned_store",
+            FwEvent::AccessLoad => "fw_access_load",
+            FwEvent::AccessStore => "fw_access_store",
+            FwEvent::IllegalInsn => "fw_illegal_insn",
+            FwEvent::SetTimer => "fw_set_timer",
+            FwEvent::IpiSent => "fw_ipi_sent",
+            FwEvent::IpiReceived => "fw_ipi_received",
+            FwEvent::FenceISent => "fw_fence_i_sent",
+            FwEvent::FenceIReceived => "fw_fence_i_received",
+            FwEvent::SfenceVmaSent => "fw_sfence_vma_sent",
+            FwEvent::SfenceVmaReceived => "fw_sfence_vma_received",
+            FwEvent::SfenceVmaAsidSent => "fw_sfence_vma_asid_sent",
+            FwEvent::SfenceVmaAsidReceived => "fw_sfence_vma_asid_received",
+            FwEvent::HfenceGvmaSent => "fw_hfence_gvma_sent",
+            FwEvent::HfenceGvmaReceived => "fw_hfence_gvma_received",
+        }
+    }
+}
+
+/// Privilege filter of an event (perf's `:u` / `:k` modifiers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filter {
+    All,
+    User,
+    Kernel,
+}
+
+/// One event to open.
+#[derive(Clone, Copy, Debug)]
+pub struct Event {
+    pub kind: Kind,
+    pub filter: Filter,
+    pub pinned: bool,
+}
+
+impl Event {
+    pub const fn new(kind: Kind) -> Event {
+        Event {
+            kind,
+            filter: Filter::All,
+            pinned: false,
+        }
+    }
+
+    pub const fn filtered(kind: Kind, filter: Filter) -> Event {
+        Event {
+            kind,
+            filter,
+            pinned: false,
+        }
+    }
+
+    /// perf's name for the event, with `:u` / `:k` as perf prints them.
+    pub fn name(&self) -> String {
+        let base = match self.kind {
+            Kind::Cycles => "cycles",
+            Kind::Instructions => "instructions",
+            Kind::DtlbLoadMisses => "dTLB-load-misses",
+            Kind::DtlbStoreMisses => "dTLB-store-misses",
+            Kind::ItlbLoadMisses => "iTLB-load-misses",
+            Kind::Firmware(f) => f.name(),
+        };
+        match self.filter {
+            Filter::All => base.to_string(),
+            Filter::User => format!("{base}:u"),
+            Filter::Kernel => format!("{base}:k"),
+        }
+    }
+
+    fn attr(&self) -> Attr {
+        // Cache events: id | op << 8 | result << 16 (dTLB 3, iTLB 4; read 0,
+        // write 1; miss 1). Firmware events: raw config with top bits 0b10.
+        let (type_, config) = match self.kind {
+            Kind::Cycles => (TYPE_HARDWARE, 0),
+            Kind::Instructions => (TYPE_HARDWARE, 1),
+            Kind::DtlbLoadMisses => (TYPE_HW_CACHE, 3 | (1 << 16)),
+            Kind::DtlbStoreMisses => (TYPE_HW_CACHE, 3 | (1 << 8) | (1 << 16)),
+            Kind::ItlbLoadMisses => (TYPE_HW_CACHE, 4 | (1 << 16)),
+            Kind::Firmware(f) => (TYPE_RAW, (0b10 << 62) | f as u64),
+        };
+        let mut flags = FLAG_DISABLED;
+        match self.filter {
+            Filter::All => {}
+            Filter::User => flags |= FLAG_EXCLUDE_KERNEL,
+            Filter::Kernel => flags |= FLAG_EXCLUDE_USER,
+        }
+        if self.pinned {
+            flags |= FLAG_PINNED;
+        }
+        Attr {
+            type_,
+            size: std::mem::size_of::<Attr>() as u32,
+            config,
+            read_format: FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
+            flags,
+            ..Attr::default()
+        }
+    }
+}
+
+/// Where an event counts: perf_event_open's (pid, cpu) pair.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// The calling thread, on any CPU.
+    ThisThread,
+    /// Everything on one CPU (needs root, which /init is).
+    Cpu(i32),
+}
+
+/// An open perf event (closed on drop).
+pub struct Counter {
+    fd: libc::c_int,
+    pub event: Event,
+}
+
+/// One reading: value and the times the event was enabled and on a counter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    pub value: u64,
+    pub enabled: u64,
+    pub running: u64,
+}
+
+fn sys_open(attr: &Attr, target: Target, group: libc::c_int) -> io::Result<libc::c_int> {
+    let (pid, cpu) = match target {
+        Target::ThisThread => (0, -1),
+        Target::Cpu(c) => (-1, c),
+    };
+    // SAFETY: attr points to a fully initialised perf_event_attr of the size
+    // it declares; the kernel only reads it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const Attr,
+            pid as libc::pid_t,
+            cpu as libc::c_int,
+            group,
+            0 as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd as libc::c_int)
+    }
+}
+
+impl Counter {
+    /// Open a counting event, disabled; `group` makes it a member of that
+    /// leader's group.
+    pub fn open(event: Event, target: Target, group: Option<&Counter>) -> io::Result<Counter> {
+        let fd = sys_open(&event.attr(), target, group.map_or(-1, |g| g.fd))?;
+        Ok(Counter { fd, event })
+    }
+
+    fn ioctl(&self, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+        // SAFETY: perf ioctls on our own fd with an integer argument.
+        if unsafe { libc::ioctl(self.fd, req as _, arg) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn enable(&self) -> io::Result<()> {
+        self.ioctl(IOC_ENABLE, 0)
+    }
+
+    pub fn disable(&self) -> io::Result<()> {
+        self.ioctl(IOC_DISABLE, 0)
+    }
+
+    /// Enable the whole group this leader heads, in one call.
+    pub fn enable_group(&self) -> io::Result<()> {
+        self.ioctl(IOC_ENABLE, IOC_FLAG_GROUP)
+    }
+
+    pub fn disable_group(&self) -> io::Result<()> {
+        self.ioctl(IOC_DISABLE, IOC_FLAG_GROUP)
+    }
+
+    /// Read value, time enabled, time running. A pinned event that could not
+    /// get a counter is in error state and reads as end-of-file: that is an
+    /// error here.
+    pub fn read(&self) -> io::Result<Reading> {
+        let mut buf = [0u64; 3];
+        // SAFETY: reading at most 24 bytes into a 24-byte buffer.
+        let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), 24) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n != 24 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read {n} of 24 bytes (event in error state)"),
+            ));
+        }
+        Ok(Reading {
+            value: buf[0],
+            enabled: buf[1],
+            running: buf[2],
+        })
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        // SAFETY: closing the fd this value owns.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// A sampling event on the calling thread with its mmap'ed ring buffer.
+pub struct Sampler {
+    counter: Counter,
+    base: *mut u8,
+    len: usize,
+}
+
+/// What the ring buffer held after a sampling run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SampleStats {
+    pub samples: u64,
+    pub lost: u64,
+    pub throttle: u64,
+    pub unthrottle: u64,
+    pub other: u64,
+}
+
+const PAGE: usize = 4096;
+const DATA_PAGES: usize = 16;
+
+impl Sampler {
+    pub fn open(event: Event, period: u64) -> io::Result<Sampler> {
+        let mut attr = event.attr();
+        attr.sample_period = period;
+        attr.sample_type = SAMPLE_IP;
+        let fd = sys_open(&attr, Target::ThisThread, -1)?;
+        let counter = Counter { fd, event };
+        let len = PAGE * (1 + DATA_PAGES);
+        // SAFETY: mapping the perf ring buffer of our fd, shared read/write as
+        // perf requires; checked for MAP_FAILED below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Sampler {
+            counter,
+            base: base.cast(),
+            len,
+        })
+    }
+
+    pub fn counter(&self) -> &Counter {
+        &self.counter
+    }
+
+    /// Walk the records written so far (call after disabling the event).
+    pub fn stats(&self) -> SampleStats {
+        // perf_event_mmap_page: data_head at 1024, data_offset at 1040,
+        // data_size at 1048.
+        // SAFETY: the first page is the mapped control page; volatile reads
+        // because the kernel writes it.
+        let (head, offset, size) = unsafe {
+            let head = std::ptr::read_volatile(self.base.add(1024) as *const u64);
+            let offset = std::ptr::read_volatile(self.base.add(1040) as *const u64);
+            let size = std::ptr::read_volatile(self.base.add(1048) as *const u64);
+            (head, offset as usize, size as usize)
+        };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let mut st = SampleStats::default();
+        if size == 0 || offset + size > self.len {
+            return st;
+        }
+        let data = self.base.wrapping_add(offset);
+        let byte = |pos: u64| -> u8 {
+            // SAFETY: index reduced modulo the data area size.
+            unsafe { *data.add((pos % size as u64) as usize) }
+        };
+        let start = head.saturating_sub(size as u64);
+        let mut pos = start;
+        while pos + 8 <= head {
+            let ty = u32::from_le_bytes([byte(pos), byte(pos + 1), byte(pos + 2), byte(pos + 3)]);
+            let len = u16::from_le_bytes([byte(pos + 6), byte(pos + 7)]) as u64;
+            if len < 8 {
+                break;
+            }
+            match ty {
+                9 => st.samples += 1,
+                2 => {
+                    st.lost +=
+                        u64::from_le_bytes(std::array::from_fn(|i| byte(pos + 16 + i as u64)))
+                }
+                5 => st.throttle += 1,
+                6 => st.unthrottle += 1,
+                _ => st.other += 1,
+            }
+            pos += len;
+        }
+        st
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in open().
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
