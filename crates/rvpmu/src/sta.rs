@@ -144,3 +144,71 @@ pub fn read_steal(
     }
     None
 }
+
+/// Steal-time accounting for a hypervisor (or any SBI implementation that
+/// multiplexes harts): one [`StealTime`] per virtual hart, driven by the
+/// scheduler's notion of "runnable but not running".
+///
+/// ```
+/// use rvpmu::sta::StealAccounting;
+/// use rvpmu::sim::BufMemory;
+///
+/// // Two vCPUs; the guest registers its record through the STA ecall,
+/// // which the hypervisor forwards to `set_shmem`.
+/// let mut mem = BufMemory::virt();
+/// let mut steal = StealAccounting::<2>::new();
+/// steal.vhart(0).unwrap().set_shmem(&mut mem, 0x8008_0000, 0, 0).unwrap();
+///
+/// // vCPU 0 became runnable at t=1000 ns but the host ran something else
+/// // until t=4000 ns: mark it preempted, then account the wait when it
+/// // is about to run again.
+/// steal.preempt(0, &mut mem);
+/// steal.account(0, &mut mem, 4000 - 1000, false);
+/// assert_eq!(mem.peek_u64(0x8008_0000 + 8), 3000);
+/// assert_eq!(mem.peek(0x8008_0000 + 16, 1), &[0]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct StealAccounting<const N: usize> {
+    harts: [StealTime; N],
+}
+
+impl<const N: usize> Default for StealAccounting<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> StealAccounting<N> {
+    /// No vhart registered.
+    pub const fn new() -> Self {
+        StealAccounting {
+            harts: [StealTime::new(); N],
+        }
+    }
+
+    /// One vhart's state (for its STA `set_shmem` call).
+    pub fn vhart(&mut self, vhart: usize) -> Option<&mut StealTime> {
+        self.harts.get_mut(vhart)
+    }
+
+    /// The vhart is being withheld: publish `preempted = 1` now, steal later.
+    pub fn preempt<M: SupervisorMemory + ?Sized>(&mut self, vhart: usize, mem: &mut M) {
+        if let Some(h) = self.harts.get_mut(vhart) {
+            h.account(mem, 0, true);
+        }
+    }
+
+    /// Add `steal_ns` to the vhart's steal; `preempted` as in
+    /// [`StealTime::account`] (`false` right before the vhart runs again).
+    pub fn account<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        vhart: usize,
+        mem: &mut M,
+        steal_ns: u64,
+        preempted: bool,
+    ) {
+        if let Some(h) = self.harts.get_mut(vhart) {
+            h.account(mem, steal_ns, preempted);
+        }
+    }
+}
