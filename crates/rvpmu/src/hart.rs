@@ -361,7 +361,15 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         if candidates == 0 {
             return Err(Error::NotSupported);
         }
-        Ok(candidates.trailing_zeros() as usize)
+        // With Sscofpmf only HPM counters raise overflow interrupts, so
+        // sampling needs them: use the fixed counters last.
+        let fixed = 1u64 << CYCLE | 1 << INSTRET;
+        let preferred = if self.cfg.isa.sscofpmf && candidates & !fixed != 0 {
+            candidates & !fixed
+        } else {
+            candidates
+        };
+        Ok(preferred.trailing_zeros() as usize)
     }
 
     /// Map canonical counter `c` to `ev` (the counter is stopped).

@@ -320,7 +320,7 @@ fn smcntrpmf_filters_the_fixed_counters() {
         present,
     );
     call(&mut p, STOP, &[0, 0b101, RESET]).unwrap();
-    let idx = call(&mut p, CFG, &[0, 0x7fffd, SINH, CYCLES, 0]).unwrap();
+    let idx = call(&mut p, CFG, &[0, 0b1, SINH, CYCLES, 0]).unwrap();
     assert_eq!(idx, 0, "the fixed counter can filter with Smcntrpmf");
     assert_eq!(p.hw().fixed_cfg(0), bits::SINH | bits::MINH);
 }
@@ -372,6 +372,28 @@ fn clear_value_and_auto_start() {
     assert_eq!(p.hw().counter(idx), 0);
     p.hw_mut().tick(Mode::S, DTLB_READ_MISS, 3);
     assert_eq!(p.hw().counter(idx), 3);
+}
+
+#[test]
+fn cycles_prefer_hpm_counters_with_sscofpmf_for_overflow_interrupts() {
+    let mut p = qemu();
+    call(&mut p, STOP, &[0, 0b101, RESET]).unwrap(); // as Linux does at CPU start
+    assert_eq!(call(&mut p, CFG, &[0, 0x7fffd, 0, CYCLES, 0]), Ok(3));
+    assert_eq!(call(&mut p, CFG, &[0, 0x7fffd, 0, INSTRUCTIONS, 0]), Ok(4));
+    // Only when no HPM counter is free does an unfiltered request get mcycle.
+    for _ in 5..=18 {
+        call(&mut p, CFG, &[0, 0x7fff8, 0, DTLB_READ_MISS, 0]).unwrap();
+    }
+    assert_eq!(call(&mut p, CFG, &[0, 0x7fffd, 0, CYCLES, 0]), Ok(0));
+    assert_eq!(call(&mut p, CFG, &[0, 0x7fffd, SINH, INSTRUCTIONS, 0]), Err(Error::NotSupported));
+
+    // Without Sscofpmf there are no interrupts to want: lowest index wins.
+    let hw = SimHart::new(0x7fffd, 64, false, false);
+    let present = hw.present();
+    let isa = IsaFeatures::default();
+    let mut q: P = Pmu::new(config(qemu_map(), isa, false), hw, BufMemory::virt(), present);
+    call(&mut q, STOP, &[0, 0b101, RESET]).unwrap();
+    assert_eq!(call(&mut q, CFG, &[0, 0x7fffd, 0, CYCLES, 0]), Ok(0));
 }
 
 // ---------------------------------------------------------------- FID 3/4
