@@ -8,6 +8,8 @@
 //! is the number of trace sources: the most threads traced at once (the
 //! Nexus SRC field is sized for it).
 //!
+//! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`.
+//!
 //! Host without hardware counters: when the environment variable
 //! `HPMTRACE_SW_FALLBACK=1` is set, hardware events the machine lacks are
 //! counted as Linux software events (see
@@ -43,6 +45,25 @@ static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
 fn sw_fallback() -> bool {
     matches!(std::env::var("HPMTRACE_SW_FALLBACK").as_deref(), Ok("1") | Ok("yes") | Ok("true"))
+}
+
+/// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
+/// built unchanged can record more than it asked for.
+fn buffer_override() -> Option<usize> {
+    let v = std::env::var("HPMTRACE_BUFFER_BYTES").ok()?;
+    let v = v.trim();
+    let (num, mul) = match v.as_bytes().last()? {
+        b'K' | b'k' => (&v[..v.len() - 1], 1 << 10),
+        b'M' | b'm' => (&v[..v.len() - 1], 1 << 20),
+        _ => (v, 1),
+    };
+    match num.parse::<usize>() {
+        Ok(n) if n > 0 => Some(n.saturating_mul(mul)),
+        _ => {
+            eprintln!("hpmtrace: ignoring HPMTRACE_BUFFER_BYTES={v:?} (expected a positive number with optional K or M)");
+            None
+        }
+    }
 }
 
 fn event_of(e: &perfEvent) -> Option<Event> {
@@ -90,11 +111,15 @@ unsafe fn init(what: &str, list: *mut perfEvent, n: c_int, chan: c_int, ct: c_in
             None => return fail(what, format_args!("perfEvent {i}: unsupported type {} / code {}", e.r#type, e.code_or_cache[0])),
         }
     }
+    let buffer_bytes = match buffer_override() {
+        Some(b) => b,
+        None => sba as usize,
+    };
     let cfg = Config {
         count_type,
         events,
         channel: chan as u8,
-        buffer_bytes: sba as usize,
+        buffer_bytes,
         max_threads: cores,
         software_fallback: sw_fallback(),
         mode,

@@ -1,0 +1,190 @@
+//! The seed's Fibonacci example (tests/c/fib.c, verbatim from the SiFive
+//! README) built with `gcc -finstrument-functions` against the C API
+//! (include/ + libhpmtrace.a), run on the host with software counters,
+//! and its trace.rtd decoded.
+//!
+//! `cargo xtask test` runs the same program against the headers and
+//! library installed by `cargo xtask cabi`.
+
+use hpmtrace::decode::{decode_stream, DecodeConfig, Output, Record};
+use hpmtrace::format::{CountType, Event, RecordType};
+use hpmtrace::nexus::NexusConfig;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The staticlib cargo built for this test run: the newest
+/// target/<profile>/deps/libhpmtrace-*.a (cargo only copies it to
+/// target/<profile>/ on `cargo build`, not for tests).
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let newest = std::fs::read_dir(deps)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("libhpmtrace-") && n.ends_with(".a")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok());
+    newest.expect("libhpmtrace staticlib not built").path()
+}
+
+fn build(dir: &Path) -> PathBuf {
+    let out = dir.join("fib");
+    let st = Command::new("gcc")
+        .args(["-O2", "-finstrument-functions", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("tests/c/fib.c"))
+        .arg(staticlib())
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&out)
+        .status()
+        .expect("gcc must be installed (cargo xtask setup)");
+    assert!(st.success(), "building fib.c failed");
+    out
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hpmtrace-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Decoded {
+    headers: Vec<hpmtrace::decode::HeaderInfo>,
+    records: Vec<Record>,
+    errors: Vec<String>,
+}
+
+fn decode(path: &Path) -> Decoded {
+    let bytes = std::fs::read(path).unwrap();
+    // perfInit(2, 1) in the example: two sources, a 1-bit SRC field.
+    let cfg = DecodeConfig { channel: 6, nexus: NexusConfig { src_bits: 1, timestamp_bits: 40 } };
+    let mut d = Decoded { headers: vec![], records: vec![], errors: vec![] };
+    decode_stream(
+        &bytes[..],
+        cfg,
+        &mut |o| match o {
+            Output::Header(h) => d.headers.push(*h),
+            Output::Record(r) => d.records.push(r.clone()),
+            Output::Error(e) => d.errors.push(e.to_string()),
+        },
+        &mut |_| {},
+    );
+    d
+}
+
+#[test]
+fn fib_example_traces_balanced_calls_with_consistent_counts() {
+    let dir = tmpdir("fib");
+    let exe = build(&dir);
+    let out = Command::new(&exe)
+        .current_dir(&dir)
+        .env("HPMTRACE_SW_FALLBACK", "1")
+        .env("HPMTRACE_BUFFER_BYTES", "32M")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "fib failed: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("fib(20) = 6765"), "{stdout}");
+    let d = decode(&dir.join("trace.rtd"));
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    // One header: Delta, counters 0..6; slot 1 is the timestamp, the
+    // hardware events were replaced by software ones (named as such).
+    assert_eq!(d.headers.len(), 1);
+    let h = d.headers[0].header;
+    assert_eq!(h.count_type, CountType::Delta);
+    assert_eq!(h.mask(), 0x7f);
+    for (slot, c) in h.iter() {
+        if slot == 1 {
+            assert!(c.event.is_timestamp());
+        } else {
+            assert!(matches!(c.event, Event::LinuxSoftware { .. }), "slot {slot}: {:?}", c.event);
+        }
+    }
+
+    // fib(20) makes 2*fib(21)-1 = 21891 calls; main's own entry and exit
+    // fall outside trace on/off.
+    let enters = d.records.iter().filter(|r| r.kind == RecordType::FuncEnter).count();
+    let exits = d.records.iter().filter(|r| r.kind == RecordType::FuncExit).count();
+    assert_eq!(enters, 21891);
+    assert_eq!(exits, 21891);
+    assert_eq!(d.records.len(), enters + exits);
+
+    // Proper nesting: every exit closes the innermost open call, with the
+    // same function and call site.
+    let mut stack: Vec<(u64, Option<u64>)> = Vec::new();
+    let mut depth_max = 0;
+    for r in &d.records {
+        match r.kind {
+            RecordType::FuncEnter => {
+                stack.push((r.addr, r.addr2));
+                depth_max = depth_max.max(stack.len());
+            }
+            RecordType::FuncExit => {
+                let top = stack.pop().expect("exit without enter");
+                assert_eq!(top, (r.addr, r.addr2));
+            }
+            _ => panic!("unexpected record kind {:?}", r.kind),
+        }
+    }
+    assert!(stack.is_empty());
+    assert_eq!(depth_max, 20, "fib(20) recursion depth");
+
+    // Counts add up: the timestamp counter's deltas, summed from trace-on,
+    // give every record's Nexus timestamp (two independent paths: counter
+    // values vs message timestamps).
+    let t0 = d.headers[0].timestamp.expect("header timestamp");
+    let mask40 = (1u64 << 40) - 1;
+    let mut t = t0;
+    for r in &d.records {
+        t = (t + r.counter(1).unwrap().recorded) & mask40;
+        assert_eq!(Some(t), r.timestamp);
+    }
+    // task-clock (slot 0) is CPU time of the thread: it advances, and by
+    // no more than the wall time the records span (plus one read's slack).
+    let task: u64 = d.records.iter().map(|r| r.counter(0).unwrap().recorded).sum();
+    let span = (t - t0) & mask40;
+    assert!(task > 0);
+    assert!(task <= span + 1_000_000, "task-clock {task} ns > span {span} ns");
+}
+
+#[test]
+fn fib_example_unchanged_buffer_stops_on_wrap() {
+    let dir = tmpdir("fib32k");
+    let exe = build(&dir);
+    let out = Command::new(&exe).current_dir(&dir).env("HPMTRACE_SW_FALLBACK", "1").env_remove("HPMTRACE_BUFFER_BYTES").output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("trace buffer full"), "{stderr}");
+    let len = std::fs::metadata(dir.join("trace.rtd")).unwrap().len();
+    assert!(len <= 32 * 1024 && len > 30 * 1024, "{len}");
+    let d = decode(&dir.join("trace.rtd"));
+    assert_eq!(d.headers.len(), 1);
+    assert!(d.records.len() > 300, "{}", d.records.len());
+    // At most the record cut by the full buffer is reported.
+    assert!(d.errors.len() <= 1, "{:?}", d.errors);
+}
+
+#[test]
+fn fib_example_without_fallback_explains_missing_hardware_events() {
+    let dir = tmpdir("fibnohw");
+    let exe = build(&dir);
+    let out = Command::new(&exe).current_dir(&dir).env_remove("HPMTRACE_SW_FALLBACK").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The host has no hardware PMU: init fails, and says what to do.
+    if !out.status.success() {
+        assert!(stderr.contains("HPMTRACE_SW_FALLBACK=1"), "{stderr}");
+        assert!(!dir.join("trace.rtd").exists());
+    } else {
+        // A machine with hardware counters records real events.
+        let d = decode(&dir.join("trace.rtd"));
+        assert!(matches!(d.headers[0].header.counters[0].unwrap().event, Event::General { code: 1 }));
+    }
+}
