@@ -11,6 +11,7 @@ const RUST_COMPONENTS: &[&str] = &["rust-src", "llvm-tools"];
 
 /// Packages from bookworm main.
 const APT_MAIN: &[&str] = &[
+    "gcc",
     "gcc-riscv64-linux-gnu",
     "binutils-riscv64-linux-gnu",
     "libc6-dev-riscv64-cross",
