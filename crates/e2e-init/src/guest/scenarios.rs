@@ -352,11 +352,16 @@ fn stress_thread(cpu: u32, rounds: u64, iters: u64) -> Result<StressStats, Strin
 /// afterwards.
 fn capacity(cpu: u32, fw: u32, hw: u32) -> String {
     use Kind::*;
-    let mut pinned = vec![Event::new(Cycles), Event::new(Instructions)];
+    // Events only the HPM counters can count first, then cycles and
+    // instructions, which may also use the fixed counters 0 and 2: a
+    // firmware that can place them there fits all `hw` events.
+    let mut pinned = Vec::new();
     let tlb = [DtlbLoadMisses, DtlbStoreMisses, ItlbLoadMisses];
     for i in 0..hw.saturating_sub(2) as usize {
         pinned.push(Event::new(tlb[i % 3]));
     }
+    pinned.push(Event::new(Cycles));
+    pinned.push(Event::new(Instructions));
     for i in 0..fw as usize {
         pinned.push(Event::new(Firmware(FwEvent::ALL[i % FwEvent::ALL.len()])));
     }

@@ -1,0 +1,148 @@
+//! The initramfs: /init is the static e2e-init binary, plus the directories
+//! and /dev/console it needs. Packed with the kernel's usr/gen_init_cpio
+//! (fixed timestamps) and `gzip -n`, so the same binary gives the same bytes.
+
+use super::kernel::Kernel;
+use crate::util::{cargo, root, run, step};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Rust target of the guest program.
+pub const GUEST_TARGET: &str = "riscv64gc-unknown-linux-gnu";
+
+/// A built initramfs and the unstripped /init it contains (for disassembly).
+pub struct Initramfs {
+    pub archive: PathBuf,
+    pub init_elf: PathBuf,
+}
+
+fn out_dir() -> PathBuf {
+    root().join("target/rvpmu-e2e")
+}
+
+/// Build e2e-init for the guest and pack it.
+pub fn build(kernel: &Kernel) -> Result<Initramfs> {
+    step("building /init (crates/e2e-init, static riscv64 Linux binary)");
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "e2e-init",
+        "--target",
+        GUEST_TARGET,
+    ]))?;
+    let init_elf = root().join(format!("target/{GUEST_TARGET}/release/e2e-init"));
+    if !init_elf.exists() {
+        bail!("cargo built e2e-init but {} is missing", init_elf.display());
+    }
+    let dir = out_dir();
+    std::fs::create_dir_all(&dir)?;
+    let stripped = dir.join("init");
+    run(Command::new("riscv64-linux-gnu-strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&init_elf))?;
+    let list = dir.join("initramfs.list");
+    std::fs::write(
+        &list,
+        format!(
+            "dir /dev 0755 0 0\n\
+             nod /dev/console 0600 0 0 c 5 1\n\
+             dir /proc 0755 0 0\n\
+             dir /sys 0755 0 0\n\
+             file /init {} 0755 0 0\n",
+            stripped.display()
+        ),
+    )?;
+    let cpio = Command::new(kernel.gen_init_cpio())
+        .args(["-t", "0"])
+        .arg(&list)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot run {}", kernel.gen_init_cpio().display()))?;
+    if !cpio.status.success() {
+        bail!("gen_init_cpio failed with {}", cpio.status);
+    }
+    let archive = dir.join("initramfs.cpio.gz");
+    let mut gz = Command::new("gzip")
+        .args(["-n", "-9", "-c"])
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&archive)?)
+        .spawn()
+        .context("cannot start gzip")?;
+    {
+        use std::io::Write;
+        gz.stdin.take().expect("piped").write_all(&cpio.stdout)?;
+    }
+    let st = gz.wait()?;
+    if !st.success() {
+        bail!("gzip failed with {st}");
+    }
+    Ok(Initramfs { archive, init_elf })
+}
+
+/// Instructions in the loop body of `symbol`, read from its disassembly:
+/// the instructions from a backward branch's target up to that branch.
+/// This is the independent derivation of the workload's per-iteration cost.
+pub fn loop_body_instructions(elf: &PathBuf, symbol: &str) -> Result<u64> {
+    let out = crate::util::output(
+        Command::new("riscv64-linux-gnu-objdump")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(format!("--disassemble={symbol}"))
+            .arg(elf),
+    )?;
+    parse_loop_body(&out)
+        .with_context(|| format!("no backward branch found in the disassembly of {symbol}:\n{out}"))
+}
+
+fn parse_loop_body(disasm: &str) -> Option<u64> {
+    // Lines look like "   1a2b4:\tbnez\ta0,1a2b0 <rvpmu_alu_loop+0x4>".
+    let mut insns: Vec<(u64, String)> = Vec::new();
+    for line in disasm.lines() {
+        let Some((addr, rest)) = line.trim_start().split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        if rest.trim().is_empty() {
+            continue;
+        }
+        insns.push((addr, rest.trim().to_string()));
+    }
+    for (addr, text) in &insns {
+        let mnemonic = text.split_whitespace().next().unwrap_or("");
+        if !mnemonic.starts_with('b') {
+            continue;
+        }
+        let operands = text.split_whitespace().nth(1).unwrap_or("");
+        let target = operands
+            .rsplit(',')
+            .next()
+            .and_then(|t| u64::from_str_radix(t, 16).ok());
+        if let Some(t) = target {
+            if t <= *addr {
+                return Some(insns.iter().filter(|(a, _)| *a >= t && *a <= *addr).count() as u64);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_loop_body() {
+        let d = "0000000000012340 <rvpmu_alu_loop>:\n   12340:\tbeqz\ta0,1234a <rvpmu_alu_loop+0xa>\n   12342:\taddi\ta0,a0,-1\n   12344:\tbnez\ta0,12342 <rvpmu_alu_loop+0x2>\n   12346:\tret\n";
+        assert_eq!(parse_loop_body(d), Some(2));
+        let d5 = "   10:\tld\tt0,0(a0)\n   14:\tsd\tt0,0(a0)\n   18:\tadd\ta0,a0,a2\n   1c:\taddi\ta1,a1,-1\n   20:\tbnez\ta1,10 <x>\n";
+        assert_eq!(parse_loop_body(d5), Some(5));
+        assert_eq!(
+            parse_loop_body("   10:\taddi\ta0,a0,1\n   14:\tret\n"),
+            None
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! Booting the kernel under QEMU virt and collecting what /init reports.
+
+use anyhow::{Context, Result};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's OpenSBI 1.5.1 (bookworm-backports `opensbi`), the peer firmware.
+pub const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
+
+/// A firmware image for `-bios`, with the name used in reports.
+#[derive(Clone, Debug)]
+pub struct Firmware {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl Firmware {
+    pub fn opensbi() -> Firmware {
+        Firmware {
+            name: "OpenSBI 1.5.1".into(),
+            path: PathBuf::from(OPENSBI),
+        }
+    }
+
+    pub fn is_opensbi(&self) -> bool {
+        self.path == Path::new(OPENSBI)
+    }
+}
+
+/// One guest boot: what to boot and how long it may take.
+pub struct Boot<'a> {
+    pub firmware: &'a Firmware,
+    pub image: &'a Path,
+    pub initrd: &'a Path,
+    pub smp: u32,
+    /// Extra kernel command line words (e.g. `rvpmu.mode=demo`).
+    pub args: String,
+    /// Wall-clock limit; a guest that hangs is killed and reported.
+    pub timeout: Duration,
+}
+
+/// What came out of a boot.
+pub struct Outcome {
+    pub console: String,
+    /// Parsed `RVPMU-RESULT` objects, in order.
+    pub results: Vec<serde_json::Value>,
+    /// `RVPMU-RESULT` lines that were not valid JSON.
+    pub bad_results: Vec<String>,
+    /// The `RVPMU-DONE` line's text, if /init got that far.
+    pub done: Option<String>,
+    pub timed_out: bool,
+    pub wall: Duration,
+}
+
+impl Outcome {
+    /// The last `n` console lines, for failure reports.
+    pub fn tail(&self, n: usize) -> String {
+        let lines: Vec<&str> = self.console.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Results of one scenario.
+    pub fn scenario(&self, name: &str) -> Vec<&serde_json::Value> {
+        self.results
+            .iter()
+            .filter(|r| r["scenario"] == name)
+            .collect()
+    }
+}
+
+impl Boot<'_> {
+    pub fn command_line(&self) -> String {
+        format!("console=ttyS0 earlycon=sbi {}", self.args)
+    }
+
+    pub fn run(&self) -> Result<Outcome> {
+        let mut cmd = Command::new("qemu-system-riscv64");
+        cmd.args(["-machine", "virt", "-cpu", "rv64,sscofpmf=true"])
+            .args([
+                "-smp",
+                &self.smp.to_string(),
+                "-m",
+                "256M",
+                "-nographic",
+                "-no-reboot",
+            ])
+            .args(["-icount", "shift=0,sleep=off"])
+            .arg("-bios")
+            .arg(&self.firmware.path)
+            .arg("-kernel")
+            .arg(self.image)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .arg("-append")
+            .arg(self.command_line())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let start = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
+        let mut out = child.stdout.take().expect("piped");
+        let mut err = child.stderr.take().expect("piped");
+        let reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = out.read_to_end(&mut buf);
+            buf
+        });
+        let ereader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = err.read_to_end(&mut buf);
+            buf
+        });
+        let mut timed_out = false;
+        loop {
+            if child.try_wait()?.is_some() {
+                break;
+            }
+            if start.elapsed() > self.timeout {
+                timed_out = true;
+                // Our own child, by handle.
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let wall = start.elapsed();
+        let mut console = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
+        let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default()).into_owned();
+        if !stderr.trim().is_empty() {
+            console.push_str("\n[qemu stderr] ");
+            console.push_str(&stderr);
+        }
+        let console = console.replace('\r', "");
+        let mut results = Vec::new();
+        let mut bad_results = Vec::new();
+        let mut done = None;
+        for line in console.lines() {
+            if let Some(json) = line.strip_prefix("RVPMU-RESULT ") {
+                match serde_json::from_str(json) {
+                    Ok(v) => results.push(v),
+                    Err(_) => bad_results.push(line.to_string()),
+                }
+            } else if let Some(d) = line.strip_prefix("RVPMU-DONE ") {
+                done = Some(d.trim().to_string());
+            }
+        }
+        Ok(Outcome {
+            console,
+            results,
+            bad_results,
+            done,
+            timed_out,
+            wall,
+        })
+    }
+}
