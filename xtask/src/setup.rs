@@ -24,6 +24,9 @@ const APT_MAIN: &[&str] = &[
     "libssl-dev",
     "libelf-dev",
     "uftrace",
+    // hpmtrace-cli: the SVG flame graph render test.
+    "chromium",
+    "chromium-driver",
 ];
 /// Packages that need bookworm-backports (QEMU 10, OpenSBI 1.5.1, Linux 6.12).
 const APT_BACKPORTS: &[&str] = &["qemu-system-riscv", "opensbi", "linux-source-6.12"];

@@ -1,1 +1,204 @@
-fn main() {}
+//! `hpmtrace`: decode, report on and export performance-counter traces
+//! written with the SiFive Trace Performance Library format (or hpmtrace).
+
+mod export;
+mod names;
+mod pipeline;
+mod report;
+mod stack;
+mod symbols;
+mod text;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use pipeline::InputArgs;
+use stack::{NoVisitor, Walker};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use symbols::Symbolizer;
+
+/// Decode, report on and export HPM performance-counter traces (.rtd
+/// files: Nexus trace-sink bytes with ITC data-acquisition messages).
+#[derive(Parser, Debug)]
+#[command(name = "hpmtrace", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Decode a trace into text: SiFive decoder `.perf` lines, CSV or JSON lines.
+    ///
+    /// Example: hpmtrace decode trace.rtd --elf prog -o prog.perf
+    Decode {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Output format.
+        #[arg(long, short = 'f', value_enum, default_value = "perf")]
+        format: text::TextFormat,
+        /// Output file (default: standard output).
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
+    /// Per-function counts (calls, inclusive/exclusive, IPC, miss rates),
+    /// call tree and trace summary.
+    ///
+    /// Example: hpmtrace report trace.rtd --elf prog --top 10 --tree
+    Report {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        opts: report::ReportArgs,
+    },
+    /// Export for viewers: Perfetto/Chrome JSON, speedscope, folded stacks, SVG flame graph.
+    ///
+    /// Example: hpmtrace export trace.rtd --elf prog -f svg -o flame.svg
+    Export {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        opts: export::ExportArgs,
+        /// Output file (default: standard output).
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
+}
+
+fn symbolizer(input: &InputArgs) -> Result<Symbolizer> {
+    match &input.elf {
+        Some(p) => Symbolizer::load(p),
+        None => Ok(Symbolizer::none()),
+    }
+}
+
+fn output(path: &Option<PathBuf>) -> Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(p) => Box::new(BufWriter::with_capacity(
+            1 << 20,
+            File::create(p)
+                .with_context(|| format!("cannot create output file {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
+    })
+}
+
+fn walk(
+    input: &InputArgs,
+    v: &mut impl stack::Visitor,
+) -> Result<(Walker, hpmtrace::decode::Stats)> {
+    let mut sym = symbolizer(input)?;
+    let mut w = Walker::new();
+    let stats = pipeline::run(input, &mut |o| w.item(o, &mut sym, v))?;
+    w.finish(v);
+    Ok((w, stats))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Decode {
+            input,
+            format,
+            output: out_path,
+        } => {
+            let mut sym = symbolizer(&input)?;
+            let elf = input.elf.as_ref().map(|p| p.display().to_string());
+            let mut tw = text::TextWriter::new(output(&out_path)?, format, elf.as_deref())?;
+            let mut err: Option<io::Error> = None;
+            pipeline::run(&input, &mut |o| {
+                if err.is_none() {
+                    if let Err(e) = tw.item(o, &mut sym) {
+                        err = Some(e);
+                    }
+                }
+            })?;
+            if let Some(e) = err {
+                return Err(e).context("cannot write the output");
+            }
+            tw.finish().context("cannot write the output")?;
+        }
+        Cmd::Report { input, opts } => {
+            let (w, stats) = walk(&input, &mut NoVisitor)?;
+            let text = report::render(&w, &opts, &stats).map_err(anyhow::Error::msg)?;
+            print!("{text}");
+        }
+        Cmd::Export {
+            input,
+            opts,
+            output: out_path,
+        } => match opts.format {
+            export::ExportFormat::Perfetto => {
+                let mut pw = export::PerfettoWriter::new(output(&out_path)?, opts.tick_ns)?;
+                walk(&input, &mut pw)?;
+                pw.finish().context("cannot write the output")?;
+            }
+            export::ExportFormat::Speedscope => {
+                let mut sc = export::SpeedscopeCollector::new(opts.weight.clone());
+                let (w, _) = walk(&input, &mut sc)?;
+                let wname = opts.weight.clone().unwrap_or_else(|| {
+                    w.columns
+                        .get(1)
+                        .cloned()
+                        .unwrap_or_else(|| "time".to_string())
+                });
+                if let Some(n) = &opts.weight {
+                    if w.column(n).is_none() {
+                        bail!(
+                            "no counter named `{n}` in this trace; use one of: {}",
+                            w.columns.join(", ")
+                        );
+                    }
+                }
+                sc.write(
+                    output(&out_path)?,
+                    &file_name(&input.trace),
+                    &wname,
+                    opts.tick_ns,
+                )
+                .context("cannot write the output")?;
+            }
+            export::ExportFormat::Folded | export::ExportFormat::Svg => {
+                let (w, _) = walk(&input, &mut NoVisitor)?;
+                let col = export::weight_column(&w, opts.weight.as_deref())
+                    .map_err(anyhow::Error::msg)?;
+                let wname = col.map_or("calls".to_string(), |c| w.columns[c].clone());
+                let lines = export::folded(&w, col);
+                let mut out = output(&out_path)?;
+                if opts.format == export::ExportFormat::Folded {
+                    for l in &lines {
+                        writeln!(out, "{l}")?;
+                    }
+                } else {
+                    let title = format!("{} ({wname})", file_name(&input.trace));
+                    export::svg(&lines, &title, &wname, &mut out)
+                        .context("cannot draw the flame graph")?;
+                }
+                out.flush()?;
+            }
+        },
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        // A closed pipe (e.g. `| head`) is not an error worth reporting.
+        if e.chain().any(|c| {
+            c.downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        }) {
+            std::process::exit(0);
+        }
+        eprintln!("hpmtrace: error: {e:#}");
+        std::process::exit(1);
+    }
+}

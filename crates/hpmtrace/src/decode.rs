@@ -825,7 +825,7 @@ pub fn decode_stream<R: Read>(
             Err(e) => dec.on_gap(e, sink),
         }
         n = n.wrapping_add(1);
-        if n % 8192 == 0 {
+        if n.is_multiple_of(8192) {
             progress(reader.offset());
         }
     }

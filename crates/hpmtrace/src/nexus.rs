@@ -215,7 +215,7 @@ impl<'a> FieldReader<'a> {
         self.bit += width as usize;
         // A fixed field that ends exactly on a slice closing the message
         // means no further fields follow.
-        if width > 0 && self.bit % 6 == 0 {
+        if width > 0 && self.bit.is_multiple_of(6) {
             let last = self.bytes[self.bit / 6 - 1];
             if last & 3 == MSEO_END_MESSAGE {
                 self.ended = true;
@@ -798,7 +798,7 @@ mod tests {
     #[test]
     fn oversized_field_is_an_error_not_a_panic() {
         let mut bytes = vec![7 << 2];
-        bytes.extend(std::iter::repeat(0xfc).take(12));
+        bytes.extend(std::iter::repeat_n(0xfc, 12));
         bytes.push(0xfd);
         bytes.push(0x07);
         let got = one(&bytes, NexusConfig::default());

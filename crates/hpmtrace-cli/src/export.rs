@@ -1,0 +1,313 @@
+//! `hpmtrace export`: Perfetto/Chrome trace JSON, speedscope evented JSON,
+//! folded stacks and SVG flame graphs.
+
+use crate::stack::{Point, Visitor, Walker, TIME};
+use hpmtrace::format::RecordType;
+use serde_json::json;
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+/// Export format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing):
+    /// function slices per core plus one counter track per counter.
+    Perfetto,
+    /// speedscope evented profile JSON (one profile per core).
+    Speedscope,
+    /// Folded stacks (`a;b;c weight`), the input of flamegraph tools.
+    Folded,
+    /// SVG flame graph.
+    Svg,
+}
+
+/// Export options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Output format.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: ExportFormat,
+    /// Weight of speedscope/folded/svg frames: a counter name (e.g.
+    /// `cycles`), `time` (trace timestamps) or, for folded/svg, `calls`.
+    /// Default: the first counter of the trace, else time.
+    #[arg(long, short = 'w')]
+    pub weight: Option<String>,
+    /// Nanoseconds per timestamp tick, for time axes (Perfetto; speedscope
+    /// with `--weight time`).
+    #[arg(long, default_value_t = 1.0)]
+    pub tick_ns: f64,
+}
+
+/// Streams Chrome trace events as the walker rebuilds the timeline.
+pub struct PerfettoWriter<W: Write> {
+    out: W,
+    err: Option<io::Error>,
+    first: bool,
+    cores: Vec<u16>,
+    columns: Vec<String>,
+    tick_ns: f64,
+    t0: Option<u64>,
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// Starts the JSON document.
+    pub fn new(mut out: W, tick_ns: f64) -> io::Result<Self> {
+        write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+        let mut w = PerfettoWriter {
+            out,
+            err: None,
+            first: true,
+            cores: Vec::new(),
+            columns: Vec::new(),
+            tick_ns,
+            t0: None,
+        };
+        w.event(json!({"ph":"M","name":"process_name","pid":1,"args":{"name":"hpmtrace"}}));
+        Ok(w)
+    }
+
+    fn event(&mut self, v: serde_json::Value) {
+        if self.err.is_some() {
+            return;
+        }
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        if let Err(e) = write!(self.out, "{sep}{v}") {
+            self.err = Some(e);
+        }
+    }
+
+    fn us(&mut self, at: &Point<'_>) -> f64 {
+        match at.ts {
+            Some(t) => {
+                let t0 = *self.t0.get_or_insert(t);
+                t.saturating_sub(t0) as f64 * self.tick_ns / 1000.0
+            }
+            None => at.seq as f64,
+        }
+    }
+
+    fn core(&mut self, core: u16) {
+        if !self.cores.contains(&core) {
+            self.cores.push(core);
+            self.event(json!({"ph":"M","name":"thread_name","pid":1,"tid":core,"args":{"name":format!("core {core}")}}));
+        }
+    }
+
+    /// Ends the document.
+    pub fn finish(mut self) -> io::Result<()> {
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        writeln!(self.out, "\n]}}")?;
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Visitor for PerfettoWriter<W> {
+    fn columns(&mut self, columns: &[String]) {
+        self.columns = columns.to_vec();
+    }
+    fn open(&mut self, core: u16, func: &Arc<str>, at: Point<'_>, synthetic: bool) {
+        self.core(core);
+        let ts = self.us(&at);
+        self.event(json!({"ph":"B","name":&**func,"cat":if synthetic {"function (entry not traced)"} else {"function"},"pid":1,"tid":core,"ts":ts}));
+    }
+    fn close(&mut self, core: u16, _func: &Arc<str>, at: Point<'_>) {
+        let ts = self.us(&at);
+        self.event(json!({"ph":"E","pid":1,"tid":core,"ts":ts}));
+    }
+    fn sample(&mut self, core: u16, kind: RecordType, func: &Arc<str>, at: Point<'_>) {
+        self.core(core);
+        let ts = self.us(&at);
+        let cat = if kind == RecordType::Isr {
+            "sample"
+        } else {
+            "manual"
+        };
+        self.event(json!({"ph":"i","s":"t","name":&**func,"cat":cat,"pid":1,"tid":core,"ts":ts}));
+    }
+    fn counters(&mut self, core: u16, at: Point<'_>) {
+        self.core(core);
+        let ts = self.us(&at);
+        for c in 1..self.columns.len().min(at.totals.len()) {
+            let name = format!("core {core} {}", self.columns[c]);
+            self.event(json!({"ph":"C","name":name,"pid":1,"ts":ts,"args":{"value":at.totals[c]}}));
+        }
+    }
+}
+
+/// Collects evented profiles (one per core) for speedscope.
+pub struct SpeedscopeCollector {
+    weight: Option<String>,
+    col: Option<usize>,
+    frames: Vec<Arc<str>>,
+    frame_of: HashMap<Arc<str>, u32>,
+    events: HashMap<u16, Vec<(bool, u32, u64)>>,
+    unit_time: bool,
+}
+
+impl SpeedscopeCollector {
+    /// A collector weighting by `weight` (see [`ExportArgs::weight`]).
+    pub fn new(weight: Option<String>) -> Self {
+        SpeedscopeCollector {
+            weight,
+            col: None,
+            frames: Vec::new(),
+            frame_of: HashMap::new(),
+            events: HashMap::new(),
+            unit_time: false,
+        }
+    }
+
+    fn at(&self, at: &Point<'_>) -> u64 {
+        at.totals
+            .get(self.col.unwrap_or(TIME))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn frame(&mut self, f: &Arc<str>) -> u32 {
+        if let Some(&i) = self.frame_of.get(f) {
+            return i;
+        }
+        let i = self.frames.len() as u32;
+        self.frames.push(f.clone());
+        self.frame_of.insert(f.clone(), i);
+        i
+    }
+
+    /// Writes the speedscope document.
+    pub fn write(
+        &self,
+        mut out: impl Write,
+        name: &str,
+        weight_name: &str,
+        tick_ns: f64,
+    ) -> io::Result<()> {
+        let frames: Vec<_> = self.frames.iter().map(|f| json!({"name": &**f})).collect();
+        let mut cores: Vec<_> = self.events.keys().copied().collect();
+        cores.sort_unstable();
+        let scale = if self.unit_time { tick_ns } else { 1.0 };
+        let profiles: Vec<_> = cores
+            .iter()
+            .map(|c| {
+                let ev = &self.events[c];
+                let base = ev.first().map_or(0, |e| e.2);
+                let end = ev.last().map_or(0, |e| e.2);
+                let events: Vec<_> = ev
+                    .iter()
+                    .map(|&(open, frame, at)| {
+                        json!({"type": if open {"O"} else {"C"}, "frame": frame, "at": (at - base) as f64 * scale})
+                    })
+                    .collect();
+                json!({"type":"evented","name":format!("core {c} ({weight_name})"),
+                       "unit": if self.unit_time {"nanoseconds"} else {"none"},
+                       "startValue":0,"endValue":(end - base) as f64 * scale,"events":events})
+            })
+            .collect();
+        let doc = json!({"$schema":"https://www.speedscope.app/file-format-schema.json",
+                         "shared":{"frames":frames},"profiles":profiles,"name":name,
+                         "activeProfileIndex":0,"exporter":"hpmtrace"});
+        serde_json::to_writer(&mut out, &doc)?;
+        writeln!(out)?;
+        out.flush()
+    }
+}
+
+impl Visitor for SpeedscopeCollector {
+    fn columns(&mut self, columns: &[String]) {
+        if self.col.is_some() {
+            return;
+        }
+        self.col = match &self.weight {
+            Some(w) if w == "time" => Some(TIME),
+            Some(w) => columns.iter().position(|c| c == w),
+            None if columns.len() > 1 => Some(1),
+            None => Some(TIME),
+        };
+        self.unit_time = self.col == Some(TIME);
+    }
+    fn open(&mut self, core: u16, func: &Arc<str>, at: Point<'_>, _s: bool) {
+        let (f, a) = (self.frame(func), self.at(&at));
+        self.events.entry(core).or_default().push((true, f, a));
+    }
+    fn close(&mut self, core: u16, func: &Arc<str>, at: Point<'_>) {
+        let (f, a) = (self.frame(func), self.at(&at));
+        self.events.entry(core).or_default().push((false, f, a));
+    }
+}
+
+/// Resolves the weight option against the walker's columns; `None` for
+/// `calls`.
+pub fn weight_column(w: &Walker, weight: Option<&str>) -> Result<Option<usize>, String> {
+    match weight {
+        Some("calls") => Ok(None),
+        Some(n) => w.column(n).map(Some).ok_or_else(|| {
+            format!(
+                "no counter named `{n}` in this trace; use one of: {}, calls",
+                w.columns.join(", ")
+            )
+        }),
+        None if w.columns.len() > 1 => Ok(Some(1)),
+        None => Ok(Some(TIME)),
+    }
+}
+
+/// Folded stack lines from the call tree (exclusive weights, or calls).
+pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let multi = w.roots.len() > 1;
+    fn walk(
+        w: &Walker,
+        n: usize,
+        path: &mut Vec<String>,
+        col: Option<usize>,
+        lines: &mut Vec<String>,
+    ) {
+        let node = &w.nodes[n];
+        path.push(node.func.replace(';', ":"));
+        let v = match col {
+            Some(c) => node.excl.get(c).copied().unwrap_or(0),
+            None => node.calls,
+        };
+        if v > 0 && !path.is_empty() {
+            lines.push(format!("{} {v}", path.join(";")));
+        }
+        let mut kids = node.children.clone();
+        kids.sort_by(|&a, &b| w.nodes[a].func.cmp(&w.nodes[b].func));
+        for k in kids {
+            walk(w, k, path, col, lines);
+        }
+        path.pop();
+    }
+    for &(_, root) in &w.roots {
+        let mut path = Vec::new();
+        if multi {
+            walk(w, root, &mut path, col, &mut lines);
+        } else {
+            let mut kids = w.nodes[root].children.clone();
+            kids.sort_by(|&a, &b| w.nodes[a].func.cmp(&w.nodes[b].func));
+            for k in kids {
+                walk(w, k, &mut path, col, &mut lines);
+            }
+        }
+    }
+    lines
+}
+
+/// Renders folded lines as an SVG flame graph.
+pub fn svg(lines: &[String], title: &str, count_name: &str, out: impl Write) -> io::Result<()> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = count_name.to_string();
+    if lines.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "nothing to draw: the trace has no function enter/exit records with this weight",
+        ));
+    }
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(|s| s.as_str()), out)
+        .map_err(io::Error::other)
+}

@@ -1,0 +1,102 @@
+//! Reading a trace file: decoding, progress, error reporting.
+
+use anyhow::{Context, Result};
+use hpmtrace::decode::{decode_stream, DecodeConfig, DecodeError, Output, Stats};
+use hpmtrace::nexus::NexusConfig;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::fs::File;
+use std::path::PathBuf;
+
+/// Options shared by every command that reads a trace.
+#[derive(clap::Args, Debug, Clone)]
+pub struct InputArgs {
+    /// The trace: raw trace-sink bytes (Nexus messages), e.g. trace.rtd.
+    pub trace: PathBuf,
+    /// ELF file of the traced program, for function names and source lines.
+    #[arg(long, short = 'e')]
+    pub elf: Option<PathBuf>,
+    /// ITC channel carrying the performance data.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..32))]
+    pub channel: u8,
+    /// Width of the Nexus SRC field (0 for single-core traces; the number of
+    /// bits the funnel uses to number cores otherwise).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub src_bits: u8,
+    /// Width of the trace encoder's timestamp counter in bits.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u8).range(1..=63))]
+    pub ts_bits: u8,
+    /// Do not show a progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Print at most this many decoding errors (all are counted).
+    #[arg(long, default_value_t = 20)]
+    pub max_errors: usize,
+}
+
+/// Files from this size on get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 16 << 20;
+
+/// Decodes the trace named in `args`, passing headers and records to
+/// `sink`; decoding errors are printed to stderr (up to `max_errors`).
+pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats> {
+    let file = File::open(&args.trace).with_context(|| {
+        format!(
+            "cannot open trace {} (give the .rtd file the trace sink was saved to)",
+            args.trace.display()
+        )
+    })?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let bar = if args.quiet || len < PROGRESS_MIN_BYTES {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} decoding [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        b
+    };
+    let cfg = DecodeConfig {
+        channel: args.channel,
+        nexus: NexusConfig {
+            src_bits: args.src_bits,
+            timestamp_bits: args.ts_bits,
+        },
+    };
+    let mut shown = 0usize;
+    let mut report = |e: &DecodeError| {
+        if shown < args.max_errors {
+            bar.suspend(|| eprintln!("hpmtrace: warning: {}: {e}", args.trace.display()));
+        }
+        shown += 1;
+    };
+    let stats = decode_stream(
+        file,
+        cfg,
+        &mut |o| {
+            if let Output::Error(e) = &o {
+                report(e);
+            }
+            sink(&o);
+        },
+        &mut |off| bar.set_position(off),
+    );
+    bar.finish_and_clear();
+    if stats.errors as usize > args.max_errors {
+        eprintln!(
+            "hpmtrace: warning: {} decoding errors in total ({} shown; raise --max-errors to see more)",
+            stats.errors, args.max_errors
+        );
+    }
+    if stats.headers == 0 {
+        eprintln!(
+            "hpmtrace: warning: no performance header found on ITC channel {} ({} writes on it, {} on other channels); \
+             check --channel and --src-bits",
+            args.channel, stats.channel_writes, stats.other_channel_writes
+        );
+    }
+    Ok(stats)
+}

@@ -1,0 +1,289 @@
+//! `hpmtrace decode` output formats: SiFive decoder `.perf` text, CSV and
+//! JSON lines.
+
+use crate::names::event_name;
+use crate::symbols::{Resolved, Symbolizer};
+use hpmtrace::decode::{HeaderInfo, Output, Record};
+use hpmtrace::format::{CountType, Event, Header, RecordType};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// Output format of `decode`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextFormat {
+    /// Lines as SiFive's trace decoder writes them to `<elf>.perf`.
+    Perf,
+    /// One CSV row per counter value (or per record without counters).
+    Csv,
+    /// One JSON object per header, record and error.
+    Json,
+}
+
+/// Writes decoded items in one of the text formats.
+pub struct TextWriter<W: Write> {
+    out: W,
+    format: TextFormat,
+    headers: HashMap<u16, Header>,
+    names: HashMap<u16, Vec<(u8, String)>>,
+}
+
+fn count_type_name(c: CountType) -> &'static str {
+    match c {
+        CountType::Raw => "RAW",
+        CountType::Delta => "Delta",
+        CountType::DeltaXor => "DeltaXOR",
+    }
+}
+
+fn kind_name(k: RecordType) -> &'static str {
+    match k {
+        RecordType::FuncEnter => "enter",
+        RecordType::FuncExit => "exit",
+        RecordType::Manual => "manual",
+        RecordType::Isr => "sample",
+    }
+}
+
+/// The ` ffl:file:function:line` suffix SiFive's decoder appends when an
+/// ELF is given; unresolvable addresses are kept and marked `??`.
+fn ffl(sym: &mut Symbolizer, addr: u64) -> String {
+    if !sym.has_elf() {
+        return String::new();
+    }
+    let r = sym.resolve(addr);
+    match &r.func {
+        Some(f) => format!(" ffl:{}:{}:{}", r.file.as_deref().unwrap_or(""), f, r.line),
+        None => " ffl:??:??:0".to_string(),
+    }
+}
+
+impl<W: Write> TextWriter<W> {
+    /// A writer; `elf` is named in the `.perf` preamble.
+    pub fn new(mut out: W, format: TextFormat, elf: Option<&str>) -> io::Result<Self> {
+        match format {
+            TextFormat::Perf => writeln!(out, "# ELFPATH={}", elf.unwrap_or(""))?,
+            TextFormat::Csv => writeln!(
+                out,
+                "core,offset,timestamp,kind,address,function,file,line,resolved,address2,function2,counter,event,recorded,value,delta"
+            )?,
+            TextFormat::Json => {}
+        }
+        Ok(TextWriter {
+            out,
+            format,
+            headers: HashMap::new(),
+            names: HashMap::new(),
+        })
+    }
+
+    /// Writes one decoder output item.
+    pub fn item(&mut self, o: &Output<'_>, sym: &mut Symbolizer) -> io::Result<()> {
+        match o {
+            Output::Header(h) => self.header(h),
+            Output::Record(r) => self.record(r, sym),
+            Output::Error(e) => {
+                if self.format == TextFormat::Json {
+                    let v = json!({"type": "error", "offset": e.offset, "core": e.src, "message": e.to_string()});
+                    writeln!(self.out, "{v}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn header(&mut self, h: &HeaderInfo) -> io::Result<()> {
+        self.headers.insert(h.src, h.header);
+        self.names.insert(
+            h.src,
+            h.header.iter().map(|(i, d)| (i, event_name(&d))).collect(),
+        );
+        let ts = h.timestamp.unwrap_or(0);
+        match self.format {
+            TextFormat::Perf => {
+                writeln!(
+                    self.out,
+                    "# COUNT_TYPE: {}",
+                    count_type_name(h.header.count_type)
+                )?;
+                writeln!(
+                    self.out,
+                    "[{}] {ts} [Perf Cntr Mask] [Mask=0x{:08x}]",
+                    h.src,
+                    h.header.mask()
+                )?;
+                for (i, d) in h.header.iter() {
+                    let (code, data) = match d.event {
+                        Event::Raw { event_data } => (0, event_data),
+                        e => (e.code().unwrap_or(0), 0),
+                    };
+                    writeln!(
+                        self.out,
+                        "[{}] {ts} [Perf Cntr Def] [Counter={i}] [Type={}] [Code={code}] [EventData=0x{data:08x}] [CntrCSR=0x{:03x}] [CntrBits={}]",
+                        h.src,
+                        d.event.event_type() as u32,
+                        d.info.csr,
+                        d.info.width
+                    )?;
+                }
+            }
+            TextFormat::Csv => {}
+            TextFormat::Json => {
+                let ctrs: Vec<Value> = h
+                    .header
+                    .iter()
+                    .map(|(i, d)| {
+                        json!({"index": i, "event": event_name(&d), "type": d.event.event_type() as u32,
+                               "csr": d.info.csr, "bits": d.info.width})
+                    })
+                    .collect();
+                let v = json!({"type": "header", "core": h.src, "offset": h.offset, "timestamp": h.timestamp,
+                               "count_type": count_type_name(h.header.count_type), "mask": h.header.mask(),
+                               "counters": ctrs});
+                writeln!(self.out, "{v}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        match self.format {
+            TextFormat::Perf => self.perf_record(r, sym),
+            TextFormat::Csv => self.csv_record(r, sym),
+            TextFormat::Json => self.json_record(r, sym),
+        }
+    }
+
+    fn perf_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        let (core, ts) = (r.src, r.timestamp.unwrap_or(0));
+        let a2 = r.addr2.unwrap_or(0);
+        // The address the counter lines refer to: the function for
+        // enter, the returned-to function for exit, else the PC.
+        let pc = match r.kind {
+            RecordType::FuncEnter => {
+                let f = ffl(sym, r.addr);
+                writeln!(
+                    self.out,
+                    "[{core}] {ts} [Func Enter at 0x{:08x}] [Called From 0x{a2:08x}]{f}",
+                    r.addr
+                )?;
+                r.addr
+            }
+            RecordType::FuncExit => {
+                let f = ffl(sym, a2);
+                writeln!(
+                    self.out,
+                    "[{core}] {ts} [Func Exit] [Func at 0x{:08x}] [Returning to 0x{a2:08x}]{f}",
+                    r.addr
+                )?;
+                a2
+            }
+            RecordType::Manual | RecordType::Isr => {
+                let f = ffl(sym, r.addr);
+                writeln!(self.out, "[{core}] {ts} PC=0x{:08x} [Address]{f}", r.addr)?;
+                r.addr
+            }
+        };
+        if r.counters.is_empty() {
+            return Ok(());
+        }
+        let f = ffl(sym, pc);
+        for c in &r.counters {
+            // SiFive's decoder prints the recorded value for Raw and Delta
+            // traces and the reconstructed reading for DeltaXOR ones.
+            let v = match r.count_type {
+                CountType::Delta => c.recorded,
+                _ => c.reading,
+            };
+            writeln!(
+                self.out,
+                "[{core}] {ts} PC=0x{pc:08x} [Perf Cntr] [Index={}] [Value={v}] {f}",
+                c.index
+            )?;
+        }
+        Ok(())
+    }
+
+    fn name(&self, src: u16, index: u8) -> String {
+        self.names
+            .get(&src)
+            .and_then(|v| v.iter().find(|(i, _)| *i == index))
+            .map_or_else(|| format!("hpm{index}"), |(_, n)| n.clone())
+    }
+
+    fn csv_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        let res = sym.resolve(r.addr).clone();
+        let f2 = match r.addr2 {
+            Some(a) => sym.label(a),
+            None => String::new(),
+        };
+        let a2 = r.addr2.map(|a| format!("0x{a:x}")).unwrap_or_default();
+        let ts = r.timestamp.map(|t| t.to_string()).unwrap_or_default();
+        let prefix = format!(
+            "{},{},{ts},{},0x{:x},{},{},{},{},{a2},{}",
+            r.src,
+            r.offset,
+            kind_name(r.kind),
+            r.addr,
+            csv_field(res.func.as_deref().unwrap_or("")),
+            csv_field(res.file.as_deref().unwrap_or("")),
+            if res.line > 0 {
+                res.line.to_string()
+            } else {
+                String::new()
+            },
+            res.is_resolved(),
+            csv_field(&f2),
+        );
+        if r.counters.is_empty() {
+            writeln!(self.out, "{prefix},,,,,")?;
+        }
+        for c in &r.counters {
+            let d = c.delta.map(|d| d.to_string()).unwrap_or_default();
+            let name = self.name(r.src, c.index);
+            writeln!(
+                self.out,
+                "{prefix},{},{},{},{},{d}",
+                c.index,
+                csv_field(&name),
+                c.recorded,
+                c.reading
+            )?;
+        }
+        Ok(())
+    }
+
+    fn json_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        let loc = |res: &Resolved, a: u64| {
+            json!({"address": format!("0x{a:x}"), "function": res.func.as_deref(), "offset": res.offset,
+                   "file": res.file.as_deref(), "line": if res.line > 0 { Some(res.line) } else { None },
+                   "resolved": res.is_resolved()})
+        };
+        let l1 = loc(&sym.resolve(r.addr).clone(), r.addr);
+        let l2 = r.addr2.map(|a| loc(&sym.resolve(a).clone(), a));
+        let ctrs: Vec<Value> = r
+            .counters
+            .iter()
+            .map(|c| {
+                json!({"index": c.index, "event": self.name(r.src, c.index), "recorded": c.recorded,
+                       "value": c.reading, "delta": c.delta})
+            })
+            .collect();
+        let v = json!({"type": "record", "core": r.src, "offset": r.offset, "timestamp": r.timestamp,
+                       "kind": kind_name(r.kind), "location": l1, "location2": l2, "counters": ctrs});
+        writeln!(self.out, "{v}")
+    }
+
+    /// Flushes the output.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,593 @@
+//! End-to-end tests of the `hpmtrace` binary: a real ELF with DWARF built
+//! from C here, a trace encoded for it, every output checked against
+//! numbers worked out by hand below.
+
+use hpmtrace::encoder::Encoder;
+use hpmtrace::format::{CountType, CounterDesc, CounterInfo, Event, Header, RecordType};
+use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::sink::VecBuffer;
+use object::{Object, ObjectSymbol};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const PROG_C: &str = "\
+/* hpmtrace test program: one function per line, so DWARF lines are known */
+int leaf(int x) { return x * 2; }
+int fib(int n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); }
+int main(void) { return fib(2) + leaf(1); }
+";
+const LEAF_LINE: u32 = 2;
+const FIB_LINE: u32 = 3;
+const MAIN_LINE: u32 = 4;
+
+struct Prog {
+    dir: PathBuf,
+    elf: PathBuf,
+    leaf: u64,
+    fib: u64,
+    main: u64,
+}
+
+fn prog() -> &'static Prog {
+    static P: OnceLock<Prog> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hpmtrace-cli-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("prog.c");
+        std::fs::write(&src, PROG_C).unwrap();
+        let elf = dir.join("prog");
+        // A RISC-V ELF: the trace format relies on even code addresses.
+        let st = Command::new("riscv64-linux-gnu-gcc")
+            .args([
+                "-g",
+                "-O0",
+                "-fno-inline",
+                "-ffreestanding",
+                "-nostdlib",
+                "-Wl,-e,main",
+                "-o",
+            ])
+            .arg(&elf)
+            .arg(&src)
+            .status()
+            .expect(
+                "riscv64-linux-gnu-gcc is needed to build the test ELF: run `cargo xtask setup`",
+            );
+        assert!(st.success(), "riscv64-linux-gnu-gcc failed");
+        let data = std::fs::read(&elf).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let addr = |n: &str| {
+            file.symbols()
+                .find(|s| s.name() == Ok(n))
+                .unwrap_or_else(|| panic!("no symbol {n}"))
+                .address()
+        };
+        Prog {
+            leaf: addr("leaf"),
+            fib: addr("fib"),
+            main: addr("main"),
+            dir,
+            elf,
+        }
+    })
+}
+
+fn header(ct: CountType) -> Header {
+    let mut h = Header::new(ct);
+    h.counters[0] = Some(CounterDesc {
+        event: Event::General { code: 1 },
+        info: CounterInfo {
+            csr: 0xc00,
+            width: 64,
+        },
+    });
+    h.counters[2] = Some(CounterDesc {
+        event: Event::General { code: 2 },
+        info: CounterInfo {
+            csr: 0xc02,
+            width: 64,
+        },
+    });
+    h
+}
+
+/// main -> fib(2) -> {fib(1), fib(0)}; main -> leaf. Readings are
+/// (cycles, instructions) at each record; trace-on at (900, 450).
+fn calls_trace(ct: CountType) -> Vec<u8> {
+    let p = prog();
+    let (m, f, l) = (p.main, p.fib, p.leaf);
+    use RecordType::{FuncEnter as In, FuncExit as Out};
+    let events: [(RecordType, [u64; 2], [u64; 2], u64); 8] = [
+        (In, [f, m], [1000, 500], 100),
+        (In, [f, f], [1100, 540], 110),
+        (Out, [f, f], [1150, 560], 120),
+        (In, [f, f], [1200, 580], 130),
+        (Out, [f, f], [1240, 600], 140),
+        (Out, [f, m], [1300, 640], 150),
+        (In, [l, m], [1400, 700], 160),
+        (Out, [l, m], [1460, 730], 170),
+    ];
+    let mut enc = Encoder::new(header(ct));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 20));
+    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
+    for (k, a, r, t) in events {
+        enc.record(&mut w, k, a, &r, t).unwrap();
+    }
+    w.into_inner().data().to_vec()
+}
+
+fn write(name: &str, bytes: &[u8]) -> PathBuf {
+    let p = prog().dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn hpmtrace(args: &[&str]) -> (String, String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hpmtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.success(),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn decode_perf_lines_match_sifives_format_with_source_lines() {
+    let p = prog();
+    let t = write("calls_delta.rtd", &calls_trace(CountType::Delta));
+    let (out, err, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf)]);
+    assert!(ok, "{err}");
+    let src = p.dir.join("prog.c");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("# ELFPATH={}", p.elf.display()));
+    assert_eq!(lines[1], "# COUNT_TYPE: Delta");
+    assert_eq!(lines[2], "[0] 90 [Perf Cntr Mask] [Mask=0x00000005]");
+    assert_eq!(
+        lines[3],
+        "[0] 90 [Perf Cntr Def] [Counter=0] [Type=0] [Code=1] [EventData=0x00000000] [CntrCSR=0xc00] [CntrBits=64]"
+    );
+    assert!(lines[4].starts_with("[0] 90 [Perf Cntr Def] [Counter=2] [Type=0] [Code=2]"));
+    let fib_ffl = format!(" ffl:{}:fib:{FIB_LINE}", src.display());
+    assert_eq!(
+        lines[5],
+        format!(
+            "[0] 100 [Func Enter at 0x{:08x}] [Called From 0x{:08x}]{fib_ffl}",
+            p.fib, p.main
+        )
+    );
+    // Delta traces: the recorded deltas, as SiFive's decoder prints them.
+    assert_eq!(
+        lines[6],
+        format!(
+            "[0] 100 PC=0x{:08x} [Perf Cntr] [Index=0] [Value=100] {fib_ffl}",
+            p.fib
+        )
+    );
+    assert_eq!(
+        lines[7],
+        format!(
+            "[0] 100 PC=0x{:08x} [Perf Cntr] [Index=2] [Value=50] {fib_ffl}",
+            p.fib
+        )
+    );
+    // The exit of leaf, last record: its counters refer to main, and the
+    // trace's last counter is printed.
+    let main_ffl = format!(" ffl:{}:main:{MAIN_LINE}", src.display());
+    let n = lines.len();
+    assert_eq!(
+        lines[n - 3],
+        format!(
+            "[0] 170 [Func Exit] [Func at 0x{:08x}] [Returning to 0x{:08x}]{main_ffl}",
+            p.leaf, p.main
+        )
+    );
+    assert_eq!(
+        lines[n - 1],
+        format!(
+            "[0] 170 PC=0x{:08x} [Perf Cntr] [Index=2] [Value=30] {main_ffl}",
+            p.main
+        )
+    );
+    assert_eq!(n, 5 + 8 * 3);
+}
+
+#[test]
+fn unresolvable_addresses_are_kept_and_marked() {
+    let p = prog();
+    let mut enc = Encoder::new(header(CountType::Raw));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
+    enc.trace_on(&mut w, &[0, 0], 1).unwrap();
+    enc.record(&mut w, RecordType::Manual, [0x10, 0], &[5, 6], 2)
+        .unwrap();
+    enc.record(&mut w, RecordType::Manual, [p.leaf + 4, 0], &[9, 9], 3)
+        .unwrap();
+    let t = write("unresolved.rtd", w.into_inner().data());
+    let (out, err, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf)]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("[0] 2 PC=0x00000010 [Address] ffl:??:??:0\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[0] 2 PC=0x00000010 [Perf Cntr] [Index=2] [Value=6]  ffl:??:??:0\n"),
+        "{out}"
+    );
+    assert!(out.contains(&format!(":leaf:{LEAF_LINE}\n")), "{out}");
+    let (csv, _, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf), "-f", "csv"]);
+    assert!(ok);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0][5], "function");
+    assert_eq!(rows.len(), 1 + 4);
+    assert_eq!((rows[1][4], rows[1][5], rows[1][8]), ("0x10", "", "false"));
+    assert_eq!((rows[1][12], rows[1][14]), ("cycles", "5"));
+    assert_eq!((rows[3][5], rows[3][8]), ("leaf", "true"));
+    assert_eq!(
+        (rows[4][12], rows[4][13], rows[4][15]),
+        ("instructions", "9", "3")
+    );
+    let (js, _, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf), "-f", "json"]);
+    assert!(ok);
+    let v: Vec<serde_json::Value> = js
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v[0]["type"], "header");
+    assert_eq!(v[0]["counters"][1]["event"], "instructions");
+    assert_eq!(v[1]["location"]["resolved"], false);
+    assert_eq!(v[1]["location"]["function"], serde_json::Value::Null);
+    assert_eq!(v[2]["location"]["function"], "leaf");
+    assert_eq!(v[2]["location"]["offset"], 4);
+    assert_eq!(v[2]["counters"][0]["delta"], 4);
+}
+
+#[test]
+fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
+    let p = prog();
+    for ct in [CountType::Raw, CountType::Delta, CountType::DeltaXor] {
+        let t = write(&format!("calls_{}.rtd", ct as u8), &calls_trace(ct));
+        let (out, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf), "--tree"]);
+        assert!(ok, "{err}");
+        let row = |f: &str| -> Vec<String> {
+            out.lines()
+                .find(|l| l.split_whitespace().next() == Some(f))
+                .unwrap_or_else(|| panic!("no row {f}:\n{out}"))
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        // function calls cyc.incl cyc.excl ins.incl ins.excl time.incl time.excl IPC
+        let first_interval_known = ct == CountType::Delta;
+        // Raw and DeltaXOR cannot know the counts between trace-on and the
+        // first record; Delta records them.
+        let (main_c, main_i) = if first_interval_known {
+            (560, 280)
+        } else {
+            (460, 230)
+        };
+        let (main_ce, main_ie) = if first_interval_known {
+            (200, 110)
+        } else {
+            (100, 60)
+        };
+        assert_eq!(
+            row("fib")[..6],
+            ["fib", "3", "300", "300", "140", "140"],
+            "{ct:?}\n{out}"
+        );
+        assert_eq!(row("leaf")[..6], ["leaf", "1", "60", "60", "30", "30"]);
+        let m = row("main");
+        assert_eq!(
+            m[..6],
+            [
+                "main".to_string(),
+                "0".into(),
+                main_c.to_string(),
+                main_ce.to_string(),
+                main_i.to_string(),
+                main_ie.to_string()
+            ]
+        );
+        assert_eq!(
+            m[6..8],
+            ["80", "20"],
+            "time: main runs from trace-on (90) to 170"
+        );
+        assert_eq!(m[8], format!("{:.3}", main_ie as f64 / main_ce as f64));
+        assert_eq!(row("fib")[8], "0.467");
+        // Call tree: fib under main, recursive fib under fib.
+        let tree: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("Call tree"))
+            .collect();
+        assert!(
+            tree.contains(&"    fib  [cycles 300, instructions 140, time 50]  calls 1"),
+            "{out}"
+        );
+        assert!(
+            tree.contains(&"      fib  [cycles 90, instructions 40, time 20]  calls 2"),
+            "{out}"
+        );
+        assert!(
+            tree.contains(&"    leaf  [cycles 60, instructions 30, time 10]  calls 1"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn report_summarises_manual_and_sampled_traces() {
+    let p = prog();
+    let mut enc = Encoder::new(header(CountType::DeltaXor));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
+    enc.trace_on(&mut w, &[0, 0], 1).unwrap();
+    let samples = [
+        (p.fib + 8, 100u64),
+        (p.fib + 12, 250),
+        (p.leaf, 300),
+        (p.fib, 400),
+    ];
+    for (i, (a, c)) in samples.iter().enumerate() {
+        enc.record(
+            &mut w,
+            RecordType::Isr,
+            [*a, 0],
+            &[*c, *c / 2],
+            10 + i as u64,
+        )
+        .unwrap();
+    }
+    let t = write("samples.rtd", w.into_inner().data());
+    let (out, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf)]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Trace: 4 records (0 enter, 0 exit, 0 manual, 4 timer samples)"),
+        "{out}"
+    );
+    // fib: 3 samples; counts since the previous sample: 0 (first), 150, 100;
+    // time since the previous record or trace-on (tick 1): 9, 1, 1.
+    let fib: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("fib "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(fib, ["fib", "3", "75.0", "250", "125", "11"]);
+    let leaf: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("leaf "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(leaf, ["leaf", "1", "25.0", "50", "25", "1"]);
+}
+
+#[test]
+fn folded_stacks_are_exclusive_weights_per_path() {
+    let p = prog();
+    let t = write("calls_folded.rtd", &calls_trace(CountType::Delta));
+    let (out, err, ok) = hpmtrace(&["export", s(&t), "--elf", s(&p.elf), "-f", "folded"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "main 200\nmain;fib 210\nmain;fib;fib 90\nmain;leaf 60\n"
+    );
+    let (out, _, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "-f",
+        "folded",
+        "-w",
+        "calls",
+    ]);
+    assert!(ok);
+    assert_eq!(out, "main;fib 1\nmain;fib;fib 2\nmain;leaf 1\n");
+    let (_, err, ok) = hpmtrace(&["export", s(&t), "-f", "folded", "-w", "nosuch"]);
+    assert!(!ok);
+    assert!(
+        err.contains("no counter named `nosuch`") && err.contains("cycles"),
+        "{err}"
+    );
+}
+
+#[test]
+fn perfetto_json_has_nested_slices_and_counter_tracks() {
+    let p = prog();
+    let t = write("calls_perfetto.rtd", &calls_trace(CountType::Delta));
+    let (out, err, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "-f",
+        "perfetto",
+        "--tick-ns",
+        "1000",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let slices: Vec<(String, String, f64)> = ev
+        .iter()
+        .filter(|e| e["ph"] == "B" || e["ph"] == "E")
+        .map(|e| {
+            (
+                e["ph"].as_str().unwrap().into(),
+                e["name"].as_str().unwrap_or("").into(),
+                e["ts"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // ts in microseconds = ticks since the first record (1 tick = 1 us here).
+    // main runs from trace-on (tick 90) on.
+    let expect = [
+        ("B", "main", 0.0),
+        ("B", "fib", 10.0),
+        ("B", "fib", 20.0),
+        ("E", "", 30.0),
+        ("B", "fib", 40.0),
+        ("E", "", 50.0),
+        ("E", "", 60.0),
+        ("B", "leaf", 70.0),
+        ("E", "", 80.0),
+        ("E", "", 80.0),
+    ];
+    let got: Vec<(&str, &str, f64)> = slices
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), *c))
+        .collect();
+    assert_eq!(got, expect);
+    let last_cycles = ev
+        .iter()
+        .rfind(|e| e["ph"] == "C" && e["name"] == "core 0 cycles")
+        .unwrap();
+    assert_eq!(last_cycles["args"]["value"], 560);
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "M" && e["args"]["name"] == "core 0"));
+}
+
+#[test]
+fn speedscope_profile_is_balanced_and_weighted() {
+    let p = prog();
+    let t = write("calls_speedscope.rtd", &calls_trace(CountType::Delta));
+    let (out, err, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "-f",
+        "speedscope",
+        "-w",
+        "instructions",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let frames: Vec<&str> = v["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let prof = &v["profiles"][0];
+    assert_eq!(prof["type"], "evented");
+    assert_eq!(prof["endValue"], 280.0, "instructions from trace-on");
+    let mut stack = Vec::new();
+    let mut last = 0.0;
+    for e in prof["events"].as_array().unwrap() {
+        let at = e["at"].as_f64().unwrap();
+        assert!(at >= last);
+        last = at;
+        let f = frames[e["frame"].as_u64().unwrap() as usize];
+        if e["type"] == "O" {
+            stack.push(f);
+        } else {
+            assert_eq!(stack.pop(), Some(f));
+        }
+    }
+    assert!(stack.is_empty());
+    assert!(frames.contains(&"fib") && frames.contains(&"leaf") && frames.contains(&"main"));
+}
+
+#[test]
+fn errors_name_byte_offsets_and_missing_files_say_what_to_do() {
+    let mut bytes = calls_trace(CountType::Raw);
+    let cut = bytes.len() - 3;
+    bytes.truncate(cut);
+    let t = write("truncated.rtd", &bytes);
+    let (out, err, ok) = hpmtrace(&["decode", s(&t)]);
+    assert!(ok, "decoding goes on: {err}");
+    assert!(
+        err.contains("byte offset") && err.contains("truncated"),
+        "{err}"
+    );
+    assert!(out.contains("[Func Exit]"));
+    let (_, err, ok) = hpmtrace(&["decode", "/nonexistent/trace.rtd"]);
+    assert!(!ok);
+    assert!(
+        err.contains("cannot open trace /nonexistent/trace.rtd"),
+        "{err}"
+    );
+    let (_, err, ok) = hpmtrace(&["decode", s(&t), "--channel", "40"]);
+    assert!(!ok);
+    assert!(err.contains("--channel"), "{err}");
+    let (_, err, ok) = hpmtrace(&["decode", s(&t), "--channel", "5"]);
+    assert!(ok);
+    assert!(
+        err.contains("no performance header found on ITC channel 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn svg_flame_graph_renders_in_headless_chromium() {
+    let p = prog();
+    let t = write("calls_svg.rtd", &calls_trace(CountType::Delta));
+    let svg = p.dir.join("flame.svg");
+    let (_, err, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "-f",
+        "svg",
+        "-o",
+        s(&svg),
+    ]);
+    assert!(ok, "{err}");
+    let profile = p
+        .dir
+        .join(format!("chromium-profile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&profile);
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", svg.display()))
+        .output()
+        .expect(
+            "chromium is required for this test: run `cargo xtask setup` (Debian package chromium)",
+        );
+    let _ = std::fs::remove_dir_all(&profile);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dom.contains("<svg"), "no svg in the DOM:\n{dom}");
+    assert!(
+        !dom.contains("parsererror") && !dom.contains("This page contains the following errors"),
+        "{dom}"
+    );
+    // Frame titles carry inclusive counts.
+    for frame in [
+        "main (560 cycles",
+        "fib (300 cycles",
+        "fib (90 cycles",
+        "leaf (60 cycles",
+    ] {
+        assert!(
+            dom.contains(frame),
+            "frame {frame} missing from the rendered DOM"
+        );
+    }
+}
