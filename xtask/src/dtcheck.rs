@@ -1,19 +1,348 @@
-//! `cargo xtask dt-check FILE`: the riscv,pmu node of a board's device tree.
+//! `cargo xtask dt-check FILE`: the riscv,pmu node of a board's device tree,
+//! parsed by the same code the firmware uses (`rvpmu::dt`), printed as an
+//! event table with its validation result.
 
-use anyhow::Result;
-use std::path::PathBuf;
+use anyhow::{bail, Context, Result};
+use rvpmu::dt::{CounterList, EventMap, PmuProps};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{root, step};
+
+const AFTER_HELP: &str = "\
+FILE is a .dts (compiled with dtc) or a .dtb (checked and normalised by dtc).
+Exit status: 0 when the riscv,pmu node is valid, 1 with the exact property,
+row and reason otherwise (or when there is no riscv,pmu node).
+
+Examples:
+  cargo xtask dt-check board.dts
+  cargo xtask dt-check --present 0,2-18 board.dtb
+  cargo xtask dt-check --qemu       # the tree QEMU virt generates";
 
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct DtCheckArgs {
-    /// A .dts or .dtb file.
-    pub file: PathBuf,
+    /// The device tree: .dts or .dtb.
+    #[arg(required_unless_present = "qemu", conflicts_with = "qemu")]
+    pub file: Option<PathBuf>,
+    /// Check the tree QEMU virt generates (-cpu rv64,sscofpmf=true) instead of FILE.
+    #[arg(long)]
+    pub qemu: bool,
+    /// Counters the hart implements, as CSR offsets ("0,2-18") or a hex
+    /// bitmap ("0x7fffd"); the map may then name only these. Default: not checked.
+    #[arg(long, value_name = "LIST")]
+    pub present: Option<String>,
+    /// Fail on warnings (rows that are accepted but can never take effect).
+    #[arg(long)]
+    pub strict: bool,
 }
 
-pub fn run(_a: DtCheckArgs) -> Result<()> {
-    anyhow::bail!("not yet")
+pub fn run(a: DtCheckArgs) -> Result<()> {
+    let present = a.present.as_deref().map(parse_counters).transpose()?;
+    let file = match (&a.file, a.qemu) {
+        (_, true) => dump_qemu_dtb()?,
+        (Some(f), false) => f.clone(),
+        (None, false) => bail!("give a .dts/.dtb FILE or --qemu (see --help)"),
+    };
+    check(&file, present, a.strict)
 }
 
-/// Host-side demo of the engine (used by `run` until the firmware exists).
+/// Host-side demo: QEMU virt's own tree, checked against its 16 HPM counters.
+#[allow(dead_code)] // kept for `cargo xtask run` while the firmware demo is built
 pub fn demo() -> Result<()> {
-    anyhow::bail!("not yet")
+    let dtb = dump_qemu_dtb()?;
+    check(&dtb, Some(QEMU_PRESENT), false)
+}
+
+/// cycle, instret and QEMU virt's default 16 HPM counters (mhpmcounter3..18).
+const QEMU_PRESENT: u32 = 0x7fffd;
+
+/// Dump QEMU virt's generated DT (the one our firmware receives) to target/.
+fn dump_qemu_dtb() -> Result<PathBuf> {
+    let dir = root().join("target/dtcheck");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dtb = dir.join("qemu-virt.dtb");
+    step("dumping QEMU virt's device tree (-cpu rv64,sscofpmf=true)");
+    let out = Command::new("qemu-system-riscv64")
+        .arg("-machine")
+        .arg(format!("virt,dumpdtb={}", dtb.display()))
+        .args([
+            "-cpu",
+            "rv64,sscofpmf=true",
+            "-smp",
+            "1",
+            "-m",
+            "256M",
+            "-nographic",
+        ])
+        .output()
+        .context("cannot run qemu-system-riscv64; `cargo xtask setup` installs it")?;
+    if !out.status.success() || !dtb.exists() {
+        bail!(
+            "qemu-system-riscv64 did not dump its DT: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(dtb)
+}
+
+/// Read FILE through dtc: compile a .dts, normalise and check a .dtb (dtc
+/// refuses corrupt blobs with a clear message, so the FDT reader only sees
+/// well-formed ones).
+fn load_dtb(file: &Path) -> Result<(Vec<u8>, &'static str)> {
+    let head = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let (input, kind) = if head.starts_with(&[0xd0, 0x0d, 0xfe, 0xed]) {
+        ("dtb", "device tree blob")
+    } else {
+        ("dts", "device tree source, compiled with dtc")
+    };
+    let out = Command::new("dtc")
+        .args(["-q", "-I", input, "-O", "dtb", "-o", "-"])
+        .arg(file)
+        .output()
+        .context("cannot run dtc; `cargo xtask setup` installs device-tree-compiler")?;
+    if !out.status.success() {
+        bail!(
+            "dtc cannot read {} as {input}:\n{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
+    }
+    Ok((out.stdout, kind))
+}
+
+fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
+    let (blob, kind) = load_dtb(file)?;
+    let fdt = fdt::Fdt::new(&blob)
+        .map_err(|e| anyhow::anyhow!("{}: not a valid FDT: {e:?}", file.display()))?;
+    println!("{}: {kind}, {} bytes", file.display(), blob.len());
+    print_isa(&fdt);
+
+    let nodes: Vec<&str> = fdt
+        .all_nodes()
+        .filter(|n| {
+            n.compatible()
+                .is_some_and(|c| c.all().any(|s| s == "riscv,pmu"))
+        })
+        .map(|n| n.name)
+        .collect();
+    let Some(props) = PmuProps::find(&fdt) else {
+        bail!(
+            "{}: no node with compatible = \"riscv,pmu\". Without one only cycle and \
+             instret are usable; add a pmu node (binding: OpenSBI docs/pmu_support.md)",
+            file.display()
+        );
+    };
+    println!("\npmu node: {} (compatible \"riscv,pmu\")", nodes[0]);
+    if nodes.len() > 1 {
+        println!(
+            "  note: {} riscv,pmu nodes; like OpenSBI, only the first is used",
+            nodes.len()
+        );
+    }
+    for (name, value, per_row) in [
+        ("riscv,event-to-mhpmevent", props.event_to_mhpmevent, 3),
+        (
+            "riscv,event-to-mhpmcounters",
+            props.event_to_mhpmcounters,
+            3,
+        ),
+        (
+            "riscv,raw-event-to-mhpmcounters",
+            props.raw_event_to_mhpmcounters,
+            5,
+        ),
+    ] {
+        match value {
+            None => println!("  {name:<33} absent"),
+            Some(v) => println!(
+                "  {name:<33} {} cells, {}",
+                v.len() / 4,
+                plural(v.len() / 4 / per_row, "row")
+            ),
+        }
+    }
+
+    let map = EventMap::from_props(
+        props.event_to_mhpmevent,
+        props.event_to_mhpmcounters,
+        props.raw_event_to_mhpmcounters,
+        present,
+    )
+    .map_err(|e| {
+        println!();
+        anyhow::anyhow!("invalid riscv,pmu node in {}:\n  {e}", file.display())
+    })?;
+
+    println!("\n{}", map.table());
+    let warnings: Vec<String> = map.warnings().map(|w| w.to_string()).collect();
+    for w in &warnings {
+        println!("warning: {w}");
+    }
+    let all = map.all_counters();
+    let hpm = all & !0b111;
+    print!(
+        "counters named by the map: {} ({} HPM counters)",
+        CounterList(all),
+        hpm.count_ones()
+    );
+    match present {
+        Some(p) => println!(", all present on the hart ({})", CounterList(p | 0b101)),
+        None => println!(", not checked against the hart (pass --present LIST)"),
+    }
+    if strict && !warnings.is_empty() {
+        bail!("{} warning(s) and --strict", warnings.len());
+    }
+    println!(
+        "OK: valid riscv,pmu node ({}, {}, {}, {})",
+        plural(map.selector_rows().len(), "selector row"),
+        plural(map.range_rows().len(), "range row"),
+        plural(map.raw_rows().len(), "raw row"),
+        plural(warnings.len(), "warning")
+    );
+    Ok(())
+}
+
+/// Print each CPU's PMU-relevant ISA extensions.
+fn print_isa(fdt: &fdt::Fdt) {
+    let Some(cpus) = fdt.find_node("/cpus") else {
+        println!("no /cpus node: ISA extensions not checked");
+        return;
+    };
+    for cpu in cpus
+        .children()
+        .filter(|c| c.name.split('@').next() == Some("cpu"))
+    {
+        let isa = cpu
+            .property("riscv,isa")
+            .and_then(|p| p.as_str())
+            .unwrap_or("");
+        let list: Vec<&str> = cpu
+            .property("riscv,isa-extensions")
+            .map(|p| {
+                p.value
+                    .split(|&b| b == 0)
+                    .filter_map(|s| std::str::from_utf8(s).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let has = |ext: &str| {
+            list.iter().any(|e| e.eq_ignore_ascii_case(ext))
+                || isa.split('_').skip(1).any(|e| e.eq_ignore_ascii_case(ext))
+        };
+        println!("{}: riscv,isa = \"{}\"", cpu.name, shorten(isa));
+        for (ext, yes, no) in [
+            (
+                "zihpm",
+                "mhpmcounter3..31 may exist",
+                "no HPM counters: only cycle and instret",
+            ),
+            (
+                "sscofpmf",
+                "overflow interrupts and mode filtering on HPM counters (perf record works)",
+                "no overflow interrupts: counting only, no sampling",
+            ),
+            (
+                "smcntrpmf",
+                "cycle/instret can be filtered by mode",
+                "cycle/instret cannot be filtered: filtered events need HPM counters",
+            ),
+        ] {
+            let (mark, what) = if has(ext) { ("yes", yes) } else { ("no ", no) };
+            println!("  {ext:<10} {mark}  {what}");
+        }
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn shorten(s: &str) -> String {
+    if s.chars().count() > 60 {
+        format!("{}...", s.chars().take(57).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// "0,2-18" or "0x7fffd" -> bitmap over CSR offsets.
+fn parse_counters(s: &str) -> Result<u32> {
+    let bad = || {
+        format!("--present {s:?}: give CSR offsets 0..31 like \"0,2-18\" or a hex bitmap like \"0x7fffd\"")
+    };
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u32::from_str_radix(hex, 16).with_context(bad);
+    }
+    let mut bits = 0u32;
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+            None => (part.parse::<u32>(), part.parse::<u32>()),
+        };
+        let (lo, hi) = (lo.with_context(bad)?, hi.with_context(bad)?);
+        if lo > hi || hi > 31 {
+            bail!(bad());
+        }
+        for i in lo..=hi {
+            bits |= 1 << i;
+        }
+    }
+    if bits == 0 {
+        bail!(bad());
+    }
+    Ok(bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check, parse_counters};
+    use crate::util::root;
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        root().join("tests/fixtures/dt").join(name)
+    }
+
+    #[test]
+    fn check_accepts_seed_examples_and_refuses_malformed() {
+        for ok in [
+            "seed001-example2.dts",
+            "seed001-example3.dts",
+            "qemu-virt.dts",
+        ] {
+            check(&fixture(ok), None, true).unwrap();
+        }
+        // Example 1 is valid but has two dead rows: --strict refuses it.
+        check(&fixture("seed001-example1.dts"), None, false).unwrap();
+        let e = check(&fixture("seed001-example1.dts"), None, true).unwrap_err();
+        assert_eq!(e.to_string(), "2 warning(s) and --strict");
+        let e = check(&fixture("bad-overlap.dts"), None, false).unwrap_err();
+        assert!(e.to_string().ends_with(
+            "riscv,event-to-mhpmcounters row 3 (<0x10000 0x10033 0xff000>): range overlaps row 2"
+        ));
+        let e = check(&fixture("qemu-virt.dts"), Some(0x7ff8), false).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("counters 15-18 do not exist on this hart"),
+            "{e}"
+        );
+        // Not a device tree at all.
+        let e = check(&root().join("Cargo.toml"), None, false).unwrap_err();
+        assert!(e.to_string().contains("dtc cannot read"), "{e}");
+    }
+
+    #[test]
+    fn counter_lists() {
+        assert_eq!(parse_counters("0,2-18").unwrap(), 0x7fffd);
+        assert_eq!(parse_counters("0x7fff8").unwrap(), 0x7fff8);
+        assert_eq!(parse_counters("3, 4").unwrap(), 0x18);
+        assert!(parse_counters("3-32").is_err());
+        assert!(parse_counters("5-3").is_err());
+        assert!(parse_counters("x").is_err());
+        assert!(parse_counters("").is_err());
+    }
 }
