@@ -87,6 +87,9 @@ impl Encoder {
                 res = sink.put(w, ts);
             }
         });
+        if res.is_ok() {
+            res = sink.flush();
+        }
         self.last_addr = 0;
         for i in 0..self.n {
             let r = readings.get(i).copied().unwrap_or(0);
@@ -127,7 +130,7 @@ impl Encoder {
         ts: u64,
     ) -> Result<(), Stopped> {
         self.stats.records += 1;
-        let r = self.record_inner(sink, kind, addrs, readings, ts);
+        let r = self.record_inner(sink, kind, addrs, readings, ts).and_then(|_| sink.flush());
         if r.is_err() {
             self.stats.stopped_records += 1;
         }

@@ -62,21 +62,25 @@ impl RtdConfig {
     }
 }
 
-/// One message under construction, on the stack. The longest message is a
-/// DA with SRC (16) + IDTAG (32) + DQDATA (32) + TIMESTAMP (64) bits plus
-/// 6 of TCODE: under 30 slices.
-struct Packer {
-    buf: [u8; 40],
+/// Longest message in bytes: SRC (16) + IDTAG (32) + DQDATA (32) +
+/// TIMESTAMP (64) bits plus 6 of TCODE, each variable field possibly
+/// starting mid-slice: under 30 slices.
+const MAX_MESSAGE: usize = 32;
+
+/// Staging area: one header or record is assembled here and handed to the
+/// byte sink in one piece at [`Sink::flush`]. A header has at most
+/// 3 + 32*4 writes, a record 1 + 4 + 64.
+const STAGE: usize = 140 * MAX_MESSAGE;
+
+/// Packs the fields of one message into `buf` starting at byte 0; the
+/// caller has zeroed `buf[..MAX_MESSAGE]`.
+struct Packer<'a> {
+    buf: &'a mut [u8],
     bit: usize,
 }
 
-impl Packer {
-    #[inline]
-    fn new() -> Self {
-        Packer { buf: [0; 40], bit: 0 }
-    }
-
-    #[inline]
+impl Packer<'_> {
+    #[inline(always)]
     fn fixed(&mut self, width: u8, value: u64) {
         let mut v = value & width_mask(width);
         let mut left = width as usize;
@@ -92,12 +96,12 @@ impl Packer {
     }
 
     /// A variable field holding `value` (minimal length), closed with `mseo`.
-    #[inline]
+    #[inline(always)]
     fn var(&mut self, value: u64, mseo: u8) {
         let mut slot = self.bit / 6;
         let off = self.bit % 6;
         self.buf[slot] |= ((value << (2 + off)) & 0xfc) as u8;
-        let mut rest = if off == 0 { value >> 6 } else { value >> (6 - off) };
+        let mut rest = value >> (6 - off);
         while rest != 0 {
             slot += 1;
             self.buf[slot] |= ((rest & 0x3f) as u8) << 2;
@@ -107,24 +111,33 @@ impl Packer {
         self.bit = (slot + 1) * 6;
     }
 
-    #[inline]
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.bit / 6]
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.bit / 6
     }
 }
 
 /// Frames ITC writes of one source as Nexus messages into a [`ByteSink`].
+///
+/// Messages are staged and passed to the byte sink a whole header or
+/// record at a time (at [`Sink::flush`]), so a stop-on-wrap buffer ends on
+/// a record boundary and the hot path does one copy per record.
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
     src: u16,
     last_ts: Option<u64>,
+    /// Timestamp state as of the last successful flush, restored when the
+    /// sink refuses the staged bytes (they never reach the trace).
+    flushed_ts: Option<u64>,
+    stage: [u8; STAGE],
+    len: usize,
     out: B,
 }
 
 impl<B: ByteSink> RtdWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
     pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
-        RtdWriter { cfg, src, last_ts: None, out }
+        RtdWriter { cfg, src, last_ts: None, flushed_ts: None, stage: [0; STAGE], len: 0, out }
     }
 
     /// The byte sink.
@@ -132,8 +145,9 @@ impl<B: ByteSink> RtdWriter<B> {
         &self.out
     }
 
-    /// Take the byte sink back.
-    pub fn into_inner(self) -> B {
+    /// Take the byte sink back (staged bytes are flushed first).
+    pub fn into_inner(mut self) -> B {
+        let _ = Sink::flush(&mut self);
         self.out
     }
 
@@ -142,23 +156,32 @@ impl<B: ByteSink> RtdWriter<B> {
         self.cfg
     }
 
-    fn start(&self, tcode: u8) -> Packer {
-        let mut p = Packer::new();
+    /// Room for one more message, flushing early if the stage is full (only
+    /// a caller that never flushes gets there).
+    #[inline(always)]
+    fn message(&mut self, tcode: u8) -> Result<Packer<'_>, Stopped> {
+        if self.len + MAX_MESSAGE > STAGE {
+            Sink::flush(self)?;
+        }
+        let buf = &mut self.stage[self.len..self.len + MAX_MESSAGE];
+        buf.fill(0);
+        let mut p = Packer { buf, bit: 0 };
         p.fixed(6, tcode as u64);
         p.fixed(self.cfg.src_bits, self.src as u64);
-        p
+        Ok(p)
     }
 
-    /// Emit the ICT control message with the full timestamp `ts`; later
+    /// Stage the ICT control message with the full timestamp `ts`; later
     /// messages compress their timestamps against it.
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        let mut p = self.start(TCODE_ICT_SYNC);
+        let mut p = self.message(TCODE_ICT_SYNC)?;
         p.fixed(4, 0); // CKSRC: control
         p.fixed(2, 0); // CKDF: one data field
         p.var(0, MSEO_END_FIELD); // CKDATA0
         p.var(ts, MSEO_END_MESSAGE);
-        self.out.put_bytes(p.bytes())?;
+        let n = p.len();
+        self.len += n;
         self.last_ts = Some(ts);
         Ok(())
     }
@@ -175,13 +198,29 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
                 ts
             }
         };
-        let mut p = self.start(TCODE_DATA_ACQUISITION);
-        p.var(w.idtag(self.cfg.channel).0 as u64, MSEO_END_FIELD);
+        let tag = w.idtag(self.cfg.channel).0 as u64;
+        let mut p = self.message(TCODE_DATA_ACQUISITION)?;
+        p.var(tag, MSEO_END_FIELD);
         p.var(w.value as u64, MSEO_END_FIELD);
         p.var(prev ^ ts, MSEO_END_MESSAGE);
-        self.out.put_bytes(p.bytes())?;
+        let n = p.len();
+        self.len += n;
         self.last_ts = Some(ts);
         Ok(())
+    }
+
+    #[inline]
+    fn flush(&mut self) -> Result<(), Stopped> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        let r = self.out.put_bytes(&self.stage[..self.len]);
+        self.len = 0;
+        match r {
+            Ok(()) => self.flushed_ts = self.last_ts,
+            Err(_) => self.last_ts = self.flushed_ts,
+        }
+        r
     }
 }
 
@@ -196,6 +235,7 @@ mod tests {
         let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(64));
         w.put(ItcWrite::w8(2), 0x41).unwrap();
         w.put(ItcWrite::w8(1), 0x43).unwrap();
+        w.flush().unwrap();
         let expect: &[u8] = &[
             // ICT sync: TCODE 35 = 0b100011
             35 << 2,

@@ -21,12 +21,23 @@ pub trait Sink {
     /// write belongs to; sinks backed by hardware ignore it (the trace
     /// encoder stamps messages itself).
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped>;
+
+    /// End of a header or record: sinks that stage writes pass them on now
+    /// (all or nothing, so a full buffer never holds half a record).
+    #[inline]
+    fn flush(&mut self) -> Result<(), Stopped> {
+        Ok(())
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         (**self).put(w, ts)
+    }
+    #[inline]
+    fn flush(&mut self) -> Result<(), Stopped> {
+        (**self).flush()
     }
 }
 

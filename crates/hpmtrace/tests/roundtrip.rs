@@ -203,5 +203,6 @@ fn rtd_bytes_equal_nexus_module_encoding() {
         mine.put(w, ts).unwrap();
         theirs.data_acquisition(5, w.idtag(6).0, w.value, Some(ts), &mut |b: &[u8]| out.extend_from_slice(b));
     }
+    mine.flush().unwrap();
     assert_eq!(mine.inner().data(), &out[..]);
 }

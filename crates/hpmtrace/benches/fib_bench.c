@@ -1,0 +1,53 @@
+/* Overhead benchmark program: times fib(n) with clock_gettime around the
+ * call only, so tracer start-up and write-out are not counted.
+ * Built three ways by examples/overhead.rs: plain, with hpmtrace
+ * (-DUSE_HPMTRACE, ncnt counters), and for uftrace. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#ifdef USE_HPMTRACE
+#include "sifive_linux_perf.h"
+#endif
+
+unsigned long fib(unsigned long f)
+{
+  if (f < 2) {
+    return f;
+  }
+  return fib(f - 2) + fib(f - 1);
+}
+
+static double __attribute__((no_instrument_function)) now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+int __attribute__((no_instrument_function)) main(int argc, char **argv)
+{
+  unsigned long n = argc > 1 ? strtoul(argv[1], 0, 0) : 24;
+#ifdef USE_HPMTRACE
+  int ncnt = argc > 2 ? atoi(argv[2]) : 2;
+  perfEvent ev[6] = {
+    { .type = perfEventHWGeneral, .code = HW_TIMESTAMP },
+    { .type = perfEventLinuxSW, .code = SW_TASK_CLOCK },
+    { .type = perfEventLinuxSW, .code = SW_PAGE_FAULTS },
+    { .type = perfEventLinuxSW, .code = SW_CONTEXT_SWITCHES },
+    { .type = perfEventLinuxSW, .code = SW_CPU_MIGRATIONS },
+    { .type = perfEventLinuxSW, .code = SW_CPU_CLOCK },
+  };
+  if (perfInit(1, 0) || perfFuncEntryExitInit(ev, ncnt, 6, perfCount_Delta, 512u << 20) || perfTraceOn())
+    return 1;
+#endif
+  double t0 = now_ns();
+  unsigned long r = fib(n);
+  double t1 = now_ns();
+#ifdef USE_HPMTRACE
+  perfTraceOff();
+  if (argc > 3)
+    perfWriteTrace(argv[3]);
+#endif
+  printf("%lu %.0f\n", r, t1 - t0);
+  return 0;
+}
