@@ -1,0 +1,859 @@
+//! sbi-check: an S-mode payload that checks the firmware's non-PMU SBI calls
+//! (BASE, TIME, IPI, RFENCE, HSM, SRST, DBCN, legacy), trap redirection,
+//! PMP protection and the device-tree reservation, on every hart QEMU gives
+//! it. Prints one line per failed check and a summary, then shuts down
+//! (with "system failure" if anything failed). Run by `cargo xtask firmware
+//! --test`. Bare-metal; an empty stub on the host.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!("this is a bare-metal program; build it with `cargo xtask firmware`");
+}
+
+#[cfg(target_os = "none")]
+mod payload {
+    use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    const MAX_HARTS: usize = 8;
+    const FW_BASE: usize = 0x8000_0000;
+    const MAGIC: usize = 0x5eed_0000;
+    /// Bound for every wait on another hart (loop iterations).
+    const PATIENCE: usize = 20_000_000;
+
+    const SUCCESS: isize = 0;
+    const ERR_NOT_SUPPORTED: isize = -2;
+    const ERR_INVALID_PARAM: isize = -3;
+    const ERR_INVALID_ADDRESS: isize = -5;
+    const ERR_ALREADY_AVAILABLE: isize = -6;
+
+    const EID_BASE: usize = 0x10;
+    const EID_TIME: usize = 0x5449_4D45;
+    const EID_IPI: usize = 0x73_5049;
+    const EID_RFNC: usize = 0x5246_4E43;
+    const EID_HSM: usize = 0x48_534D;
+    const EID_SRST: usize = 0x5352_5354;
+    const EID_DBCN: usize = 0x4442_434E;
+    const EID_PMU: usize = 0x50_4D55;
+    const EID_STA: usize = 0x53_5441;
+
+    const STACK: usize = 0x4000;
+
+    core::arch::global_asm!(
+        ".section .text.entry, \"ax\"",
+        ".globl _start",
+        "_start:",
+        // First thing: how many instructions did the boot take?
+        "   csrr s1, instret",
+        "   la sp, _stacks_end",
+        "   li t0, {stack}",
+        "   mul t0, t0, a0",
+        "   sub sp, sp, t0",
+        "   la t0, {trap}",
+        "   csrw stvec, t0",
+        "   mv a2, s1",
+        "   call {main}",
+        "1: j 1b",
+        ".globl secondary_entry",
+        "secondary_entry:",
+        "   la sp, _stacks_end",
+        "   li t0, {stack}",
+        "   mul t0, t0, a0",
+        "   sub sp, sp, t0",
+        "   la t0, {trap}",
+        "   csrw stvec, t0",
+        "   call {secondary}",
+        "2: j 2b",
+        stack = const STACK,
+        trap = sym s_trap_entry,
+        main = sym boot_main,
+        secondary = sym secondary_main,
+    );
+
+    // Supervisor trap vector: caller-saved registers only; the Rust
+    // handler works on CSRs (sepc is advanced for expected exceptions).
+    core::arch::global_asm!(
+        ".section .text",
+        ".balign 4",
+        ".globl s_trap_entry",
+        "s_trap_entry:",
+        "   addi sp, sp, -128",
+        "   sd ra, 0(sp)", "sd t0, 8(sp)", "sd t1, 16(sp)", "sd t2, 24(sp)",
+        "   sd a0, 32(sp)", "sd a1, 40(sp)", "sd a2, 48(sp)", "sd a3, 56(sp)",
+        "   sd a4, 64(sp)", "sd a5, 72(sp)", "sd a6, 80(sp)", "sd a7, 88(sp)",
+        "   sd t3, 96(sp)", "sd t4, 104(sp)", "sd t5, 112(sp)", "sd t6, 120(sp)",
+        "   call {handler}",
+        "   ld ra, 0(sp)", "ld t0, 8(sp)", "ld t1, 16(sp)", "ld t2, 24(sp)",
+        "   ld a0, 32(sp)", "ld a1, 40(sp)", "ld a2, 48(sp)", "ld a3, 56(sp)",
+        "   ld a4, 64(sp)", "ld a5, 72(sp)", "ld a6, 80(sp)", "ld a7, 88(sp)",
+        "   ld t3, 96(sp)", "ld t4, 104(sp)", "ld t5, 112(sp)", "ld t6, 120(sp)",
+        "   addi sp, sp, 128",
+        "   sret",
+        handler = sym s_trap,
+    );
+
+    extern "C" {
+        fn s_trap_entry();
+        fn secondary_entry();
+    }
+
+    fn entry_addr() -> usize {
+        secondary_entry as *const () as usize
+    }
+
+    // ---- shared state (this is a test program: plain atomics) ----
+    static FAILED: AtomicUsize = AtomicUsize::new(0);
+    static PASSED: AtomicUsize = AtomicUsize::new(0);
+    static ALIVE: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
+    static IPIS: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
+    static TIMER_IRQS: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
+    static STORM_DONE: AtomicUsize = AtomicUsize::new(0);
+    static STORM_ERRORS: AtomicUsize = AtomicUsize::new(0);
+    static GO_STOP: AtomicUsize = AtomicUsize::new(0);
+    static RESUMED: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
+    /// Last exception per hart: (scause, stval, sepc).
+    static EXC: [[AtomicUsize; 3]; MAX_HARTS] =
+        [const { [const { AtomicUsize::new(0) }; 3] }; MAX_HARTS];
+    static CONSOLE: AtomicUsize = AtomicUsize::new(0);
+
+    fn hartid_from_tp() -> usize {
+        let v: usize;
+        unsafe { core::arch::asm!("mv {0}, tp", out(reg) v) };
+        v
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sbi(
+        eid: usize,
+        fid: usize,
+        a0: usize,
+        a1: usize,
+        a2: usize,
+        a3: usize,
+        a4: usize,
+    ) -> (isize, usize) {
+        let (e, v): (usize, usize);
+        unsafe {
+            core::arch::asm!("ecall",
+                inlateout("a0") a0 => e, inlateout("a1") a1 => v,
+                in("a2") a2, in("a3") a3, in("a4") a4, in("a5") 0usize,
+                in("a6") fid, in("a7") eid, options(nostack));
+        }
+        (e as isize, v)
+    }
+
+    fn legacy(eid: usize, a0: usize, a1: usize, a2: usize, a3: usize) -> usize {
+        let r: usize;
+        unsafe {
+            core::arch::asm!("ecall", inlateout("a0") a0 => r, in("a1") a1, in("a2") a2, in("a3") a3,
+                in("a7") eid, options(nostack));
+        }
+        r
+    }
+
+    // ---- output through DBCN (one call per line, so lines stay whole) ----
+    struct Line {
+        buf: [u8; 160],
+        len: usize,
+    }
+    impl Line {
+        fn new() -> Self {
+            Line {
+                buf: [0; 160],
+                len: 0,
+            }
+        }
+        fn s(&mut self, s: &str) -> &mut Self {
+            for &b in s.as_bytes() {
+                if self.len < self.buf.len() {
+                    self.buf[self.len] = b;
+                    self.len += 1;
+                }
+            }
+            self
+        }
+        fn n(&mut self, v: usize) -> &mut Self {
+            let mut d = [0u8; 20];
+            let mut i = d.len();
+            let mut v = v;
+            loop {
+                i -= 1;
+                d[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            self.s(core::str::from_utf8(&d[i..]).unwrap_or("?"))
+        }
+        fn x(&mut self, v: usize) -> &mut Self {
+            self.s("0x");
+            let mut started = false;
+            for i in (0..16).rev() {
+                let d = (v >> (i * 4)) & 0xf;
+                if d != 0 || started || i == 0 {
+                    started = true;
+                    let c = b"0123456789abcdef"[d];
+                    self.s(core::str::from_utf8(&[c]).unwrap_or("?"));
+                }
+            }
+            self
+        }
+        fn i(&mut self, v: isize) -> &mut Self {
+            if v < 0 {
+                self.s("-").n(v.unsigned_abs())
+            } else {
+                self.n(v as usize)
+            }
+        }
+        fn emit(&mut self) {
+            self.s("\n");
+            while CONSOLE.swap(1, SeqCst) != 0 {}
+            let (e, v) = sbi(EID_DBCN, 0, self.len, self.buf.as_ptr() as usize, 0, 0, 0);
+            CONSOLE.store(0, SeqCst);
+            if e != SUCCESS || v != self.len {
+                // DBCN itself is broken: fall back to the legacy console.
+                for &b in &self.buf[..self.len] {
+                    legacy(1, b as usize, 0, 0, 0);
+                }
+            }
+        }
+    }
+
+    fn check(name: &str, ok: bool) {
+        if ok {
+            PASSED.fetch_add(1, SeqCst);
+        } else {
+            FAILED.fetch_add(1, SeqCst);
+            Line::new()
+                .s("sbi-check: FAIL ")
+                .s(name)
+                .s(" (hart ")
+                .n(hartid_from_tp())
+                .s(")")
+                .emit();
+        }
+    }
+
+    fn check_eq(name: &str, got: isize, want: isize) {
+        if got != want {
+            FAILED.fetch_add(1, SeqCst);
+            Line::new()
+                .s("sbi-check: FAIL ")
+                .s(name)
+                .s(": got ")
+                .i(got)
+                .s(", want ")
+                .i(want)
+                .emit();
+        } else {
+            PASSED.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn wait_until(name: &str, mut cond: impl FnMut() -> bool) -> bool {
+        for _ in 0..PATIENCE {
+            if cond() {
+                return true;
+            }
+            core::hint::spin_loop();
+        }
+        check(name, false);
+        false
+    }
+
+    fn rdtime() -> u64 {
+        let t: u64;
+        unsafe { core::arch::asm!("rdtime {0}", out(reg) t) };
+        t
+    }
+    fn sip() -> usize {
+        let v: usize;
+        unsafe { core::arch::asm!("csrr {0}, sip", out(reg) v) };
+        v
+    }
+    fn clear_ssip() {
+        unsafe { core::arch::asm!("csrc sip, {0}", in(reg) 2usize) };
+    }
+    const SIP_SSIP: usize = 1 << 1;
+    const SIP_STIP: usize = 1 << 5;
+
+    /// Supervisor trap handler: counts IPIs and timer interrupts; records
+    /// exceptions and steps over the faulting instruction.
+    extern "C" fn s_trap() {
+        let (cause, epc, tval): (usize, usize, usize);
+        unsafe {
+            core::arch::asm!("csrr {0}, scause", "csrr {1}, sepc", "csrr {2}, stval",
+                out(reg) cause, out(reg) epc, out(reg) tval);
+        }
+        let me = hartid_from_tp();
+        if (cause as isize) < 0 {
+            match cause & 0xff {
+                1 => {
+                    clear_ssip();
+                    IPIS[me].fetch_add(1, SeqCst);
+                }
+                5 => {
+                    sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
+                    TIMER_IRQS[me].fetch_add(1, SeqCst);
+                }
+                _ => {}
+            }
+            return;
+        }
+        EXC[me][0].store(cause, SeqCst);
+        EXC[me][1].store(tval, SeqCst);
+        EXC[me][2].store(epc, SeqCst);
+        let insn = unsafe { core::ptr::read_volatile(epc as *const u16) };
+        let len = if insn & 3 == 3 { 4 } else { 2 };
+        unsafe { core::arch::asm!("csrw sepc, {0}", in(reg) epc + len) };
+    }
+
+    fn take_exception(me: usize) -> (usize, usize, usize) {
+        (
+            EXC[me][0].swap(0, SeqCst),
+            EXC[me][1].swap(0, SeqCst),
+            EXC[me][2].swap(0, SeqCst),
+        )
+    }
+
+    /// What the device tree says.
+    struct Dt {
+        harts: usize,
+        has_h: bool,
+        reserved_ok: bool,
+    }
+
+    fn read_dt(dtb: usize) -> Dt {
+        let mut dt = Dt {
+            harts: 0,
+            has_h: false,
+            reserved_ok: false,
+        };
+        let Ok(fdt) = (unsafe { fdt::Fdt::from_ptr(dtb as *const u8) }) else {
+            return dt;
+        };
+        for node in fdt.all_nodes() {
+            if node.property("device_type").and_then(|p| p.as_str()) == Some("cpu") {
+                dt.harts += 1;
+                if let Some(isa) = node.property("riscv,isa").and_then(|p| p.as_str()) {
+                    let base = isa.split('_').next().unwrap_or("");
+                    dt.has_h |= base.len() > 4 && base[4..].contains('h');
+                }
+            }
+        }
+        if let Some(resv) = fdt.find_node("/reserved-memory") {
+            for child in resv.children() {
+                let no_map = child.property("no-map").is_some();
+                let covers = child
+                    .reg()
+                    .and_then(|mut r| r.next())
+                    .map(|r| {
+                        r.starting_address as usize == FW_BASE && r.size.unwrap_or(0) >= 0x1000
+                    })
+                    .unwrap_or(false);
+                dt.reserved_ok |= no_map && covers;
+            }
+        }
+        dt
+    }
+
+    /// Remote fences from this hart to all harts, many times, racing the
+    /// other harts doing the same (deadlock freedom of the request slots).
+    fn fence_storm(rounds: usize) {
+        for i in 0..rounds {
+            let calls = [
+                sbi(EID_RFNC, 0, 0, usize::MAX, 0, 0, 0),
+                sbi(EID_RFNC, 1, 0, usize::MAX, 0x1000 * i, 0x2000, 0),
+                sbi(EID_RFNC, 2, 0, usize::MAX, 0, usize::MAX, i & 0xff),
+            ];
+            for (e, _) in calls {
+                if e != SUCCESS {
+                    STORM_ERRORS.fetch_add(1, SeqCst);
+                }
+            }
+        }
+        STORM_DONE.fetch_add(1, SeqCst);
+    }
+
+    extern "C" fn secondary_main(hartid: usize, opaque: usize) -> ! {
+        unsafe { core::arch::asm!("mv tp, {0}", in(reg) hartid) };
+        let (satp, sstatus): (usize, usize);
+        unsafe {
+            core::arch::asm!("csrr {0}, satp", "csrr {1}, sstatus", out(reg) satp, out(reg) sstatus)
+        };
+        check(
+            "secondary entry state (satp=0, SIE=0)",
+            satp == 0 && sstatus & 2 == 0,
+        );
+        check("secondary opaque", opaque & !0xff == MAGIC);
+        let round = opaque & 0xff;
+        ALIVE[hartid].fetch_add(1, SeqCst);
+        match round {
+            1 => {
+                // Take IPIs with interrupts on, then race remote fences.
+                unsafe {
+                    core::arch::asm!("csrs sie, {0}", "csrs sstatus, {1}", in(reg) 2usize, in(reg) 2usize)
+                };
+                wait_until("secondary receives IPI", || IPIS[hartid].load(SeqCst) >= 1);
+                fence_storm(50);
+                wait_until("stop order", || GO_STOP.load(SeqCst) != 0);
+                unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
+            }
+            2 => {
+                // Retentive suspend, woken by an IPI (SSIE on, SIE off).
+                unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
+                let (e, _) = sbi(EID_HSM, 3, 0, 0, 0, 0, 0);
+                check_eq("retentive suspend returns", e, SUCCESS);
+                check("woken by the IPI", sip() & SIP_SSIP != 0);
+                clear_ssip();
+                RESUMED[hartid].fetch_add(1, SeqCst);
+            }
+            3 => {
+                unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
+                let (e, _) = sbi(EID_HSM, 3, 0x8000_0000, entry_addr(), MAGIC | 4, 0, 0);
+                check_eq("non-retentive suspend must not return", e, 1000);
+            }
+            4 => {
+                clear_ssip();
+                RESUMED[hartid].fetch_add(1, SeqCst);
+            }
+            _ => {}
+        }
+        let (e, _) = sbi(EID_HSM, 1, 0, 0, 0, 0, 0);
+        check_eq("hart_stop must not return", e, 1000);
+        loop {}
+    }
+
+    fn status(h: usize) -> isize {
+        let (e, v) = sbi(EID_HSM, 2, h, 0, 0, 0, 0);
+        if e == SUCCESS {
+            v as isize
+        } else {
+            e
+        }
+    }
+
+    extern "C" fn boot_main(me: usize, dtb: usize, instret: usize) -> ! {
+        unsafe { core::arch::asm!("mv tp, {0}", in(reg) me) };
+        Line::new()
+            .s("sbi-check: instructions-to-s-mode=")
+            .n(instret)
+            .s(" boot-hart=")
+            .n(me)
+            .emit();
+        let dt = read_dt(dtb);
+        Line::new()
+            .s("sbi-check: harts=")
+            .n(dt.harts)
+            .s(" h=")
+            .n(dt.has_h as usize)
+            .s(" dtb=")
+            .x(dtb)
+            .emit();
+
+        // BASE
+        check_eq(
+            "spec version 3.0",
+            sbi(EID_BASE, 0, 0, 0, 0, 0, 0).1 as isize,
+            0x0300_0000,
+        );
+        check_eq(
+            "impl id",
+            sbi(EID_BASE, 1, 0, 0, 0, 0, 0).1 as isize,
+            0x7276_706d,
+        );
+        for (name, eid) in [
+            ("TIME", EID_TIME),
+            ("IPI", EID_IPI),
+            ("RFNC", EID_RFNC),
+            ("HSM", EID_HSM),
+            ("SRST", EID_SRST),
+            ("DBCN", EID_DBCN),
+            ("legacy putchar", 1),
+        ] {
+            let (e, v) = sbi(EID_BASE, 3, eid, 0, 0, 0, 0);
+            check(name, e == SUCCESS && v == 1);
+        }
+        check_eq(
+            "probe unknown",
+            sbi(EID_BASE, 3, 0x0bad_e1d0, 0, 0, 0, 0).1 as isize,
+            0,
+        );
+        check_eq(
+            "unknown extension",
+            sbi(0x0bad_e1d0, 0, 0, 0, 0, 0, 0).0,
+            ERR_NOT_SUPPORTED,
+        );
+        check_eq(
+            "unknown BASE function",
+            sbi(EID_BASE, 99, 0, 0, 0, 0, 0).0,
+            ERR_NOT_SUPPORTED,
+        );
+        // A probe answer must be true: offered extensions answer, absent ones do not.
+        let pmu = sbi(EID_BASE, 3, EID_PMU, 0, 0, 0, 0).1;
+        let (e, _) = sbi(EID_PMU, 0, 0, 0, 0, 0, 0);
+        check("PMU probe truthful", (pmu != 0) == (e == SUCCESS));
+        let sta = sbi(EID_BASE, 3, EID_STA, 0, 0, 0, 0).1;
+        let (e, _) = sbi(EID_STA, 0, usize::MAX, usize::MAX, 0, 0, 0);
+        check("STA probe truthful", (sta != 0) == (e == SUCCESS));
+
+        // DBCN and legacy console
+        let msg = b"sbi-check: dbcn write ok\n";
+        check_eq(
+            "dbcn write",
+            sbi(EID_DBCN, 0, msg.len(), msg.as_ptr() as usize, 0, 0, 0).1 as isize,
+            msg.len() as isize,
+        );
+        for &b in b"sbi-check: dbcn byte ok\n" {
+            sbi(EID_DBCN, 2, b as usize, 0, 0, 0, 0);
+        }
+        for &b in b"sbi-check: legacy putchar ok\n" {
+            legacy(1, b as usize, 0, 0, 0);
+        }
+        check_eq(
+            "dbcn write from firmware memory",
+            sbi(EID_DBCN, 0, 8, FW_BASE, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "dbcn write, high address bits",
+            sbi(EID_DBCN, 0, 8, msg.as_ptr() as usize, 1, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "dbcn write, wrapping range",
+            sbi(EID_DBCN, 0, usize::MAX, msg.as_ptr() as usize, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        let mut inbuf = [0u8; 8];
+        let (e, n) = sbi(
+            EID_DBCN,
+            1,
+            inbuf.len(),
+            inbuf.as_mut_ptr() as usize,
+            0,
+            0,
+            0,
+        );
+        check("dbcn read (no input)", e == SUCCESS && n == 0);
+        check_eq(
+            "dbcn read into firmware memory",
+            sbi(EID_DBCN, 1, 8, FW_BASE + 0x100, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "legacy getchar (no input)",
+            legacy(2, 0, 0, 0, 0) as isize,
+            -1,
+        );
+
+        // Device tree and PMP: the firmware region is reserved and denied.
+        check(
+            "DT /reserved-memory covers the firmware, no-map",
+            dt.reserved_ok,
+        );
+        let v: usize;
+        unsafe { core::arch::asm!("ld {0}, 0({1})", out(reg) v, in(reg) FW_BASE) };
+        let _ = v;
+        let (cause, tval, _) = take_exception(me);
+        check(
+            "load from firmware -> load access fault",
+            cause == 5 && tval == FW_BASE,
+        );
+        unsafe { core::arch::asm!("sd zero, 16({0})", in(reg) FW_BASE) };
+        let (cause, tval, _) = take_exception(me);
+        check(
+            "store to firmware -> store access fault",
+            cause == 7 && tval == FW_BASE + 16,
+        );
+
+        // Illegal instruction redirected to S with its bits (or 0) in stval.
+        let at: usize;
+        unsafe {
+            core::arch::asm!(".option push", ".option norvc", "1: csrr zero, mscratch", ".option pop", "la {0}, 1b", out(reg) at)
+        };
+        let (cause, tval, epc) = take_exception(me);
+        check(
+            "illegal instruction redirected",
+            cause == 2 && epc == at && (tval == 0 || tval == 0x3400_2073),
+        );
+
+        // Misaligned accesses: emulated or done by the hart, never wrong.
+        let buf = [0x1122_3344_5566_7788u64, 0x99aa_bbcc_ddee_ff00u64];
+        let p = buf.as_ptr() as usize + 3;
+        let got: u64;
+        unsafe { core::arch::asm!("ld {0}, 0({1})", out(reg) got, in(reg) p) };
+        check("misaligned load value", got == 0xeeff_0011_2233_4455);
+        let mut wbuf = [0u64; 2];
+        let q = wbuf.as_mut_ptr() as usize + 5;
+        unsafe { core::arch::asm!("sd {0}, 0({1})", in(reg) 0x0102_0304_0506_0708u64, in(reg) q) };
+        check(
+            "misaligned store value",
+            wbuf[0] == 0x0607_0800_0000_0000 && wbuf[1] == 0x0000_0001_0203_0405,
+        );
+        // A misaligned AMO cannot be emulated: S-mode gets it.
+        let r = wbuf.as_mut_ptr() as usize + 1;
+        unsafe { core::arch::asm!("amoadd.w zero, zero, ({0})", in(reg) r) };
+        let (cause, tval, _) = take_exception(me);
+        check(
+            "misaligned AMO redirected",
+            (cause == 4 || cause == 6) && tval == r,
+        );
+
+        // IPI to self (SIE off: only the pending bit).
+        check_eq("send_ipi self", sbi(EID_IPI, 0, 1, me, 0, 0, 0).0, SUCCESS);
+        check("self IPI pending", sip() & SIP_SSIP != 0);
+        clear_ssip();
+        check_eq(
+            "send_ipi bad hart",
+            sbi(EID_IPI, 0, 1, 64, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "send_ipi mask overflow",
+            sbi(EID_IPI, 0, 3, usize::MAX - 1, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        let self_mask: usize = 1 << me;
+        check_eq(
+            "legacy send_ipi",
+            legacy(4, &self_mask as *const usize as usize, 0, 0, 0) as isize,
+            0,
+        );
+        check("legacy IPI pending", sip() & SIP_SSIP != 0);
+        clear_ssip();
+        legacy(4, FW_BASE, 0, 0, 0);
+        let (cause, tval, _) = take_exception(me);
+        check(
+            "legacy hart mask in firmware memory -> load access fault",
+            cause == 5 && tval == FW_BASE,
+        );
+
+        // RFENCE return values.
+        check_eq(
+            "remote fence.i all",
+            sbi(EID_RFNC, 0, 0, usize::MAX, 0, 0, 0).0,
+            SUCCESS,
+        );
+        check_eq(
+            "remote sfence.vma range",
+            sbi(EID_RFNC, 1, 1 << me, 0, 0x8000_0000, 0x3000, 0).0,
+            SUCCESS,
+        );
+        check_eq(
+            "remote sfence.vma.asid",
+            sbi(EID_RFNC, 2, 0, usize::MAX, 0, usize::MAX, 1).0,
+            SUCCESS,
+        );
+        check_eq(
+            "remote fence bad hart",
+            sbi(EID_RFNC, 0, 1 << 40, 0, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "legacy remote fence.i",
+            legacy(5, &self_mask as *const usize as usize, 0, 0, 0) as isize,
+            0,
+        );
+        check_eq(
+            "legacy remote sfence.vma",
+            legacy(6, 0, 0, usize::MAX, 0) as isize,
+            0,
+        );
+        let want_h = if dt.has_h { SUCCESS } else { ERR_NOT_SUPPORTED };
+        for fid in 3..=6 {
+            check_eq(
+                "remote hfence (H present <=> supported)",
+                sbi(EID_RFNC, fid, 0, usize::MAX, 0, 0, 0).0,
+                want_h,
+            );
+        }
+        check_eq(
+            "unknown RFENCE function",
+            sbi(EID_RFNC, 7, 0, usize::MAX, 0, 0, 0).0,
+            ERR_NOT_SUPPORTED,
+        );
+
+        // TIME: an interrupt at the requested time, not before.
+        unsafe { core::arch::asm!("csrs sie, {0}", in(reg) SIP_STIP) };
+        for (name, legacy_call) in [("set_timer", false), ("legacy set_timer", true)] {
+            let before = TIMER_IRQS[me].load(SeqCst);
+            let target = rdtime() + 20_000;
+            if legacy_call {
+                legacy(0, target as usize, 0, 0, 0);
+            } else {
+                check_eq(
+                    name,
+                    sbi(EID_TIME, 0, target as usize, 0, 0, 0, 0).0,
+                    SUCCESS,
+                );
+            }
+            check("timer not pending early", sip() & SIP_STIP == 0);
+            unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) 2usize) };
+            let fired = wait_until("timer interrupt arrives", || {
+                TIMER_IRQS[me].load(SeqCst) > before
+            });
+            unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
+            check(
+                "timer fires at or after its time",
+                !fired || rdtime() >= target,
+            );
+        }
+        sbi(EID_TIME, 0, 0, 0, 0, 0, 0);
+        for _ in 0..100 {
+            core::hint::spin_loop();
+        }
+        check("timer in the past is pending", sip() & SIP_STIP != 0);
+        sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
+        check("timer far future clears pending", sip() & SIP_STIP == 0);
+        unsafe { core::arch::asm!("csrc sie, {0}", in(reg) SIP_STIP) };
+
+        // HSM
+        check_eq("status of self", status(me), 0);
+        for h in 0..MAX_HARTS {
+            let want = if h >= dt.harts {
+                ERR_INVALID_PARAM
+            } else if h == me {
+                0
+            } else {
+                1
+            };
+            check_eq("initial hart status", status(h), want);
+        }
+        check_eq(
+            "hart_start self",
+            sbi(EID_HSM, 0, me, entry_addr(), 0, 0, 0).0,
+            ERR_ALREADY_AVAILABLE,
+        );
+        check_eq(
+            "hart_start absent hart",
+            sbi(EID_HSM, 0, 64, entry_addr(), 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "unknown HSM function",
+            sbi(EID_HSM, 9, 0, 0, 0, 0, 0).0,
+            ERR_NOT_SUPPORTED,
+        );
+        check_eq(
+            "reserved suspend type",
+            sbi(EID_HSM, 3, 1, 0, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        let others: usize = (0..dt.harts)
+            .filter(|&h| h != me)
+            .fold(0, |m, h| m | 1 << h);
+        let each = |f: &mut dyn FnMut(usize)| (0..dt.harts).filter(|&h| h != me).for_each(f);
+        each(&mut |h| {
+            check_eq(
+                "hart_start into firmware memory",
+                sbi(EID_HSM, 0, h, FW_BASE, 0, 0, 0).0,
+                ERR_INVALID_ADDRESS,
+            );
+        });
+        // Round 1: start, IPI, fence storm on all harts, stop.
+        each(&mut |h| {
+            check_eq(
+                "hart_start",
+                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 1, 0, 0).0,
+                SUCCESS,
+            )
+        });
+        each(&mut |h| {
+            wait_until("secondary comes up", || ALIVE[h].load(SeqCst) >= 1);
+            check_eq("started hart status", status(h), 0);
+            check_eq(
+                "hart_start a started hart",
+                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 1, 0, 0).0,
+                ERR_ALREADY_AVAILABLE,
+            );
+        });
+        if others != 0 {
+            check_eq(
+                "send_ipi to the others",
+                sbi(EID_IPI, 0, others, 0, 0, 0, 0).0,
+                SUCCESS,
+            );
+        }
+        fence_storm(50);
+        wait_until("fence storms finish", || {
+            STORM_DONE.load(SeqCst) >= dt.harts
+        });
+        check_eq("fence storm errors", STORM_ERRORS.load(SeqCst) as isize, 0);
+        GO_STOP.store(1, SeqCst);
+        each(&mut |h| {
+            wait_until("hart stops", || status(h) == 1);
+        });
+        // Round 2: retentive suspend, woken by an IPI.
+        each(&mut |h| {
+            check_eq(
+                "hart_start again",
+                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 2, 0, 0).0,
+                SUCCESS,
+            );
+            wait_until("restarted hart comes up", || ALIVE[h].load(SeqCst) >= 2);
+            wait_until("hart suspends", || status(h) == 4);
+            sbi(EID_IPI, 0, 1 << h, 0, 0, 0, 0);
+            wait_until("suspended hart resumes", || RESUMED[h].load(SeqCst) >= 1);
+            wait_until("resumed hart stops", || status(h) == 1);
+        });
+        // Round 3: non-retentive suspend resumes at the given address.
+        each(&mut |h| {
+            sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 3, 0, 0);
+            wait_until("hart suspends (non-retentive)", || status(h) == 4);
+            sbi(EID_IPI, 0, 1 << h, 0, 0, 0, 0);
+            wait_until("hart resumes at resume_addr", || {
+                RESUMED[h].load(SeqCst) >= 2
+            });
+            wait_until("hart stops after resume", || status(h) == 1);
+        });
+
+        // SRST argument checks, then the real shutdown.
+        check_eq(
+            "reset type reserved",
+            sbi(EID_SRST, 0, 3, 0, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "reset reason reserved",
+            sbi(EID_SRST, 0, 0, 2, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+        check_eq(
+            "reset type above 32 bits",
+            sbi(EID_SRST, 0, 1 << 32, 0, 0, 0, 0).0,
+            ERR_INVALID_PARAM,
+        );
+
+        let (passed, failed) = (PASSED.load(SeqCst), FAILED.load(SeqCst));
+        if failed == 0 {
+            Line::new()
+                .s("sbi-check: all ")
+                .n(passed)
+                .s(" checks passed")
+                .emit();
+            sbi(EID_SRST, 0, 0, 0, 0, 0, 0);
+        } else {
+            Line::new()
+                .s("sbi-check: ")
+                .n(failed)
+                .s(" of ")
+                .n(passed + failed)
+                .s(" checks FAILED")
+                .emit();
+            sbi(EID_SRST, 0, 0, 1, 0, 0, 0);
+        }
+        Line::new()
+            .s("sbi-check: FAIL system_reset returned")
+            .emit();
+        loop {}
+    }
+
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo) -> ! {
+        Line::new().s("sbi-check: FAIL payload panic").emit();
+        sbi(EID_SRST, 0, 0, 1, 0, 0, 0);
+        loop {}
+    }
+}

@@ -1,0 +1,169 @@
+//! Cold boot (one hart: platform, device tree, release the others) and the
+//! per-hart M-mode setup every hart does before running S-mode code.
+
+use crate::console::Out;
+use crate::csr::*;
+use crate::layout;
+use crate::machine;
+use crate::platform::{self, Features, Platform};
+
+/// Rust entry from `_start`, on the hart's own stack.
+pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
+    let boot = match platform::boot_info(info) {
+        Ok(b) => b,
+        Err(e) => boot_failure(e),
+    };
+    let winner = boot.boot_hart.unwrap_or_else(|| machine::lottery(hartid));
+    if hartid != winner {
+        machine::wait_for_platform();
+        if !machine::platform().hart_valid(hartid) {
+            park();
+        }
+        hart_init(hartid);
+        machine::stop_and_wait(hartid);
+    }
+    // SAFETY: no hart has touched .bss yet: the others wait on `.data`.
+    unsafe { layout::zero_bss() };
+    // SAFETY: a1 from the loader points at the DTB.
+    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+        Ok(f) => f,
+        Err(_) => boot_failure("no valid device tree at a1"),
+    };
+    let p = match platform::parse(&fdt, dtb, &boot, hartid) {
+        Ok(p) => p,
+        Err(e) => boot_failure(e),
+    };
+    reserve_firmware(&p);
+    banner(&p);
+    let next = p.next_addr;
+    machine::publish(p);
+    hart_init(hartid);
+    // SAFETY: the next stage is entered in S-mode as fw_dynamic promises.
+    unsafe { crate::entry::enter_supervisor(hartid, dtb, next) }
+}
+
+fn park() -> ! {
+    loop {
+        // SAFETY: stalling only.
+        unsafe { core::arch::asm!("wfi") };
+    }
+}
+
+fn boot_failure(what: &str) -> ! {
+    Out(crate::console::DEFAULT_UART)
+        .str("rvpmu-fw: boot failed: ")
+        .str(what)
+        .str("\n");
+    crate::power::fail(3)
+}
+
+/// Add the firmware's no-map reservation to the DTB, growing it in place
+/// into free DRAM after it (not over the initrd).
+fn reserve_firmware(p: &Platform) {
+    let dtb = p.dtb as u64;
+    let Some(region) = p.memory().iter().find(|r| r.contains(dtb, 1)) else {
+        boot_failure("the DTB is not in DRAM; cannot add /reserved-memory")
+    };
+    let mut limit = region.end();
+    if let Some(i) = p.initrd {
+        if i.base >= dtb {
+            limit = limit.min(i.base);
+        }
+    }
+    if p.firmware.base >= dtb {
+        limit = limit.min(p.firmware.base);
+    }
+    // SAFETY: [dtb, limit) is DRAM that holds the DTB and free space after
+    // it; nothing else runs yet.
+    if let Err(e) = unsafe {
+        crate::dtpatch::reserve(
+            p.dtb,
+            (limit - dtb) as usize,
+            p.firmware.base,
+            p.firmware.size,
+        )
+    } {
+        boot_failure(e.as_str());
+    }
+}
+
+fn banner(p: &Platform) {
+    let o = Out(p.uart);
+    let harts = (0..layout::MAX_HARTS).filter(|&h| p.hart_valid(h)).count();
+    o.str("rvpmu-fw ")
+        .str(env!("CARGO_PKG_VERSION"))
+        .str(": SBI 3.0, ")
+        .dec(harts)
+        .str(" hart(s), boot hart ");
+    o.dec(p.boot_hart)
+        .str(", firmware ")
+        .hex(p.firmware.base as usize)
+        .str("+")
+        .hex(p.firmware.size as usize);
+    o.str(" reserved, next stage ")
+        .hex(p.next_addr)
+        .str(" (S)\n");
+}
+
+/// M-mode state of one hart: delegation, counters, envcfg, PMP, timer.
+fn hart_init(me: usize) {
+    let p = machine::platform();
+    let f = p.hart_features(me);
+
+    let mut exceptions = 1 << CAUSE_MISALIGNED_FETCH
+        | 1 << CAUSE_BREAKPOINT
+        | 1 << CAUSE_USER_ECALL
+        | 1 << CAUSE_FETCH_PAGE_FAULT
+        | 1 << CAUSE_LOAD_PAGE_FAULT
+        | 1 << CAUSE_STORE_PAGE_FAULT;
+    if f.has(Features::H) {
+        exceptions |= 1 << CAUSE_VS_ECALL
+            | 1 << CAUSE_FETCH_GUEST_PAGE_FAULT
+            | 1 << CAUSE_LOAD_GUEST_PAGE_FAULT
+            | 1 << CAUSE_VIRTUAL_INSN
+            | 1 << CAUSE_STORE_GUEST_PAGE_FAULT;
+    }
+    csr_write!(medeleg, exceptions);
+    let mut irqs = MIP_SSIP | MIP_STIP | MIP_SEIP;
+    if f.has(Features::SSCOFPMF) {
+        irqs |= MIP_LCOFIP;
+    }
+    csr_write!(mideleg, irqs);
+
+    // S-mode reads cycle, time, instret and the HPM counters directly.
+    csr_write!(mcounteren, 0xffff_ffff);
+
+    let mut envcfg = 0;
+    if f.has(Features::SSTC) {
+        envcfg |= MENVCFG_STCE;
+    }
+    if f.has(Features::SVPBMT) {
+        envcfg |= MENVCFG_PBMTE;
+    }
+    if f.has(Features::ZICBOM) {
+        envcfg |= MENVCFG_CBIE_INV | MENVCFG_CBCFE;
+    }
+    if f.has(Features::ZICBOZ) {
+        envcfg |= MENVCFG_CBZE;
+    }
+    if f.has(Features::SVADU) && !f.has(Features::SVADE) {
+        envcfg |= MENVCFG_ADUE;
+    }
+    if envcfg != 0 {
+        csr_write!(0x30a, envcfg);
+    }
+
+    // PMP: entry 0 denies the firmware region to S/U, entry 1 allows the rest.
+    const NAPOT: usize = 3 << 3;
+    const RWX: usize = 7;
+    let (base, size) = (p.firmware.base as usize, p.firmware.size as usize);
+    csr_write!(pmpaddr0, (base >> 2) | ((size >> 3) - 1));
+    csr_write!(pmpaddr1, usize::MAX);
+    csr_write!(pmpcfg0, NAPOT | (NAPOT | RWX) << 8);
+    // SAFETY: required after PMP changes; no memory effects.
+    unsafe { core::arch::asm!("sfence.vma") };
+
+    machine::init_local(me, f);
+    crate::timer::disarm(me);
+    csr_write!(mie, MIP_MSIP);
+}

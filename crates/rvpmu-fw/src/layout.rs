@@ -1,0 +1,50 @@
+//! Memory layout constants shared by the linker script (`link/fw.ld`), the
+//! entry code and the Rust side.
+
+/// Harts the firmware serves. Harts with a larger `mhartid` park forever.
+/// Must match `MAX_HARTS` in `link/fw.ld`.
+pub const MAX_HARTS: usize = 8;
+
+/// Bytes of M-mode stack per hart (the trap frame sits at its top).
+/// Must match `STACK_SIZE` in `link/fw.ld`.
+pub const STACK_SIZE: usize = 0x4000;
+
+/// Where QEMU's `-kernel` lands when the fw_dynamic info is absent.
+pub const DEFAULT_NEXT_ADDR: usize = 0x8020_0000;
+
+extern "C" {
+    static _fw_start: u8;
+    static _fw_end: u8;
+    static _bss_start: u8;
+    static _bss_end: u8;
+}
+
+/// `[start, end)` of everything the firmware owns in RAM (code, data, stacks).
+pub fn firmware_span() -> (usize, usize) {
+    (
+        core::ptr::addr_of!(_fw_start) as usize,
+        core::ptr::addr_of!(_fw_end) as usize,
+    )
+}
+
+/// The power-of-two, naturally aligned region protected by PMP and reserved
+/// in the device tree: the smallest NAPOT region covering the firmware.
+pub fn protected_region() -> (u64, u64) {
+    let (start, end) = firmware_span();
+    let size = (end - start).next_power_of_two().max(4096) as u64;
+    (start as u64 & !(size - 1), size)
+}
+
+/// Zero `.bss`. Called once by the boot hart before anything in `.bss` is used.
+///
+/// # Safety
+/// No other hart may be using `.bss` yet.
+pub unsafe fn zero_bss() {
+    let start = core::ptr::addr_of!(_bss_start) as *mut u8;
+    let end = core::ptr::addr_of!(_bss_end) as *mut u8;
+    let mut p = start;
+    while p < end {
+        core::ptr::write_volatile(p as *mut u64, 0);
+        p = p.add(8);
+    }
+}

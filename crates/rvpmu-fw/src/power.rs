@@ -1,0 +1,58 @@
+//! Power-off and reset through the platform's poweroff/reboot device
+//! (QEMU virt: the sifive,test device at 0x100000).
+
+use crate::machine::platform_if_ready;
+use crate::platform::DEFAULT_SIFIVE_TEST;
+
+const TEST_PASS: u32 = 0x5555;
+const TEST_FAIL: u32 = 0x3333;
+const TEST_RESET: u32 = 0x7777;
+
+fn write(addr: usize, value: u32) {
+    // SAFETY: the device register the DT names (or QEMU virt's default).
+    unsafe { core::ptr::write_volatile(addr as *mut u32, value) };
+}
+
+fn park() -> ! {
+    loop {
+        // SAFETY: stalling only.
+        unsafe { core::arch::asm!("wfi") };
+    }
+}
+
+/// Power off. Returns only if the platform has no way to do it.
+pub fn shutdown() {
+    match platform_if_ready().map(|p| p.power) {
+        Some(d) => {
+            if let Some((addr, value)) = d.poweroff {
+                write(addr, value);
+            } else if let Some(t) = d.sifive_test {
+                write(t, TEST_PASS);
+            }
+        }
+        None => write(DEFAULT_SIFIVE_TEST, TEST_PASS),
+    }
+}
+
+/// Power off reporting failure (`code` 1..0xffff), e.g. after a panic; QEMU
+/// exits with status `code * 2 + 1`. Falls back to a plain power-off.
+pub fn fail(code: u16) -> ! {
+    let test = platform_if_ready().map_or(Some(DEFAULT_SIFIVE_TEST), |p| p.power.sifive_test);
+    if let Some(t) = test {
+        write(t, TEST_FAIL | (code as u32) << 16);
+    }
+    shutdown();
+    park()
+}
+
+/// Reset the machine (cold and warm reboot are the same on QEMU virt).
+/// Returns only if the platform has no way to do it.
+pub fn reboot() {
+    let Some(p) = platform_if_ready() else { return };
+    crate::machine::rearm_boot();
+    if let Some((addr, value)) = p.power.reboot {
+        write(addr, value);
+    } else if let Some(t) = p.power.sifive_test {
+        write(t, TEST_RESET);
+    }
+}

@@ -1,0 +1,384 @@
+//! SBI call dispatch: BASE, TIME, IPI, RFENCE, HSM, SRST, DBCN, the legacy
+//! calls, and (through `pmu`) PMU and STA.
+
+use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
+use crate::layout::MAX_HARTS;
+use crate::machine::{self, platform, Fence, FenceKind};
+use crate::mem::SupervisorRam;
+use crate::platform::Features;
+use crate::pmu;
+use crate::trap::{redirect, TrapFrame, A0, A1};
+use sbi_spec::binary::{
+    RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
+    RET_SUCCESS,
+};
+use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
+
+/// SBI v0.1 extension ids (sbi-spec keeps these behind a feature).
+mod legacy {
+    pub const LEGACY_SET_TIMER: usize = 0;
+    pub const LEGACY_CONSOLE_PUTCHAR: usize = 1;
+    pub const LEGACY_CONSOLE_GETCHAR: usize = 2;
+    pub const LEGACY_CLEAR_IPI: usize = 3;
+    pub const LEGACY_SEND_IPI: usize = 4;
+    pub const LEGACY_REMOTE_FENCE_I: usize = 5;
+    pub const LEGACY_REMOTE_SFENCE_VMA: usize = 6;
+    pub const LEGACY_REMOTE_SFENCE_VMA_ASID: usize = 7;
+    pub const LEGACY_SHUTDOWN: usize = 8;
+}
+
+/// SBI specification version implemented: 3.0.
+pub const SPEC_VERSION: usize = 3 << 24;
+/// Implementation ID. The SBI registry assigns 0..=11 (BBL, OpenSBI, ...,
+/// bhyve); rvpmu-fw uses 0x7276706d ("rvpm"), far outside that range.
+pub const IMPL_ID: usize = 0x7276_706d;
+/// Implementation version: the crate version as major << 16 | minor << 8 | patch.
+pub const IMPL_VERSION: usize = {
+    const fn num(s: &str) -> usize {
+        let b = s.as_bytes();
+        let mut i = 0;
+        let mut v = 0;
+        while i < b.len() {
+            v = v * 10 + (b[i] - b'0') as usize;
+            i += 1;
+        }
+        v
+    }
+    num(env!("CARGO_PKG_VERSION_MAJOR")) << 16
+        | num(env!("CARGO_PKG_VERSION_MINOR")) << 8
+        | num(env!("CARGO_PKG_VERSION_PATCH"))
+};
+
+/// (error, value) as returned in a0/a1.
+pub type Ret = (usize, usize);
+const fn ok(v: usize) -> Ret {
+    (RET_SUCCESS, v)
+}
+const fn err(e: usize) -> Ret {
+    (e, 0)
+}
+
+/// Handle an ecall from S-mode.
+pub fn ecall(f: &mut TrapFrame) {
+    let eid = f.regs[17];
+    let fid = f.regs[16];
+    let a = [
+        f.regs[10], f.regs[11], f.regs[12], f.regs[13], f.regs[14], f.regs[15],
+    ];
+    if eid <= legacy::LEGACY_SHUTDOWN {
+        return legacy_call(f, eid, a);
+    }
+    let (error, value) = match eid {
+        base::EID_BASE => base_call(fid, a[0]),
+        time::EID_TIME if fid == time::SET_TIMER => {
+            crate::timer::set_timer(a[0] as u64);
+            ok(0)
+        }
+        spi::EID_SPI if fid == spi::SEND_IPI => send_ipi(a[0], a[1]),
+        rfnc::EID_RFNC => rfence(fid, a),
+        hsm::EID_HSM => hsm_call(f, fid, a),
+        srst::EID_SRST if fid == srst::SYSTEM_RESET => system_reset(a[0], a[1]),
+        dbcn::EID_DBCN => dbcn_call(fid, a),
+        _ => err(RET_ERR_NOT_SUPPORTED),
+    };
+    f.regs[A0] = error;
+    f.regs[A1] = value;
+    f.mepc += 4;
+}
+
+fn probe(eid: usize) -> bool {
+    match eid {
+        0..=8 => true, // legacy extensions
+        base::EID_BASE
+        | time::EID_TIME
+        | spi::EID_SPI
+        | rfnc::EID_RFNC
+        | hsm::EID_HSM
+        | srst::EID_SRST
+        | dbcn::EID_DBCN => true,
+        sbi_spec::pmu::EID_PMU => pmu::pmu_available(),
+        sbi_spec::sta::EID_STA => pmu::sta_available(),
+        _ => false,
+    }
+}
+
+fn base_call(fid: usize, arg: usize) -> Ret {
+    match fid {
+        base::GET_SBI_SPEC_VERSION => ok(SPEC_VERSION),
+        base::GET_SBI_IMPL_ID => ok(IMPL_ID),
+        base::GET_SBI_IMPL_VERSION => ok(IMPL_VERSION),
+        base::PROBE_EXTENSION => ok(probe(arg) as usize),
+        base::GET_MVENDORID => ok(csr_read!(mvendorid)),
+        base::GET_MARCHID => ok(csr_read!(marchid)),
+        base::GET_MIMPID => ok(csr_read!(mimpid)),
+        _ => err(RET_ERR_NOT_SUPPORTED),
+    }
+}
+
+/// The harts named by (hart_mask, hart_mask_base) as a bit set, or
+/// INVALID_PARAM if any of them is not a hart of this machine.
+fn hart_set(mask: usize, mask_base: usize) -> Result<u64, usize> {
+    let p = platform();
+    let mut set = 0u64;
+    if mask_base == usize::MAX {
+        for h in 0..MAX_HARTS {
+            if p.hart_valid(h) {
+                set |= 1 << h;
+            }
+        }
+        return Ok(set);
+    }
+    for bit in 0..usize::BITS as usize {
+        if mask & (1 << bit) == 0 {
+            continue;
+        }
+        match mask_base.checked_add(bit) {
+            Some(h) if p.hart_valid(h) => set |= 1 << h,
+            _ => return Err(RET_ERR_INVALID_PARAM),
+        }
+    }
+    Ok(set)
+}
+
+fn for_each_hart(set: u64, mut f: impl FnMut(usize)) {
+    for h in 0..MAX_HARTS {
+        if set & (1 << h) != 0 {
+            f(h);
+        }
+    }
+}
+
+fn send_ipi(mask: usize, mask_base: usize) -> Ret {
+    match hart_set(mask, mask_base) {
+        Ok(set) => {
+            let me = hartid();
+            for_each_hart(set, |h| machine::send_ipi(me, h));
+            ok(0)
+        }
+        Err(e) => err(e),
+    }
+}
+
+fn rfence(fid: usize, a: [usize; 6]) -> Ret {
+    let kind = match fid {
+        rfnc::REMOTE_FENCE_I => FenceKind::I,
+        rfnc::REMOTE_SFENCE_VMA => FenceKind::Vma,
+        rfnc::REMOTE_SFENCE_VMA_ASID => FenceKind::VmaAsid,
+        rfnc::REMOTE_HFENCE_GVMA_VMID => FenceKind::GvmaVmid,
+        rfnc::REMOTE_HFENCE_GVMA => FenceKind::Gvma,
+        rfnc::REMOTE_HFENCE_VVMA_ASID => FenceKind::VvmaAsid,
+        rfnc::REMOTE_HFENCE_VVMA => FenceKind::Vvma,
+        _ => return err(RET_ERR_NOT_SUPPORTED),
+    };
+    let me = hartid();
+    let hypervisor = !matches!(kind, FenceKind::I | FenceKind::Vma | FenceKind::VmaAsid);
+    if hypervisor && !platform().hart_features(me).has(Features::H) {
+        return err(RET_ERR_NOT_SUPPORTED);
+    }
+    let set = match hart_set(a[0], a[1]) {
+        Ok(s) => s,
+        Err(e) => return err(e),
+    };
+    let id = match kind {
+        FenceKind::VmaAsid | FenceKind::GvmaVmid => a[4],
+        // hfence.vvma acts on a VMID: the caller's current one (hgatp.VMID).
+        FenceKind::Vvma | FenceKind::VvmaAsid => csr_read!(0x680) & (0x3fff << 44),
+        _ => 0,
+    };
+    machine::remote_fence(
+        me,
+        set,
+        Fence {
+            kind,
+            start: a[2],
+            size: a[3],
+            id,
+        },
+    );
+    ok(0)
+}
+
+fn hsm_call(f: &mut TrapFrame, fid: usize, a: [usize; 6]) -> Ret {
+    let me = hartid();
+    let p = platform();
+    let ram = SupervisorRam::new(p);
+    match fid {
+        hsm::HART_START => {
+            if !p.hart_valid(a[0]) {
+                return err(RET_ERR_INVALID_PARAM);
+            }
+            if !ram.check(a[1] as u64, 4) {
+                return err(RET_ERR_INVALID_ADDRESS);
+            }
+            match machine::request_start(a[0], a[1], a[2]) {
+                Ok(()) => ok(0),
+                Err(e) => err(e),
+            }
+        }
+        hsm::HART_STOP => machine::stop_and_wait(me),
+        hsm::HART_GET_STATUS => {
+            if p.hart_valid(a[0]) {
+                ok(machine::hsm_state(a[0]))
+            } else {
+                err(RET_ERR_INVALID_PARAM)
+            }
+        }
+        hsm::HART_SUSPEND => {
+            let Ok(kind) = u32::try_from(a[0]) else {
+                return err(RET_ERR_INVALID_PARAM);
+            };
+            match kind {
+                hsm::suspend_type::RETENTIVE => {
+                    machine::suspend(me);
+                    ok(0)
+                }
+                hsm::suspend_type::NON_RETENTIVE => {
+                    if !ram.check(a[1] as u64, 4) {
+                        return err(RET_ERR_INVALID_ADDRESS);
+                    }
+                    machine::suspend(me);
+                    let _ = f;
+                    // SAFETY: resuming S-mode at the address it gave.
+                    unsafe { crate::entry::enter_supervisor(me, a[2], a[1]) }
+                }
+                // Reserved and (unimplemented) platform-specific types.
+                _ => err(RET_ERR_INVALID_PARAM),
+            }
+        }
+        _ => err(RET_ERR_NOT_SUPPORTED),
+    }
+}
+
+fn system_reset(kind: usize, reason: usize) -> Ret {
+    let (Ok(kind), Ok(reason)) = (u32::try_from(kind), u32::try_from(reason)) else {
+        return err(RET_ERR_INVALID_PARAM);
+    };
+    // Reasons: 0 none, 1 system failure, SBI- and vendor-specific ranges.
+    if (2..0xE000_0000).contains(&reason) {
+        return err(RET_ERR_INVALID_PARAM);
+    }
+    match kind {
+        srst::RESET_TYPE_SHUTDOWN => {
+            if reason == srst::RESET_REASON_SYSTEM_FAILURE {
+                crate::power::fail(1);
+            }
+            crate::power::shutdown();
+        }
+        srst::RESET_TYPE_COLD_REBOOT | srst::RESET_TYPE_WARM_REBOOT => crate::power::reboot(),
+        _ => return err(RET_ERR_INVALID_PARAM),
+    }
+    err(RET_ERR_FAILED)
+}
+
+fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
+    let ram = SupervisorRam::new(platform());
+    let (len, addr) = (a[0], a[1]);
+    match fid {
+        dbcn::CONSOLE_WRITE | dbcn::CONSOLE_READ => {
+            if len == 0 {
+                return ok(0);
+            }
+            if a[2] != 0 || !ram.check(addr as u64, len as u64) {
+                return err(RET_ERR_INVALID_PARAM);
+            }
+            if fid == dbcn::CONSOLE_WRITE {
+                machine::with_console(|u| {
+                    let mut buf = [0u8; 64];
+                    for off in (0..len).step_by(buf.len()) {
+                        let n = buf.len().min(len - off);
+                        ram.read((addr + off) as u64, &mut buf[..n]);
+                        buf[..n].iter().for_each(|&b| u.put(b));
+                    }
+                });
+                ok(len)
+            } else {
+                let mut n = 0;
+                while n < len {
+                    let Some(b) = machine::with_console(|u| u.get()) else {
+                        break;
+                    };
+                    ram.write((addr + n) as u64, &[b]);
+                    n += 1;
+                }
+                ok(n)
+            }
+        }
+        dbcn::CONSOLE_WRITE_BYTE => {
+            machine::with_console(|u| u.put(a[0] as u8));
+            ok(0)
+        }
+        _ => err(RET_ERR_NOT_SUPPORTED),
+    }
+}
+
+/// SBI v0.1 calls: the result goes in a0 only. Hart masks are pointers in
+/// S-mode's address space (NULL: all harts); a fault reading one is
+/// redirected to S-mode as the load's own fault.
+fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
+    let me = hartid();
+    let mask = |ptr: usize| -> Result<u64, (usize, usize)> {
+        if ptr == 0 {
+            return hart_set(0, usize::MAX).map_err(|e| (0, e));
+        }
+        let m = crate::entry::load_u64(ptr).map_err(|cause| (cause, ptr))?;
+        hart_set(m as usize, 0).map_err(|e| (0, e))
+    };
+    let result: Result<usize, (usize, usize)> = match eid {
+        legacy::LEGACY_SET_TIMER => {
+            crate::timer::set_timer(a[0] as u64);
+            Ok(0)
+        }
+        legacy::LEGACY_CONSOLE_PUTCHAR => {
+            machine::with_console(|u| u.put(a[0] as u8));
+            Ok(0)
+        }
+        legacy::LEGACY_CONSOLE_GETCHAR => {
+            Ok(machine::with_console(|u| u.get()).map_or(usize::MAX, |b| b as usize))
+        }
+        legacy::LEGACY_CLEAR_IPI => {
+            csr_clear!(mip, MIP_SSIP);
+            Ok(0)
+        }
+        legacy::LEGACY_SEND_IPI => mask(a[0]).map(|set| {
+            for_each_hart(set, |h| machine::send_ipi(me, h));
+            0
+        }),
+        legacy::LEGACY_REMOTE_FENCE_I
+        | legacy::LEGACY_REMOTE_SFENCE_VMA
+        | legacy::LEGACY_REMOTE_SFENCE_VMA_ASID => mask(a[0]).map(|set| {
+            let kind = match eid {
+                legacy::LEGACY_REMOTE_FENCE_I => FenceKind::I,
+                legacy::LEGACY_REMOTE_SFENCE_VMA => FenceKind::Vma,
+                _ => FenceKind::VmaAsid,
+            };
+            machine::remote_fence(
+                me,
+                set,
+                Fence {
+                    kind,
+                    start: a[1],
+                    size: a[2],
+                    id: a[3],
+                },
+            );
+            0
+        }),
+        _ => {
+            // LEGACY_SHUTDOWN
+            crate::power::shutdown();
+            Ok(usize::MAX)
+        }
+    };
+    match result {
+        Ok(v) => {
+            f.regs[A0] = v;
+            f.mepc += 4;
+        }
+        // cause 0: a bad hart in the mask (error code in the second field).
+        Err((0, e)) => {
+            f.regs[A0] = e;
+            f.mepc += 4;
+        }
+        Err((cause, addr)) => redirect(f, cause, addr),
+    }
+}
