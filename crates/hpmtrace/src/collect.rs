@@ -16,7 +16,7 @@
 use crate::counters::{assign_slots, build_header, timestamp_position, Clock, CounterSource, SlotError};
 use crate::encoder::Encoder;
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
-use crate::linux::{software_stand_in, MonotonicNs, OpenError, PerfGroup, ThreadTimer};
+use crate::linux::{software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock};
 use crate::rtd::{RtdConfig, RtdWriter};
 use crate::sink::{ByteSink, Stopped};
 use std::cell::{Cell, UnsafeCell};
@@ -318,7 +318,7 @@ fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
 
 #[inline]
 fn read_all(st: &mut ThreadState, c: &Collector) -> u64 {
-    let ts = MonotonicNs.now();
+    let ts = TraceClock.now();
     if let Some(g) = st.group.as_mut() {
         g.read(&mut st.readings[..c.n]);
     }

@@ -72,48 +72,30 @@ const MAX_MESSAGE: usize = 32;
 /// 3 + 32*4 writes, a record 1 + 4 + 64.
 const STAGE: usize = 140 * MAX_MESSAGE;
 
-/// Packs the fields of one message into `buf` starting at byte 0; the
-/// caller has zeroed `buf[..MAX_MESSAGE]`.
-struct Packer<'a> {
-    buf: &'a mut [u8],
-    bit: usize,
-}
-
-impl Packer<'_> {
-    #[inline(always)]
-    fn fixed(&mut self, width: u8, value: u64) {
-        let mut v = value & width_mask(width);
-        let mut left = width as usize;
-        while left > 0 {
-            let slot = self.bit / 6;
-            let off = self.bit % 6;
-            let take = (6 - off).min(left);
-            self.buf[slot] |= (((v & ((1 << take) - 1)) as u8) << off) << 2;
-            v >>= take;
-            left -= take;
-            self.bit += take;
+/// Append one variable-length field to `buf` at `*at`: 6 bits per byte,
+/// LSB first, at least `min_slices` bytes, the last one closed with `mseo`.
+///
+/// The fixed fields before a message's first variable field (TCODE, SRC,
+/// CKSRC/CKDF) are passed in the low bits of `v` with `min_slices` =
+/// fixed bits / 6 + 1: the variable field then starts right after them,
+/// mid-slice if they do not fill whole slices, and still gets at least its
+/// own bits - exactly the Nexus packing.
+#[inline(always)]
+fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mseo: u8) {
+    let mut i = 0;
+    loop {
+        let mut b = ((v & 0x3f) as u8) << 2;
+        v >>= 6;
+        i += 1;
+        let last = v == 0 && i >= min_slices;
+        if last {
+            b |= mseo;
         }
-    }
-
-    /// A variable field holding `value` (minimal length), closed with `mseo`.
-    #[inline(always)]
-    fn var(&mut self, value: u64, mseo: u8) {
-        let mut slot = self.bit / 6;
-        let off = self.bit % 6;
-        self.buf[slot] |= ((value << (2 + off)) & 0xfc) as u8;
-        let mut rest = value >> (6 - off);
-        while rest != 0 {
-            slot += 1;
-            self.buf[slot] |= ((rest & 0x3f) as u8) << 2;
-            rest >>= 6;
+        buf[*at] = b;
+        *at += 1;
+        if last {
+            return;
         }
-        self.buf[slot] |= mseo;
-        self.bit = (slot + 1) * 6;
-    }
-
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.bit / 6
     }
 }
 
@@ -156,32 +138,28 @@ impl<B: ByteSink> RtdWriter<B> {
         self.cfg
     }
 
-    /// Room for one more message, flushing early if the stage is full (only
-    /// a caller that never flushes gets there).
+    /// Make room for one more message (only a caller that never flushes
+    /// fills the stage).
     #[inline(always)]
-    fn message(&mut self, tcode: u8) -> Result<Packer<'_>, Stopped> {
+    fn room(&mut self) -> Result<(), Stopped> {
         if self.len + MAX_MESSAGE > STAGE {
             Sink::flush(self)?;
         }
-        let buf = &mut self.stage[self.len..self.len + MAX_MESSAGE];
-        buf.fill(0);
-        let mut p = Packer { buf, bit: 0 };
-        p.fixed(6, tcode as u64);
-        p.fixed(self.cfg.src_bits, self.src as u64);
-        Ok(p)
+        Ok(())
     }
 
     /// Stage the ICT control message with the full timestamp `ts`; later
     /// messages compress their timestamps against it.
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        let mut p = self.message(TCODE_ICT_SYNC)?;
-        p.fixed(4, 0); // CKSRC: control
-        p.fixed(2, 0); // CKDF: one data field
-        p.var(0, MSEO_END_FIELD); // CKDATA0
-        p.var(ts, MSEO_END_MESSAGE);
-        let n = p.len();
-        self.len += n;
+        self.room()?;
+        let sb = self.cfg.src_bits as u32;
+        // TCODE(6) SRC(sb) CKSRC(4)=0 (control) CKDF(2)=0, then CKDATA0 = 0.
+        let fixed = TCODE_ICT_SYNC as u64 | (self.src as u64 & width_mask(sb as u8)) << 6;
+        let mut at = self.len;
+        push_field(&mut self.stage, &mut at, fixed, (12 + sb as usize) / 6 + 1, MSEO_END_FIELD);
+        push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
+        self.len = at;
         self.last_ts = Some(ts);
         Ok(())
     }
@@ -198,13 +176,16 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
                 ts
             }
         };
+        self.room()?;
+        let sb = self.cfg.src_bits as u32;
         let tag = w.idtag(self.cfg.channel).0 as u64;
-        let mut p = self.message(TCODE_DATA_ACQUISITION)?;
-        p.var(tag, MSEO_END_FIELD);
-        p.var(w.value as u64, MSEO_END_FIELD);
-        p.var(prev ^ ts, MSEO_END_MESSAGE);
-        let n = p.len();
-        self.len += n;
+        // TCODE(6) SRC(sb), then IDTAG continuing the same slices.
+        let first = TCODE_DATA_ACQUISITION as u64 | (self.src as u64 & width_mask(sb as u8)) << 6 | tag << (6 + sb);
+        let mut at = self.len;
+        push_field(&mut self.stage, &mut at, first, (6 + sb as usize) / 6 + 1, MSEO_END_FIELD);
+        push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
+        push_field(&mut self.stage, &mut at, prev ^ ts, 1, MSEO_END_MESSAGE);
+        self.len = at;
         self.last_ts = Some(ts);
         Ok(())
     }
