@@ -1,27 +1,575 @@
-//! The S-mode SBI conformance suite and the per-call cost benchmark.
+//! The S-mode SBI conformance suite (crates/conformance) and the per-call
+//! cost benchmark, run under QEMU against our firmware and/or OpenSBI.
+//!
+//! The kernel prints one line per check (`[PASS] id - what | expected: E |
+//! actual: A`, `[FAIL] ...`, `[N/A ] ...`), announces each check with
+//! `..> id` first, and ends with `RESULT N passed, M failed`. If a firmware
+//! hangs or crashes on a check, the run is repeated with that check on the
+//! kernel command line (`rvpmu.skip=`), where it is reported as failed.
 
-use anyhow::Result;
+use crate::util::{cargo, root, step};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Debian's OpenSBI 1.5.1, the reference firmware.
+const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
+const KERNEL_TARGET: &str = "riscv64gc-unknown-none-elf";
+/// Wall-clock limit for one QEMU run (a normal run takes a few seconds).
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+/// How many hanging checks one suite run may skip before giving up.
+const MAX_SKIPS: usize = 8;
+/// The suite must keep at least this many checks (guards against a
+/// kernel that silently stops early).
+const MIN_CHECKS: usize = 100;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// ours | opensbi | PATH
-    #[arg(long, default_value = "ours")]
+    /// Firmware to test: `ours`, `opensbi`, `both` (side by side) or the
+    /// path of a raw -bios image.
+    #[arg(long, default_value = "both")]
     pub bios: String,
+    /// Number of harts; every hart runs the suite on its own PMU state.
     #[arg(long, default_value_t = 1)]
     pub smp: u32,
+    /// Also print every line of the raw kernel output.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 #[derive(clap::Args)]
 pub struct BenchArgs {}
 
-pub fn run(_a: ConformanceArgs) -> Result<()> {
-    anyhow::bail!("the conformance suite is not built yet")
+/// A firmware under test.
+#[derive(Clone)]
+struct Firmware {
+    name: String,
+    image: PathBuf,
+}
+
+fn opensbi() -> Result<Firmware> {
+    let image = PathBuf::from(OPENSBI);
+    if !image.exists() {
+        bail!("{OPENSBI} is missing: run `cargo xtask setup` (package opensbi from bookworm-backports)");
+    }
+    Ok(Firmware { name: "opensbi".into(), image })
+}
+
+fn ours() -> Result<Firmware> {
+    let image = crate::firmware::build().context("building our firmware (cargo xtask firmware)")?;
+    Ok(Firmware { name: "ours".into(), image })
+}
+
+fn resolve(bios: &str) -> Result<Vec<Firmware>> {
+    Ok(match bios {
+        "ours" => vec![ours()?],
+        "opensbi" => vec![opensbi()?],
+        "both" => match ours() {
+            Ok(o) => vec![o, opensbi()?],
+            Err(e) => {
+                eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); running OpenSBI only");
+                vec![opensbi()?]
+            }
+        },
+        path => {
+            let image = PathBuf::from(path);
+            if !image.is_file() {
+                bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
+            }
+            vec![Firmware { name: path.into(), image }]
+        }
+    })
+}
+
+/// Builds the conformance kernel and returns its ELF.
+fn build_kernel() -> Result<PathBuf> {
+    step("building the conformance kernel (riscv64gc-unknown-none-elf)");
+    crate::util::run(cargo().args(["build", "--release", "-p", "conformance", "--target", KERNEL_TARGET]))?;
+    let elf = root().join("target").join(KERNEL_TARGET).join("release/conformance");
+    if !elf.is_file() {
+        bail!("cargo did not produce {}", elf.display());
+    }
+    Ok(elf)
+}
+
+/// What one QEMU run printed.
+struct Capture {
+    text: String,
+    timed_out: bool,
+}
+
+/// Boots `kernel` on `fw` under exact instruction counting and collects
+/// the serial output until QEMU exits or the timeout hits.
+fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture> {
+    let mut cmd = Command::new("qemu-system-riscv64");
+    cmd.args(["-machine", "virt", "-cpu", "rv64,sscofpmf=true", "-m", "256M", "-nographic"])
+        .args(["-icount", "shift=0,sleep=off", "-bios"])
+        .arg(&fw.image)
+        .arg("-kernel")
+        .arg(kernel)
+        .args(["-smp", &smp.to_string()]);
+    if !append.is_empty() {
+        cmd.args(["-append", append]);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let mut pipe = child.stdout.take().expect("stdout is piped");
+    let sink = Arc::clone(&out);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().expect("reader lock").extend_from_slice(&buf[..n]);
+        }
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        if start.elapsed() > RUN_TIMEOUT {
+            timed_out = true;
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = reader.join();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    if let Some(st) = status {
+        if !st.success() {
+            bail!("qemu exited with {st}: {}", err.trim());
+        }
+    }
+    let text = String::from_utf8_lossy(&out.lock().expect("output lock")).into_owned();
+    Ok(Capture { text, timed_out })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    Pass,
+    Fail,
+    Na,
+}
+
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Na => "N/A",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Check {
+    id: String,
+    status: Status,
+    what: String,
+    expected: String,
+    actual: String,
+}
+
+/// The parsed output of one suite run.
+#[derive(Default)]
+struct Report {
+    checks: Vec<Check>,
+    /// `RESULT N passed, M failed`, if the kernel got that far.
+    result: Option<(usize, usize)>,
+    /// A check announced with `..>` that never printed its result.
+    unfinished: Option<String>,
+    fatal: Vec<String>,
+    boot_instret: Option<u64>,
+    costs: Vec<(String, u64, String)>,
+}
+
+impl Report {
+    fn failed(&self) -> usize {
+        self.checks.iter().filter(|c| c.status == Status::Fail).count()
+    }
+    fn passed(&self) -> usize {
+        self.checks.len() - self.failed()
+    }
+}
+
+fn parse_check(line: &str) -> Option<Check> {
+    let (status, rest) = if let Some(r) = line.strip_prefix("[PASS] ") {
+        (Status::Pass, r)
+    } else if let Some(r) = line.strip_prefix("[FAIL] ") {
+        (Status::Fail, r)
+    } else if let Some(r) = line.strip_prefix("[N/A ] ") {
+        (Status::Na, r)
+    } else {
+        return None;
+    };
+    let (head, actual) = rest.rsplit_once(" | actual: ")?;
+    let (head, expected) = head.rsplit_once(" | expected: ")?;
+    let (id, what) = head.split_once(" - ")?;
+    Some(Check {
+        id: id.into(),
+        status,
+        what: what.into(),
+        expected: expected.into(),
+        actual: actual.into(),
+    })
+}
+
+fn parse(text: &str) -> Report {
+    let mut r = Report::default();
+    let mut open: Option<String> = None;
+    for line in text.lines().map(|l| l.trim_end_matches('\r')) {
+        if let Some(id) = line.strip_prefix("..> ") {
+            open = Some(id.to_string());
+        } else if let Some(c) = parse_check(line) {
+            open = None;
+            r.checks.push(c);
+        } else if let Some(rest) = line.strip_prefix("RESULT ") {
+            let nums: Vec<usize> = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            if nums.len() == 2 {
+                r.result = Some((nums[0], nums[1]));
+            }
+        } else if line.starts_with("FATAL") {
+            r.fatal.push(line.to_string());
+        } else if let Some(rest) = line.strip_prefix("BOOT ") {
+            r.boot_instret = rest
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("instret=")?.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("COST ") {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if let [name, n, answer] = f[..] {
+                if let Ok(n) = n.parse() {
+                    r.costs.push((name.into(), n, answer.into()));
+                }
+            }
+        }
+    }
+    r.unfinished = open;
+    r
+}
+
+/// Runs the suite on `fw`, repeating the run without any check that hung
+/// or crashed the machine, so one bad answer does not hide the rest.
+fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report> {
+    let mut skip: Vec<String> = Vec::new();
+    loop {
+        step(&format!("conformance suite on {} (-smp {smp})", fw.name));
+        let append = if skip.is_empty() { String::new() } else { format!("rvpmu.skip={}", skip.join(",")) };
+        let cap = boot(fw, kernel, smp, &append)?;
+        if verbose {
+            println!("{}", cap.text);
+        }
+        let rep = parse(&cap.text);
+        for f in &rep.fatal {
+            eprintln!("  {f}");
+        }
+        if rep.result.is_some() && !cap.timed_out {
+            return Ok(rep);
+        }
+        let why = if cap.timed_out { "hung (timeout)" } else { "stopped early" };
+        match rep.unfinished {
+            Some(id) if skip.len() < MAX_SKIPS && !skip.contains(&id) => {
+                eprintln!("  the run {why} in check {id}; repeating without it (it is reported as failed)");
+                skip.push(id);
+            }
+            _ => bail!(
+                "the conformance kernel {why} on {} after {} checks and no check to blame; rerun with --verbose",
+                fw.name,
+                rep.checks.len()
+            ),
+        }
+    }
+}
+
+fn print_report(fw: &Firmware, smp: u32, rep: &Report) {
+    println!("\n# {} (-smp {smp}): {}", fw.name, fw.image.display());
+    for c in &rep.checks {
+        println!(
+            "[{:<4}] {} - {} | expected: {} | actual: {}",
+            c.status.label(),
+            c.id,
+            c.what,
+            c.expected,
+            c.actual
+        );
+    }
+    println!("{} passed, {} failed", rep.passed(), rep.failed());
+}
+
+/// Side-by-side table; where the answers differ, the line names the firmware
+/// whose answer the spec supports (the check's expectation is the spec's).
+fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
+    let bmap: BTreeMap<&str, &Check> = b.1.checks.iter().map(|c| (c.id.as_str(), c)).collect();
+    println!("\n{:<34} {:<6} {:<6}  where they differ", "check", a.0.name, b.0.name);
+    let mut differ = 0;
+    for ca in &a.1.checks {
+        let cb = bmap.get(ca.id.as_str());
+        let sb = cb.map_or("-", |c| c.status.label());
+        let mut note = String::new();
+        if let Some(cb) = cb {
+            if ca.status != cb.status || ca.actual != cb.actual {
+                differ += 1;
+                let good: Vec<&str> = [(a.0, ca), (b.0, *cb)]
+                    .iter()
+                    .filter(|(_, c)| c.status != Status::Fail)
+                    .map(|(f, _)| f.name.as_str())
+                    .collect();
+                let verdict = match good.len() {
+                    2 => "both allowed by the spec".to_string(),
+                    1 => format!("spec supports {}", good[0]),
+                    _ => "neither matches the spec".to_string(),
+                };
+                let _ = write!(note, "{}: {} | {}: {} | spec: {} -> {verdict}", a.0.name, ca.actual, b.0.name, cb.actual, ca.expected);
+            }
+        }
+        println!("{:<34} {:<6} {:<6}  {note}", ca.id, ca.status.label(), sb);
+    }
+    println!(
+        "\n{}: {} passed, {} failed | {}: {} passed, {} failed | {differ} checks answered differently",
+        a.0.name,
+        a.1.passed(),
+        a.1.failed(),
+        b.0.name,
+        b.1.passed(),
+        b.1.failed()
+    );
+}
+
+/// Sanity of a finished report: the kernel's own totals match the lines.
+fn consistent(rep: &Report) -> Result<()> {
+    let Some((p, f)) = rep.result else { bail!("no RESULT line") };
+    if p != rep.passed() || f != rep.failed() {
+        bail!("kernel says {p} passed, {f} failed but printed {} / {}", rep.passed(), rep.failed());
+    }
+    if rep.checks.len() < MIN_CHECKS {
+        bail!("only {} checks ran (expected at least {MIN_CHECKS})", rep.checks.len());
+    }
+    Ok(())
+}
+
+pub fn run(a: ConformanceArgs) -> Result<()> {
+    crate::setup::ensure_host()?;
+    let fws = resolve(&a.bios)?;
+    let kernel = build_kernel()?;
+    let mut reps = Vec::new();
+    for fw in &fws {
+        let rep = suite(fw, &kernel, a.smp, a.verbose)?;
+        consistent(&rep)?;
+        if fws.len() == 1 {
+            print_report(fw, a.smp, &rep);
+        }
+        reps.push(rep);
+    }
+    if fws.len() == 2 {
+        print_side_by_side((&fws[0], &reps[0]), (&fws[1], &reps[1]));
+    }
+    Ok(())
+}
+
+/// The CI entry: our firmware must pass everything with 1 and 2 harts;
+/// OpenSBI is reported only.
+pub fn test() -> Result<()> {
+    let kernel = build_kernel()?;
+    match ours() {
+        Ok(fw) => {
+            for smp in [1, 2] {
+                let rep = suite(&fw, &kernel, smp, false)?;
+                consistent(&rep)?;
+                let failed: Vec<&Check> = rep.checks.iter().filter(|c| c.status == Status::Fail).collect();
+                for c in &failed {
+                    eprintln!("  FAIL {} - {} | expected: {} | actual: {}", c.id, c.what, c.expected, c.actual);
+                }
+                if !failed.is_empty() {
+                    bail!("{} of {} conformance checks failed on our firmware (-smp {smp})", failed.len(), rep.checks.len());
+                }
+                println!("ours -smp {smp}: all {} checks passed", rep.checks.len());
+            }
+        }
+        Err(e) => {
+            eprintln!();
+            eprintln!("**************************************************************************");
+            eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE: the conformance suite did NOT run on it.");
+            eprintln!("*** {e:#}");
+            eprintln!("*** Only the OpenSBI reference report follows.");
+            eprintln!("**************************************************************************");
+            eprintln!();
+        }
+    }
+    let fw = opensbi()?;
+    let rep = suite(&fw, &kernel, 1, false)?;
+    consistent(&rep)?;
+    println!(
+        "OpenSBI 1.5.1 (reference, report only): {} passed, {} failed of {} checks",
+        rep.passed(),
+        rep.failed(),
+        rep.checks.len()
+    );
+    Ok(())
+}
+
+/// One firmware's cost-probe run.
+struct Bench {
+    fw: Firmware,
+    costs: Vec<(String, u64, String)>,
+    boot_instret: Option<u64>,
+    image_bytes: u64,
+}
+
+fn bench_one(fw: Firmware, kernel: &Path) -> Result<Bench> {
+    step(&format!("cost probes on {}", fw.name));
+    let cap = boot(&fw, kernel, 1, "rvpmu.bench")?;
+    let rep = parse(&cap.text);
+    if cap.timed_out || !cap.text.contains("COST-END") {
+        bail!("the cost probes did not finish on {} ({:?})", fw.name, rep.fatal);
+    }
+    let image_bytes = std::fs::metadata(&fw.image)?.len();
+    Ok(Bench { fw, costs: rep.costs, boot_instret: rep.boot_instret, image_bytes })
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn opt_num(v: Option<u64>) -> String {
+    v.map_or("null".into(), |v| v.to_string())
 }
 
 pub fn bench(_a: BenchArgs) -> Result<()> {
-    anyhow::bail!("the SBI benchmark is not built yet")
+    crate::setup::ensure_host()?;
+    let kernel = build_kernel()?;
+    let ours = match ours() {
+        Ok(fw) => Some(bench_one(fw, &kernel)?),
+        Err(e) => {
+            eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); its column stays empty");
+            None
+        }
+    };
+    let peer = bench_one(opensbi()?, &kernel)?;
+
+    let names: Vec<String> = peer.costs.iter().map(|c| c.0.clone()).collect();
+    let find = |b: &Option<Bench>, n: &str| {
+        b.as_ref()
+            .and_then(|b| b.costs.iter().find(|c| c.0 == n))
+            .map(|c| (c.1, c.2.clone()))
+    };
+    let peer_opt = Some(peer);
+    let mut md = String::new();
+    let mut rows = Vec::new();
+    let _ = writeln!(md, "# SBI per-call cost (instructions, QEMU virt, -icount shift=0)\n");
+    let _ = writeln!(
+        md,
+        "Instret delta around one ecall (firmware included), minus the empty bracket, minimum of 7 runs.\n\
+         A call answered with an error (e.g. NOT_SUPPORTED) costs only the rejection; the answer is shown.\n"
+    );
+    let _ = writeln!(md, "| call | ours | OpenSBI 1.5.1 | ours / OpenSBI |");
+    let _ = writeln!(md, "| --- | ---: | ---: | ---: |");
+    for n in &names {
+        let o = find(&ours, n);
+        let p = find(&peer_opt, n);
+        let cell = |v: &Option<(u64, String)>| match v {
+            None => "n/a".to_string(),
+            Some((n, a)) if a == "SUCCESS" => n.to_string(),
+            Some((n, a)) => format!("{n} ({a})"),
+        };
+        let ratio = match (&o, &p) {
+            (Some((a, _)), Some((b, _))) if *b > 0 => Some(*a as f64 / *b as f64),
+            _ => None,
+        };
+        let _ = writeln!(md, "| {n} | {} | {} | {} |", cell(&o), cell(&p), ratio.map_or("n/a".into(), |r| format!("{r:.2}")));
+        rows.push(format!(
+            "    {{\"call\": {}, \"ours\": {}, \"ours_answer\": {}, \"opensbi\": {}, \"opensbi_answer\": {}, \"ratio\": {}}}",
+            json_str(n),
+            opt_num(o.as_ref().map(|v| v.0)),
+            o.as_ref().map_or("null".into(), |v| json_str(&v.1)),
+            opt_num(p.as_ref().map(|v| v.0)),
+            p.as_ref().map_or("null".into(), |v| json_str(&v.1)),
+            ratio.map_or("null".into(), |r| format!("{r:.4}"))
+        ));
+    }
+    let peer = peer_opt.expect("set above");
+    let _ = writeln!(md, "\n| firmware | image bytes | instructions from reset to S-mode entry |");
+    let _ = writeln!(md, "| --- | ---: | ---: |");
+    for b in ours.iter().chain(std::iter::once(&peer)) {
+        let _ = writeln!(md, "| {} | {} | {} |", b.fw.name, b.image_bytes, opt_num(b.boot_instret));
+    }
+    let fwjson = |b: &Bench| {
+        format!(
+            "{{\"image\": {}, \"image_bytes\": {}, \"boot_instret\": {}}}",
+            json_str(&b.fw.image.display().to_string()),
+            b.image_bytes,
+            opt_num(b.boot_instret)
+        )
+    };
+    let json = format!(
+        "{{\n  \"unit\": \"instructions (QEMU -icount shift=0)\",\n  \"firmware\": {{\"ours\": {}, \"opensbi\": {}}},\n  \"calls\": [\n{}\n  ]\n}}\n",
+        ours.as_ref().map_or("null".into(), fwjson),
+        fwjson(&peer),
+        rows.join(",\n")
+    );
+    let dir = root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("sbi.md"), &md)?;
+    std::fs::write(dir.join("sbi.json"), &json)?;
+    println!("{md}");
+    println!("wrote {} and {}", dir.join("sbi.md").display(), dir.join("sbi.json").display());
+    Ok(())
 }
 
-pub fn test() -> Result<()> {
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_check_lines_and_totals() {
+        let text = "junk\n..> a.b\n[PASS] a.b - what - with dash | expected: X | actual: Y | z\n\
+                    ..> c\n[N/A ] c - w | expected: n/a | actual: n/a: optional\n..> d\n[FAIL] d - w | expected: E | actual: A\n\
+                    ..> e\nRESULT 2 passed, 1 failed\n";
+        let r = parse(text);
+        assert_eq!(r.checks.len(), 3);
+        assert_eq!(r.checks[0].id, "a.b");
+        assert_eq!(r.checks[0].what, "what - with dash");
+        assert_eq!(r.checks[0].actual, "Y | z");
+        assert_eq!(r.checks[1].status, Status::Na);
+        assert_eq!(r.checks[2].status, Status::Fail);
+        assert_eq!(r.result, Some((2, 1)));
+        assert_eq!((r.passed(), r.failed()), (2, 1));
+        assert_eq!(r.unfinished.as_deref(), Some("e"));
+    }
+
+    #[test]
+    fn parses_costs_and_boot() {
+        let r = parse("BOOT hart=0 instret=13114836\nCOST pmu.num_counters 332 SUCCESS\nCOST bad\n");
+        assert_eq!(r.boot_instret, Some(13114836));
+        assert_eq!(r.costs, vec![("pmu.num_counters".to_string(), 332, "SUCCESS".to_string())]);
+    }
 }

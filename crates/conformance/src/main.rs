@@ -1,7 +1,191 @@
-//! Bare-metal crate: built for riscv64gc-unknown-none-elf by `cargo xtask`.
+//! The S-mode SBI conformance kernel (riscv64gc-unknown-none-elf).
+//!
+//! Loaded at 0x80200000 by QEMU `-kernel` and entered in S-mode by any SBI
+//! firmware. It runs the PMU/STA conformance checks (`checks`) on every
+//! hart, one hart after the other, or, with `rvpmu.bench` on the kernel
+//! command line, the per-call cost probes (`cost`). It then powers off
+//! through SBI SRST. `cargo xtask conformance` / `cargo xtask bench` run it
+//! and parse its output. On the host this crate is an empty stub.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!("this is a bare-metal program; build it with `cargo xtask`");
+    eprintln!("this is a bare-metal program; run it with `cargo xtask conformance`");
+}
+
+#[cfg(target_os = "none")]
+mod console;
+#[cfg(target_os = "none")]
+mod checks;
+#[cfg(target_os = "none")]
+mod cost;
+#[cfg(target_os = "none")]
+mod mem;
+#[cfg(target_os = "none")]
+mod report;
+#[cfg(target_os = "none")]
+mod rt;
+#[cfg(target_os = "none")]
+mod sbi;
+
+#[cfg(target_os = "none")]
+mod kernel {
+    use crate::checks::{self, Env};
+    use crate::report::Suite;
+    use crate::rt::{self, MAX_HARTS};
+    use crate::sbi;
+    use crate::{console, println, text};
+    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+    /// Boot parameters shared with secondary harts (written once by the
+    /// boot hart before it starts them).
+    static RAM_START: AtomicUsize = AtomicUsize::new(0);
+    static RAM_END: AtomicUsize = AtomicUsize::new(0);
+    static SSCOFPMF: AtomicBool = AtomicBool::new(false);
+    static SKIP_PTR: AtomicUsize = AtomicUsize::new(0);
+    static SKIP_LEN: AtomicUsize = AtomicUsize::new(0);
+    /// Results handed back by a secondary hart.
+    static SEC_DONE: AtomicBool = AtomicBool::new(false);
+    static SEC_PASSED: AtomicU32 = AtomicU32::new(0);
+    static SEC_FAILED: AtomicU32 = AtomicU32::new(0);
+
+    fn skip_list() -> &'static str {
+        let (p, n) = (SKIP_PTR.load(Ordering::Acquire), SKIP_LEN.load(Ordering::Acquire));
+        if p == 0 {
+            return "";
+        }
+        // SAFETY: points into the DTB's bootargs, which stays in memory.
+        core::str::from_utf8(unsafe { core::slice::from_raw_parts(p as *const u8, n) }).unwrap_or("")
+    }
+
+    fn env(slot: usize) -> Env {
+        Env {
+            slot,
+            ram_end: RAM_END.load(Ordering::Acquire),
+            sscofpmf: SSCOFPMF.load(Ordering::Acquire),
+        }
+    }
+
+    fn contains(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// Boot hart entry (from `_start`).
+    #[no_mangle]
+    extern "C" fn kmain(hartid: usize, dtb: usize, boot_instret: u64) -> ! {
+        console::init();
+        println!("BOOT hart={hartid} instret={boot_instret}");
+        // SAFETY: the firmware passes the DTB address in a1.
+        let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+            Ok(f) => f,
+            Err(e) => {
+                println!("FATAL cannot parse the device tree at {dtb:#x}: {e:?}");
+                sbi::shutdown();
+            }
+        };
+        let bootargs = fdt.chosen().bootargs().unwrap_or("");
+        if let Some(region) = fdt.memory().regions().next() {
+            let start = region.starting_address as usize;
+            RAM_START.store(start, Ordering::Release);
+            RAM_END.store(start + region.size.unwrap_or(0), Ordering::Release);
+        }
+        let mut harts = [usize::MAX; MAX_HARTS];
+        let mut nharts = 0;
+        let mut sscofpmf = true;
+        for cpu in fdt.cpus() {
+            let isa = |name| cpu.property(name).map_or(false, |p| contains(p.value, b"sscofpmf"));
+            sscofpmf &= isa("riscv,isa") || isa("riscv,isa-extensions");
+            if nharts < MAX_HARTS {
+                harts[nharts] = cpu.ids().first();
+                nharts += 1;
+            }
+        }
+        SSCOFPMF.store(sscofpmf, Ordering::Release);
+        if let Some(i) = bootargs.find("rvpmu.skip=") {
+            let rest = &bootargs[i + "rvpmu.skip=".len()..];
+            let list = rest.split(' ').next().unwrap_or("");
+            SKIP_PTR.store(list.as_ptr() as usize, Ordering::Release);
+            SKIP_LEN.store(list.len(), Ordering::Release);
+        }
+        println!(
+            "ENV harts={nharts} ram={:#x}..{:#x} sscofpmf={sscofpmf}",
+            RAM_START.load(Ordering::Relaxed),
+            RAM_END.load(Ordering::Relaxed)
+        );
+
+        if bootargs.split(' ').any(|a| a == "rvpmu.bench") {
+            crate::cost::run(0);
+            println!("COST-END");
+            sbi::shutdown();
+        }
+
+        let mut s = Suite::new("", skip_list());
+        checks::run(&mut s, &env(0));
+        let (mut passed, mut failed) = (s.passed, s.failed);
+
+        // Other harts run the same suite on their own PMU state, one at a
+        // time. Meanwhile a firmware counter on this hart counts SET_TIMER:
+        // their many set_timer calls must not show up here (per-hart
+        // counters: "configure per-hart hardware/firmware counters").
+        let p = checks::Pmu::discover();
+        let fw = sbi::config_matching(0, p.fw_set(), sbi::pmu::CFG_CLEAR_VALUE, sbi::pmu::FW_SET_TIMER, 0);
+        if fw.ok() {
+            let _ = sbi::start(fw.value, 1, sbi::pmu::START_SET_INIT_VALUE, 0);
+        }
+        let mut others = 0;
+        for &h in &harts[..nharts] {
+            if h == hartid {
+                continue;
+            }
+            let slot = others + 1;
+            if slot >= MAX_HARTS {
+                break;
+            }
+            others += 1;
+            SEC_DONE.store(false, Ordering::Release);
+            let r = sbi::hart_start(h, rt::secondary_entry(), slot);
+            if !r.ok() {
+                println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");
+                failed += 1;
+                continue;
+            }
+            while !SEC_DONE.load(Ordering::Acquire) {
+                core::hint::spin_loop();
+            }
+            passed += SEC_PASSED.load(Ordering::Acquire);
+            failed += SEC_FAILED.load(Ordering::Acquire);
+        }
+        if others > 0 {
+            let mut s = Suite::new("", skip_list());
+            s.check("smp.fw_per_hart", "firmware counters are per hart (\"configure per-hart hardware/firmware counters\"): other harts' set_timer calls do not count on this hart's SET_TIMER counter", || {
+                if !fw.ok() {
+                    return crate::report::Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional");
+                }
+                let r = sbi::fw_read(fw.value);
+                let _ = sbi::stop(fw.value, 1, sbi::pmu::STOP_RESET);
+                crate::report::Verdict::new(r.ok() && r.value == 0, text!("SUCCESS value=0x0"), text!("{r}"))
+            });
+            passed += s.passed;
+            failed += s.failed;
+        } else if fw.ok() {
+            let _ = sbi::stop(fw.value, 1, sbi::pmu::STOP_RESET);
+        }
+        println!("RESULT {passed} passed, {failed} failed");
+        sbi::shutdown();
+    }
+
+    /// Secondary hart entry (from `_secondary`, started through HSM).
+    #[no_mangle]
+    extern "C" fn secondary_main(hartid: usize, slot: usize) -> ! {
+        let prefix = text!("h{hartid}.");
+        let mut s = Suite::new(prefix.as_str(), skip_list());
+        checks::run(&mut s, &env(slot));
+        SEC_PASSED.store(s.passed, Ordering::Release);
+        SEC_FAILED.store(s.failed, Ordering::Release);
+        SEC_DONE.store(true, Ordering::Release);
+        let _ = sbi::hart_stop();
+        loop {
+            core::hint::spin_loop();
+        }
+    }
 }

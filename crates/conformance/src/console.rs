@@ -1,0 +1,109 @@
+//! Output through SBI DBCN (one write per line), or the legacy
+//! console_putchar when DBCN is absent. Lines are formatted into a fixed
+//! buffer first: there is no allocator.
+
+use crate::sbi::{self, eid};
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+static USE_DBCN: AtomicBool = AtomicBool::new(false);
+static LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Picks the console once, at boot.
+pub fn init() {
+    let r = sbi::probe_extension(eid::DBCN);
+    USE_DBCN.store(r.ok() && r.value != 0, Ordering::Relaxed);
+}
+
+/// A fixed-capacity string; text past the capacity is dropped (reports stay
+/// readable, the kernel never fails on a long line).
+pub struct Text<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Text<N> {
+    pub const fn new() -> Self {
+        Self { buf: [0; N], len: 0 }
+    }
+    pub fn as_str(&self) -> &str {
+        // Only whole UTF-8 sequences are appended (see write_str).
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Write for Text<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = N - self.len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// Short text for report fields.
+pub type Field = Text<240>;
+
+/// Formats into a `Field`.
+#[macro_export]
+macro_rules! text {
+    ($($arg:tt)*) => {{
+        let mut t = $crate::console::Field::new();
+        let _ = core::fmt::Write::write_fmt(&mut t, format_args!($($arg)*));
+        t
+    }};
+}
+
+/// Prints one line.
+#[macro_export]
+macro_rules! println {
+    ($($arg:tt)*) => {
+        $crate::console::print_line(format_args!($($arg)*))
+    };
+}
+
+fn write_bytes(bytes: &[u8]) {
+    if USE_DBCN.load(Ordering::Relaxed) {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            // DBCN console_write(num_bytes, base_lo, base_hi): the kernel
+            // runs with satp = 0, so the buffer's address is physical.
+            let r = sbi::call(eid::DBCN, 0, [rest.len(), rest.as_ptr() as usize, 0, 0, 0, 0]);
+            if !r.ok() || r.value == 0 {
+                break;
+            }
+            rest = &rest[r.value.min(rest.len())..];
+        }
+        if rest.is_empty() {
+            return;
+        }
+        for &b in rest {
+            sbi::call(eid::DBCN, 2, [b as usize, 0, 0, 0, 0, 0]);
+        }
+    } else {
+        for &b in bytes {
+            sbi::call(eid::LEGACY_PUTCHAR, 0, [b as usize, 0, 0, 0, 0, 0]);
+        }
+    }
+}
+
+pub fn print_line(args: fmt::Arguments<'_>) {
+    let mut line = Text::<1024>::new();
+    let _ = line.write_fmt(args);
+    let _ = line.write_str("\n");
+    while LOCK
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+    write_bytes(line.as_bytes());
+    LOCK.store(false, Ordering::Release);
+}
