@@ -57,12 +57,18 @@ fn opensbi() -> Result<Firmware> {
     if !image.exists() {
         bail!("{OPENSBI} is missing: run `cargo xtask setup` (package opensbi from bookworm-backports)");
     }
-    Ok(Firmware { name: "opensbi".into(), image })
+    Ok(Firmware {
+        name: "opensbi".into(),
+        image,
+    })
 }
 
 fn ours() -> Result<Firmware> {
     let image = crate::firmware::build().context("building our firmware (cargo xtask firmware)")?;
-    Ok(Firmware { name: "ours".into(), image })
+    Ok(Firmware {
+        name: "ours".into(),
+        image,
+    })
 }
 
 fn resolve(bios: &str) -> Result<Vec<Firmware>> {
@@ -81,7 +87,10 @@ fn resolve(bios: &str) -> Result<Vec<Firmware>> {
             if !image.is_file() {
                 bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
             }
-            vec![Firmware { name: path.into(), image }]
+            vec![Firmware {
+                name: path.into(),
+                image,
+            }]
         }
     })
 }
@@ -89,8 +98,18 @@ fn resolve(bios: &str) -> Result<Vec<Firmware>> {
 /// Builds the conformance kernel and returns its ELF.
 fn build_kernel() -> Result<PathBuf> {
     step("building the conformance kernel (riscv64gc-unknown-none-elf)");
-    crate::util::run(cargo().args(["build", "--release", "-p", "conformance", "--target", KERNEL_TARGET]))?;
-    let elf = root().join("target").join(KERNEL_TARGET).join("release/conformance");
+    crate::util::run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "conformance",
+        "--target",
+        KERNEL_TARGET,
+    ]))?;
+    let elf = root()
+        .join("target")
+        .join(KERNEL_TARGET)
+        .join("release/conformance");
     if !elf.is_file() {
         bail!("cargo did not produce {}", elf.display());
     }
@@ -107,16 +126,26 @@ struct Capture {
 /// the serial output until QEMU exits or the timeout hits.
 fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture> {
     let mut cmd = Command::new("qemu-system-riscv64");
-    cmd.args(["-machine", "virt", "-cpu", "rv64,sscofpmf=true", "-m", "256M", "-nographic"])
-        .args(["-icount", "shift=0,sleep=off", "-bios"])
-        .arg(&fw.image)
-        .arg("-kernel")
-        .arg(kernel)
-        .args(["-smp", &smp.to_string()]);
+    cmd.args([
+        "-machine",
+        "virt",
+        "-cpu",
+        "rv64,sscofpmf=true",
+        "-m",
+        "256M",
+        "-nographic",
+    ])
+    .args(["-icount", "shift=0,sleep=off", "-bios"])
+    .arg(&fw.image)
+    .arg("-kernel")
+    .arg(kernel)
+    .args(["-smp", &smp.to_string()]);
     if !append.is_empty() {
         cmd.args(["-append", append]);
     }
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd
         .spawn()
         .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
@@ -129,7 +158,9 @@ fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture>
             if n == 0 {
                 break;
             }
-            sink.lock().expect("reader lock").extend_from_slice(&buf[..n]);
+            sink.lock()
+                .expect("reader lock")
+                .extend_from_slice(&buf[..n]);
         }
     });
     let start = Instant::now();
@@ -201,7 +232,10 @@ struct Report {
 
 impl Report {
     fn failed(&self) -> usize {
-        self.checks.iter().filter(|c| c.status == Status::Fail).count()
+        self.checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .count()
     }
     fn passed(&self) -> usize {
         self.checks.len() - self.failed()
@@ -272,7 +306,11 @@ fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report
     let mut skip: Vec<String> = Vec::new();
     loop {
         step(&format!("conformance suite on {} (-smp {smp})", fw.name));
-        let append = if skip.is_empty() { String::new() } else { format!("rvpmu.skip={}", skip.join(",")) };
+        let append = if skip.is_empty() {
+            String::new()
+        } else {
+            format!("rvpmu.skip={}", skip.join(","))
+        };
         let cap = boot(fw, kernel, smp, &append)?;
         if verbose {
             println!("{}", cap.text);
@@ -284,7 +322,11 @@ fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report
         if rep.result.is_some() && !cap.timed_out {
             return Ok(rep);
         }
-        let why = if cap.timed_out { "hung (timeout)" } else { "stopped early" };
+        let why = if cap.timed_out {
+            "hung (timeout)"
+        } else {
+            "stopped early"
+        };
         match rep.unfinished {
             Some(id) if skip.len() < MAX_SKIPS && !skip.contains(&id) => {
                 eprintln!("  the run {why} in check {id}; repeating without it (it is reported as failed)");
@@ -318,7 +360,10 @@ fn print_report(fw: &Firmware, smp: u32, rep: &Report) {
 /// whose answer the spec supports (the check's expectation is the spec's).
 fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
     let bmap: BTreeMap<&str, &Check> = b.1.checks.iter().map(|c| (c.id.as_str(), c)).collect();
-    println!("\n{:<34} {:<6} {:<6}  where they differ", "check", a.0.name, b.0.name);
+    println!(
+        "\n{:<34} {:<6} {:<6}  where they differ",
+        "check", a.0.name, b.0.name
+    );
     let mut differ = 0;
     for ca in &a.1.checks {
         let cb = bmap.get(ca.id.as_str());
@@ -337,7 +382,11 @@ fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
                     1 => format!("spec supports {}", good[0]),
                     _ => "neither matches the spec".to_string(),
                 };
-                let _ = write!(note, "{}: {} | {}: {} | spec: {} -> {verdict}", a.0.name, ca.actual, b.0.name, cb.actual, ca.expected);
+                let _ = write!(
+                    note,
+                    "{}: {} | {}: {} | spec: {} -> {verdict}",
+                    a.0.name, ca.actual, b.0.name, cb.actual, ca.expected
+                );
             }
         }
         println!("{:<34} {:<6} {:<6}  {note}", ca.id, ca.status.label(), sb);
@@ -355,12 +404,21 @@ fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
 
 /// Sanity of a finished report: the kernel's own totals match the lines.
 fn consistent(rep: &Report) -> Result<()> {
-    let Some((p, f)) = rep.result else { bail!("no RESULT line") };
+    let Some((p, f)) = rep.result else {
+        bail!("no RESULT line")
+    };
     if p != rep.passed() || f != rep.failed() {
-        bail!("kernel says {p} passed, {f} failed but printed {} / {}", rep.passed(), rep.failed());
+        bail!(
+            "kernel says {p} passed, {f} failed but printed {} / {}",
+            rep.passed(),
+            rep.failed()
+        );
     }
     if rep.checks.len() < MIN_CHECKS {
-        bail!("only {} checks ran (expected at least {MIN_CHECKS})", rep.checks.len());
+        bail!(
+            "only {} checks ran (expected at least {MIN_CHECKS})",
+            rep.checks.len()
+        );
     }
     Ok(())
 }
@@ -393,12 +451,23 @@ pub fn test() -> Result<()> {
             for smp in [1, 2] {
                 let rep = suite(&fw, &kernel, smp, false)?;
                 consistent(&rep)?;
-                let failed: Vec<&Check> = rep.checks.iter().filter(|c| c.status == Status::Fail).collect();
+                let failed: Vec<&Check> = rep
+                    .checks
+                    .iter()
+                    .filter(|c| c.status == Status::Fail)
+                    .collect();
                 for c in &failed {
-                    eprintln!("  FAIL {} - {} | expected: {} | actual: {}", c.id, c.what, c.expected, c.actual);
+                    eprintln!(
+                        "  FAIL {} - {} | expected: {} | actual: {}",
+                        c.id, c.what, c.expected, c.actual
+                    );
                 }
                 if !failed.is_empty() {
-                    bail!("{} of {} conformance checks failed on our firmware (-smp {smp})", failed.len(), rep.checks.len());
+                    bail!(
+                        "{} of {} conformance checks failed on our firmware (-smp {smp})",
+                        failed.len(),
+                        rep.checks.len()
+                    );
                 }
                 println!("ours -smp {smp}: all {} checks passed", rep.checks.len());
             }
@@ -406,7 +475,9 @@ pub fn test() -> Result<()> {
         Err(e) => {
             eprintln!();
             eprintln!("**************************************************************************");
-            eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE: the conformance suite did NOT run on it.");
+            eprintln!(
+                "*** OUR FIRMWARE IS NOT AVAILABLE: the conformance suite did NOT run on it."
+            );
             eprintln!("*** {e:#}");
             eprintln!("*** Only the OpenSBI reference report follows.");
             eprintln!("**************************************************************************");
@@ -438,10 +509,19 @@ fn bench_one(fw: Firmware, kernel: &Path) -> Result<Bench> {
     let cap = boot(&fw, kernel, 1, "rvpmu.bench")?;
     let rep = parse(&cap.text);
     if cap.timed_out || !cap.text.contains("COST-END") {
-        bail!("the cost probes did not finish on {} ({:?})", fw.name, rep.fatal);
+        bail!(
+            "the cost probes did not finish on {} ({:?})",
+            fw.name,
+            rep.fatal
+        );
     }
     let image_bytes = std::fs::metadata(&fw.image)?.len();
-    Ok(Bench { fw, costs: rep.costs, boot_instret: rep.boot_instret, image_bytes })
+    Ok(Bench {
+        fw,
+        costs: rep.costs,
+        boot_instret: rep.boot_instret,
+        image_bytes,
+    })
 }
 
 fn json_str(s: &str) -> String {
@@ -477,15 +557,16 @@ pub fn bench(_a: BenchArgs) -> Result<()> {
     let peer = bench_one(opensbi()?, &kernel)?;
 
     let names: Vec<String> = peer.costs.iter().map(|c| c.0.clone()).collect();
-    let find = |b: &Option<Bench>, n: &str| {
-        b.as_ref()
-            .and_then(|b| b.costs.iter().find(|c| c.0 == n))
+    let find = |b: Option<&Bench>, n: &str| {
+        b.and_then(|b| b.costs.iter().find(|c| c.0 == n))
             .map(|c| (c.1, c.2.clone()))
     };
-    let peer_opt = Some(peer);
     let mut md = String::new();
     let mut rows = Vec::new();
-    let _ = writeln!(md, "# SBI per-call cost (instructions, QEMU virt, -icount shift=0)\n");
+    let _ = writeln!(
+        md,
+        "# SBI per-call cost (instructions, QEMU virt, -icount shift=0)\n"
+    );
     let _ = writeln!(
         md,
         "Instret delta around one ecall (firmware included), minus the empty bracket, minimum of 7 runs.\n\
@@ -494,18 +575,25 @@ pub fn bench(_a: BenchArgs) -> Result<()> {
     let _ = writeln!(md, "| call | ours | OpenSBI 1.5.1 | ours / OpenSBI |");
     let _ = writeln!(md, "| --- | ---: | ---: | ---: |");
     for n in &names {
-        let o = find(&ours, n);
-        let p = find(&peer_opt, n);
+        let o = find(ours.as_ref(), n);
+        let p = find(Some(&peer), n);
         let cell = |v: &Option<(u64, String)>| match v {
             None => "n/a".to_string(),
             Some((n, a)) if a == "SUCCESS" => n.to_string(),
             Some((n, a)) => format!("{n} ({a})"),
         };
         let ratio = match (&o, &p) {
-            (Some((a, _)), Some((b, _))) if *b > 0 => Some(*a as f64 / *b as f64),
+            // Comparing a served call with a rejection would mislead.
+            (Some((a, x)), Some((b, y))) if *b > 0 && x == y => Some(*a as f64 / *b as f64),
             _ => None,
         };
-        let _ = writeln!(md, "| {n} | {} | {} | {} |", cell(&o), cell(&p), ratio.map_or("n/a".into(), |r| format!("{r:.2}")));
+        let _ = writeln!(
+            md,
+            "| {n} | {} | {} | {} |",
+            cell(&o),
+            cell(&p),
+            ratio.map_or("n/a".into(), |r| format!("{r:.2}"))
+        );
         rows.push(format!(
             "    {{\"call\": {}, \"ours\": {}, \"ours_answer\": {}, \"opensbi\": {}, \"opensbi_answer\": {}, \"ratio\": {}}}",
             json_str(n),
@@ -516,11 +604,19 @@ pub fn bench(_a: BenchArgs) -> Result<()> {
             ratio.map_or("null".into(), |r| format!("{r:.4}"))
         ));
     }
-    let peer = peer_opt.expect("set above");
-    let _ = writeln!(md, "\n| firmware | image bytes | instructions from reset to S-mode entry |");
+    let _ = writeln!(
+        md,
+        "\n| firmware | image bytes | instructions from reset to S-mode entry |"
+    );
     let _ = writeln!(md, "| --- | ---: | ---: |");
     for b in ours.iter().chain(std::iter::once(&peer)) {
-        let _ = writeln!(md, "| {} | {} | {} |", b.fw.name, b.image_bytes, opt_num(b.boot_instret));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            b.fw.name,
+            b.image_bytes,
+            opt_num(b.boot_instret)
+        );
     }
     let fwjson = |b: &Bench| {
         format!(
@@ -541,7 +637,11 @@ pub fn bench(_a: BenchArgs) -> Result<()> {
     std::fs::write(dir.join("sbi.md"), &md)?;
     std::fs::write(dir.join("sbi.json"), &json)?;
     println!("{md}");
-    println!("wrote {} and {}", dir.join("sbi.md").display(), dir.join("sbi.json").display());
+    println!(
+        "wrote {} and {}",
+        dir.join("sbi.md").display(),
+        dir.join("sbi.json").display()
+    );
     Ok(())
 }
 
@@ -568,8 +668,12 @@ mod tests {
 
     #[test]
     fn parses_costs_and_boot() {
-        let r = parse("BOOT hart=0 instret=13114836\nCOST pmu.num_counters 332 SUCCESS\nCOST bad\n");
+        let r =
+            parse("BOOT hart=0 instret=13114836\nCOST pmu.num_counters 332 SUCCESS\nCOST bad\n");
         assert_eq!(r.boot_instret, Some(13114836));
-        assert_eq!(r.costs, vec![("pmu.num_counters".to_string(), 332, "SUCCESS".to_string())]);
+        assert_eq!(
+            r.costs,
+            vec![("pmu.num_counters".to_string(), 332, "SUCCESS".to_string())]
+        );
     }
 }

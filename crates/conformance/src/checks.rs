@@ -42,10 +42,20 @@ pub(crate) struct Pmu {
 impl Pmu {
     pub(crate) fn discover() -> Self {
         let v = sbi::spec_version();
-        let version = if v.ok() { ((v.value >> 24) & 0x7f, v.value & 0xff_ffff) } else { (0, 0) };
+        let version = if v.ok() {
+            ((v.value >> 24) & 0x7f, v.value & 0xff_ffff)
+        } else {
+            (0, 0)
+        };
         let n = sbi::num_counters();
         let num = if n.ok() { n.value } else { 0 };
-        let mut p = Pmu { version, num, info: [None; 64], hw: 0, fw: 0 };
+        let mut p = Pmu {
+            version,
+            num,
+            info: [None; 64],
+            hw: 0,
+            fw: 0,
+        };
         for i in 0..num.min(64) {
             let r = sbi::get_info(i);
             if r.ok() {
@@ -86,7 +96,9 @@ impl Pmu {
         idx < 64 && self.fw >> idx & 1 == 1
     }
     fn csr(&self, idx: usize) -> Option<usize> {
-        self.info[idx].filter(|_| self.is_hw(idx)).map(|i| i & 0xfff)
+        self.info[idx]
+            .filter(|_| self.is_hw(idx))
+            .map(|i| i & 0xfff)
     }
     /// The logical index of the counter backed by `csr`.
     fn by_csr(&self, csr: usize) -> Option<usize> {
@@ -195,10 +207,18 @@ fn base(s: &mut Suite<'_>, p: &Pmu) {
             text!("{r} (v{}.{})", p.version.0, p.version.1),
         )
     });
-    s.check("base.probe.pmu", "probe_extension(0x504D55) reports the PMU extension under test as available", || {
-        let r = sbi::probe_extension(sbi::eid::PMU);
-        Verdict::new(r.ok() && r.value != 0, text!("SUCCESS value != 0"), text!("{r}"))
-    });
+    s.check(
+        "base.probe.pmu",
+        "probe_extension(0x504D55) reports the PMU extension under test as available",
+        || {
+            let r = sbi::probe_extension(sbi::eid::PMU);
+            Verdict::new(
+                r.ok() && r.value != 0,
+                text!("SUCCESS value != 0"),
+                text!("{r}"),
+            )
+        },
+    );
     s.check("base.probe.sta", "probe_extension(0x535441) agrees with the STA call: an absent extension's calls answer NOT_SUPPORTED, a present one's do not", || {
         let pr = sbi::probe_extension(sbi::eid::STA);
         // Disabling (all-ones) is harmless whether or not it was enabled.
@@ -213,55 +233,104 @@ fn base(s: &mut Suite<'_>, p: &Pmu) {
     s.check("pmu.fid.unknown", "an undefined PMU function (FID 9; Table 20 lists 0-8) answers NOT_SUPPORTED (SBI base: unimplemented functions)", || {
         errs(sbi::call(sbi::eid::PMU, 9, [0; 6]), &[NOT_SUPPORTED])
     });
-    s.check("pmu.num.success", "FID 0 num_counters \"always returns SBI_SUCCESS\" with the number of counters", || {
-        let r = sbi::num_counters();
-        Verdict::new(r.ok() && r.value > 0, text!("SUCCESS value > 0"), text!("{r}"))
-    });
-    s.check("pmu.num.stable", "FID 0 num_counters gives the same number on every call", || {
-        let a = sbi::num_counters();
-        let b = sbi::num_counters();
-        Verdict::new(a == b, text!("{a}"), text!("{b}"))
-    });
+    s.check(
+        "pmu.num.success",
+        "FID 0 num_counters \"always returns SBI_SUCCESS\" with the number of counters",
+        || {
+            let r = sbi::num_counters();
+            Verdict::new(
+                r.ok() && r.value > 0,
+                text!("SUCCESS value > 0"),
+                text!("{r}"),
+            )
+        },
+    );
+    s.check(
+        "pmu.num.stable",
+        "FID 0 num_counters gives the same number on every call",
+        || {
+            let a = sbi::num_counters();
+            let b = sbi::num_counters();
+            Verdict::new(a == b, text!("{a}"), text!("{b}"))
+        },
+    );
 }
 
 fn counter_info(s: &mut Suite<'_>, p: &Pmu) {
-    s.check("pmu.info.answers", "Table 7: get_info of every index below num_counters answers SUCCESS or INVALID_PARAM only", || {
-        let (mut ok, mut bad) = (0usize, 0usize);
-        let mut other: Option<(usize, Ret)> = None;
-        for i in 0..p.num.min(8192) {
-            let r = sbi::get_info(i);
-            match r.error {
-                SUCCESS => ok += 1,
-                INVALID_PARAM => bad += 1,
-                _ => {
-                    other.get_or_insert((i, r));
+    s.check(
+        "pmu.info.answers",
+        "Table 7: get_info of every index below num_counters answers SUCCESS or INVALID_PARAM only",
+        || {
+            let (mut ok, mut bad) = (0usize, 0usize);
+            let mut other: Option<(usize, Ret)> = None;
+            for i in 0..p.num.min(8192) {
+                let r = sbi::get_info(i);
+                match r.error {
+                    SUCCESS => ok += 1,
+                    INVALID_PARAM => bad += 1,
+                    _ => {
+                        other.get_or_insert((i, r));
+                    }
                 }
             }
-        }
-        match other {
-            None => Verdict::new(true, text!("SUCCESS or INVALID_PARAM"), text!("{ok} counters, {bad} invalid indices")),
-            Some((i, r)) => Verdict::new(false, text!("SUCCESS or INVALID_PARAM"), text!("index {i}: {r}")),
-        }
-    });
+            match other {
+                None => Verdict::new(
+                    true,
+                    text!("SUCCESS or INVALID_PARAM"),
+                    text!("{ok} counters, {bad} invalid indices"),
+                ),
+                Some((i, r)) => Verdict::new(
+                    false,
+                    text!("SUCCESS or INVALID_PARAM"),
+                    text!("index {i}: {r}"),
+                ),
+            }
+        },
+    );
     for (id, idx, what) in [
-        ("pmu.info.past_end", p.num, "Table 7 INVALID_PARAM: counter_idx = num_counters points to an invalid counter"),
-        ("pmu.info.neg", ALL_ONES, "Table 7 INVALID_PARAM: counter_idx = -1 (all ones) points to an invalid counter"),
-        ("pmu.info.trunc32", 1 << 32, "Table 7 INVALID_PARAM: counter_idx = 2^32 is invalid (not truncated to counter 0)"),
+        (
+            "pmu.info.past_end",
+            p.num,
+            "Table 7 INVALID_PARAM: counter_idx = num_counters points to an invalid counter",
+        ),
+        (
+            "pmu.info.neg",
+            ALL_ONES,
+            "Table 7 INVALID_PARAM: counter_idx = -1 (all ones) points to an invalid counter",
+        ),
+        (
+            "pmu.info.trunc32",
+            1 << 32,
+            "Table 7 INVALID_PARAM: counter_idx = 2^32 is invalid (not truncated to counter 0)",
+        ),
     ] {
         s.check(id, what, || {
             if p.valid(idx) {
-                return Verdict::new(false, text!("INVALID_PARAM"), text!("num_counters {} makes {idx:#x} valid", p.num));
+                return Verdict::new(
+                    false,
+                    text!("INVALID_PARAM"),
+                    text!("num_counters {} makes {idx:#x} valid", p.num),
+                );
             }
             errs(sbi::get_info(idx), &[INVALID_PARAM])
         });
     }
-    s.check("pmu.info.reserved", "counter_info[XLEN-2:18] \"Reserved for future use\" is zero for every counter", || {
-        let bad = (0..64).find(|&i| p.info[i].is_some_and(|v| v & ((1 << 63) - (1 << 18)) != 0));
-        match bad {
-            None => Verdict::new(true, text!("reserved bits 0"), text!("all zero")),
-            Some(i) => Verdict::new(false, text!("reserved bits 0"), text!("counter {i}: {:#x}", p.info[i].unwrap_or(0))),
-        }
-    });
+    s.check(
+        "pmu.info.reserved",
+        "counter_info[XLEN-2:18] \"Reserved for future use\" is zero for every counter",
+        || {
+            let bad =
+                (0..64).find(|&i| p.info[i].is_some_and(|v| v & ((1 << 63) - (1 << 18)) != 0));
+            match bad {
+                None => Verdict::new(true, text!("reserved bits 0"), text!("all zero")),
+                Some(i) => Verdict::new(
+                    false,
+                    text!("reserved bits 0"),
+                    text!("counter {i}: {:#x}", p.info[i].unwrap_or(0)),
+                ),
+            }
+        },
+    );
     s.check("pmu.info.hw_csr", "hardware counter_info.csr names a counter CSR (cycle, instret, hpmcounter3-31; time 0xC01 is no PMU counter: it has no mcountinhibit/mhpmevent control)", || {
         let bad = (0..64).find(|&i| p.csr(i).is_some_and(|c| !(0xc00..=0xc1f).contains(&c) || c == 0xc01));
         match bad {
@@ -291,7 +360,12 @@ fn counter_info(s: &mut Suite<'_>, p: &Pmu) {
 
 fn config_flags(s: &mut Suite<'_>, p: &Pmu) {
     let set = p.hpm_set();
-    for (id, bit) in [("pmu.cfg.flag.bit8", 8), ("pmu.cfg.flag.bit31", 31), ("pmu.cfg.flag.bit32", 32), ("pmu.cfg.flag.bit63", 63)] {
+    for (id, bit) in [
+        ("pmu.cfg.flag.bit8", 8),
+        ("pmu.cfg.flag.bit31", 31),
+        ("pmu.cfg.flag.bit32", 32),
+        ("pmu.cfg.flag.bit63", 63),
+    ] {
         s.check(id, "Table 9 INVALID_PARAM: \"the given flag parameter has a reserved bit set\" (Table 8 RESERVED 8:(XLEN-1)), cycles on the free hardware counters", || {
             let r = sbi::config_matching(0, set, 1 << bit, HW_CPU_CYCLES, 0);
             if r.ok() {
@@ -336,7 +410,11 @@ impl Func {
     fn call(self, base: usize, mask: usize, fw_event: bool) -> Ret {
         match self {
             Func::Cfg => {
-                let ev = if fw_event { FW_SET_TIMER } else { HW_CPU_CYCLES };
+                let ev = if fw_event {
+                    FW_SET_TIMER
+                } else {
+                    HW_CPU_CYCLES
+                };
                 sbi::config_matching(base, mask, 0, ev, 0)
             }
             Func::Start => sbi::start(base, mask, 0, 0),
@@ -377,16 +455,41 @@ fn counter_sets(s: &mut Suite<'_>, p: &Pmu) {
         // (name, base, mask, the counter a firmware that wraps, truncates or
         // ignores the invalid member would touch, what)
         let cases: [(&str, usize, usize, Option<usize>, &str); 4] = [
-            ("past_end", past, 0b11, Some(past), "base num_counters-1 with mask 0b11: the highest set bit is past the last counter"),
+            (
+                "past_end",
+                past,
+                0b11,
+                Some(past),
+                "base num_counters-1 with mask 0b11: the highest set bit is past the last counter",
+            ),
             ("neg", ALL_ONES, 1, None, "base -1 (all ones)"),
-            ("wrap", usize::MAX - 62, 1 << 63, Some(0), "base 2^64-63 with mask bit 63: base + bit wraps around to counter 0"),
-            ("trunc32", 1 << 32, 1, Some(0), "base 2^32 (must not be truncated to counter 0)"),
+            (
+                "wrap",
+                usize::MAX - 62,
+                1 << 63,
+                Some(0),
+                "base 2^64-63 with mask bit 63: base + bit wraps around to counter 0",
+            ),
+            (
+                "trunc32",
+                1 << 32,
+                1,
+                Some(0),
+                "base 2^32 (must not be truncated to counter 0)",
+            ),
         ];
         for (name, b, m, alias, what) in cases {
             let desc = text!("{table} INVALID_PARAM: \"set of counters has at least one invalid counter\": {what}");
             s.check(id(name).as_str(), desc.as_str(), || {
                 if p.set_valid(b, m) {
-                    return Verdict::new(false, text!("INVALID_PARAM"), text!("firmware reports this set as valid (num_counters {})", p.num));
+                    return Verdict::new(
+                        false,
+                        text!("INVALID_PARAM"),
+                        text!(
+                            "firmware reports this set as valid (num_counters {})",
+                            p.num
+                        ),
+                    );
                 }
                 let r = f.call(b, m, false);
                 // Undo what a wrong firmware did to the counter it hit.
@@ -421,12 +524,18 @@ fn counter_sets(s: &mut Suite<'_>, p: &Pmu) {
                 }
                 _ => {}
             }
-            Verdict::new(r.error != INVALID_PARAM, text!("not INVALID_PARAM (counter 4096 is valid here)"), text!("{r}"))
+            Verdict::new(
+                r.error != INVALID_PARAM,
+                text!("not INVALID_PARAM (counter 4096 is valid here)"),
+                text!("{r}"),
+            )
         });
         let desc = text!("{table} INVALID_PARAM: a set with a hole (an index get_info rejects) next to a valid firmware counter");
         s.check(id("hole").as_str(), desc.as_str(), || {
             let (Some(h), Some(f0)) = (hole, fw0) else {
-                return Verdict::na("no hole below 64 or no firmware counter: the spec does not require either");
+                return Verdict::na(
+                    "no hole below 64 or no firmware counter: the spec does not require either",
+                );
             };
             let mask = 1 << h | 1 << f0;
             let r = f.call(0, mask, true);
@@ -464,21 +573,47 @@ enum Kind {
 /// NOT_SUPPORTED (Table 9: "none of the counters can monitor the specified
 /// event"; event support is the platform's choice).
 fn supported_or_not(p: &Pmu, r: Ret, kind: Kind) -> Verdict {
-    let k = if kind == Kind::Hw { "hardware" } else { "firmware" };
+    let k = if kind == Kind::Hw {
+        "hardware"
+    } else {
+        "firmware"
+    };
     let ok = r.error == NOT_SUPPORTED
-        || (r.ok() && in_set(0, p.match_set(), r.value) && (if kind == Kind::Hw { p.is_hw(r.value) } else { p.is_fw(r.value) }));
-    Verdict::new(ok, text!("SUCCESS on a {k} counter of the set, or NOT_SUPPORTED"), text!("{r}"))
+        || (r.ok()
+            && in_set(0, p.match_set(), r.value)
+            && (if kind == Kind::Hw {
+                p.is_hw(r.value)
+            } else {
+                p.is_fw(r.value)
+            }));
+    Verdict::new(
+        ok,
+        text!("SUCCESS on a {k} counter of the set, or NOT_SUPPORTED"),
+        text!("{r}"),
+    )
 }
 
 fn events(s: &mut Suite<'_>, p: &Pmu) {
     const GENERAL: [&str; 11] = [
-        "NO_EVENT", "CPU_CYCLES", "INSTRUCTIONS", "CACHE_REFERENCES", "CACHE_MISSES", "BRANCH_INSTRUCTIONS",
-        "BRANCH_MISSES", "BUS_CYCLES", "STALLED_CYCLES_FRONTEND", "STALLED_CYCLES_BACKEND", "REF_CPU_CYCLES",
+        "NO_EVENT",
+        "CPU_CYCLES",
+        "INSTRUCTIONS",
+        "CACHE_REFERENCES",
+        "CACHE_MISSES",
+        "BRANCH_INSTRUCTIONS",
+        "BRANCH_MISSES",
+        "BUS_CYCLES",
+        "STALLED_CYCLES_FRONTEND",
+        "STALLED_CYCLES_BACKEND",
+        "REF_CPU_CYCLES",
     ];
-    for code in 1..=10 {
+    for (code, name) in GENERAL.iter().enumerate().skip(1) {
         let id = text!("pmu.event.general.{code}");
-        let what = text!("Table 2 SBI_PMU_HW_{} (type 0 code {code}) on the non-fixed counters", GENERAL[code]);
-        s.check(id.as_str(), what.as_str(), || supported_or_not(p, try_event(p, event(0, code), 0), Kind::Hw));
+        let what =
+            text!("Table 2 SBI_PMU_HW_{name} (type 0 code {code}) on the non-fixed counters");
+        s.check(id.as_str(), what.as_str(), || {
+            supported_or_not(p, try_event(p, event(0, code), 0), Kind::Hw)
+        });
     }
     let rejects: [(&str, usize, u64, &str); 18] = [
         ("general.0", 0, 0, "Table 2 SBI_PMU_HW_NO_EVENT (code 0): \"Unused event because event_idx cannot be zero\""),
@@ -502,16 +637,18 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
     ];
     for (name, ev, data, what) in rejects {
         let id = text!("pmu.event.{name}");
-        let what = text!("{what}: rejected (INVALID_PARAM or NOT_SUPPORTED; the spec names no single code)");
+        let what = text!(
+            "{what}: rejected (INVALID_PARAM or NOT_SUPPORTED; the spec names no single code)"
+        );
         s.check(id.as_str(), what.as_str(), || {
             let r = try_event(p, ev, data);
             Verdict::new(REJECT.contains(&r.error), names(REJECT), text!("{r}"))
         });
     }
     const CACHE: [&str; 7] = ["L1D", "L1I", "LL", "DTLB", "ITLB", "BPU", "NODE"];
-    for id_ in 0..7 {
-        let id = text!("pmu.event.cache.{}", CACHE[id_]);
-        let what = text!("Tables 3-5: SBI_PMU_HW_CACHE_{} x READ/WRITE/PREFETCH x ACCESS/MISS: each a hardware counter of the set or NOT_SUPPORTED", CACHE[id_]);
+    for (id_, name) in CACHE.iter().enumerate() {
+        let id = text!("pmu.event.cache.{name}");
+        let what = text!("Tables 3-5: SBI_PMU_HW_CACHE_{name} x READ/WRITE/PREFETCH x ACCESS/MISS: each a hardware counter of the set or NOT_SUPPORTED");
         s.check(id.as_str(), what.as_str(), || {
             let mut actual = crate::console::Field::new();
             let mut ok = true;
@@ -522,12 +659,21 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
                     ok &= v.status == crate::report::Status::Pass;
                     let _ = core::fmt::Write::write_fmt(
                         &mut actual,
-                        format_args!("{}{}={} ", ["rd", "wr", "pf"][op], ["acc", "miss"][res], if r.ok() { r.value as isize } else { r.error }),
+                        format_args!(
+                            "{}{}={} ",
+                            ["rd", "wr", "pf"][op],
+                            ["acc", "miss"][res],
+                            if r.ok() { r.value as isize } else { r.error }
+                        ),
                     );
                 }
             }
             let _ = core::fmt::Write::write_str(&mut actual, "(counter index, or error code)");
-            Verdict::new(ok, text!("SUCCESS on a hardware counter of the set, or NOT_SUPPORTED (-2)"), actual)
+            Verdict::new(
+                ok,
+                text!("SUCCESS on a hardware counter of the set, or NOT_SUPPORTED (-2)"),
+                actual,
+            )
         });
     }
     let defined: [(&str, usize, u64, Kind, &str); 4] = [
@@ -538,7 +684,9 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
     ];
     for (name, ev, data, kind, what) in defined {
         let id = text!("pmu.event.{name}");
-        s.check(id.as_str(), what, || supported_or_not(p, try_event(p, ev, data), kind));
+        s.check(id.as_str(), what, || {
+            supported_or_not(p, try_event(p, ev, data), kind)
+        });
     }
     s.check("pmu.event.raw2.data56", "raw event v2 (type 3, code 0) with a 56-bit event_data: SUCCESS on a hardware counter or NOT_SUPPORTED; type 3 is new in SBI 3.0, so an older firmware may reject it as an undefined type", || {
         let r = try_event(p, event(3, 0), 1 << 55 | 1);
@@ -550,16 +698,35 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
         }
     });
     const FW: [&str; 22] = [
-        "MISALIGNED_LOAD", "MISALIGNED_STORE", "ACCESS_LOAD", "ACCESS_STORE", "ILLEGAL_INSN", "SET_TIMER",
-        "IPI_SENT", "IPI_RECEIVED", "FENCE_I_SENT", "FENCE_I_RECEIVED", "SFENCE_VMA_SENT", "SFENCE_VMA_RECEIVED",
-        "SFENCE_VMA_ASID_SENT", "SFENCE_VMA_ASID_RECEIVED", "HFENCE_GVMA_SENT", "HFENCE_GVMA_RECEIVED",
-        "HFENCE_GVMA_VMID_SENT", "HFENCE_GVMA_VMID_RECEIVED", "HFENCE_VVMA_SENT", "HFENCE_VVMA_RECEIVED",
-        "HFENCE_VVMA_ASID_SENT", "HFENCE_VVMA_ASID_RECEIVED",
+        "MISALIGNED_LOAD",
+        "MISALIGNED_STORE",
+        "ACCESS_LOAD",
+        "ACCESS_STORE",
+        "ILLEGAL_INSN",
+        "SET_TIMER",
+        "IPI_SENT",
+        "IPI_RECEIVED",
+        "FENCE_I_SENT",
+        "FENCE_I_RECEIVED",
+        "SFENCE_VMA_SENT",
+        "SFENCE_VMA_RECEIVED",
+        "SFENCE_VMA_ASID_SENT",
+        "SFENCE_VMA_ASID_RECEIVED",
+        "HFENCE_GVMA_SENT",
+        "HFENCE_GVMA_RECEIVED",
+        "HFENCE_GVMA_VMID_SENT",
+        "HFENCE_GVMA_VMID_RECEIVED",
+        "HFENCE_VVMA_SENT",
+        "HFENCE_VVMA_RECEIVED",
+        "HFENCE_VVMA_ASID_SENT",
+        "HFENCE_VVMA_ASID_RECEIVED",
     ];
-    for code in 0..22 {
+    for (code, name) in FW.iter().enumerate() {
         let id = text!("pmu.event.fw.{code}");
-        let what = text!("Table 6 SBI_PMU_FW_{} (type 15 code {code})", FW[code]);
-        s.check(id.as_str(), what.as_str(), || supported_or_not(p, try_event(p, event(15, code), 0), Kind::Fw));
+        let what = text!("Table 6 SBI_PMU_FW_{name} (type 15 code {code})");
+        s.check(id.as_str(), what.as_str(), || {
+            supported_or_not(p, try_event(p, event(15, code), 0), Kind::Fw)
+        });
     }
 }
 
@@ -571,11 +738,21 @@ fn config_behaviour(s: &mut Suite<'_>, p: &Pmu) {
         let r = sbi::config_matching(c, 1, CFG_SKIP_MATCH, HW_CPU_CYCLES, 0);
         Verdict::new(r.ok() && r.value == c, text!("SUCCESS value={c:#x}"), text!("{r}"))
     });
-    s.check("pmu.cfg.skip.instret", "Table 8 SKIP_MATCH on the instret counter with event instructions answers its own index", || {
-        let Some(c) = ins else { return Verdict::na("no instret counter reported") };
-        let r = sbi::config_matching(c, 1, CFG_SKIP_MATCH, HW_INSTRUCTIONS, 0);
-        Verdict::new(r.ok() && r.value == c, text!("SUCCESS value={c:#x}"), text!("{r}"))
-    });
+    s.check(
+        "pmu.cfg.skip.instret",
+        "Table 8 SKIP_MATCH on the instret counter with event instructions answers its own index",
+        || {
+            let Some(c) = ins else {
+                return Verdict::na("no instret counter reported");
+            };
+            let r = sbi::config_matching(c, 1, CFG_SKIP_MATCH, HW_INSTRUCTIONS, 0);
+            Verdict::new(
+                r.ok() && r.value == c,
+                text!("SUCCESS value={c:#x}"),
+                text!("{r}"),
+            )
+        },
+    );
     s.check("pmu.cfg.skip.first", "SKIP_MATCH selects \"the first counter from the set\": set {cycle, instret}, event cycles, answers the cycle counter", || {
         let (Some(c), Some(i)) = (cyc, ins) else { return Verdict::na("no cycle/instret counters") };
         if i <= c || i - c >= 64 {
@@ -628,20 +805,30 @@ fn config_behaviour(s: &mut Suite<'_>, p: &Pmu) {
         }
         errs(r, &[NOT_SUPPORTED])
     });
-    s.check("pmu.cfg.fw_event_hw_set", "Table 9 NOT_SUPPORTED: firmware event SET_TIMER on a set of hardware counters only", || {
-        let r = sbi::config_matching(0, hpm, 0, FW_SET_TIMER, 0);
-        if r.ok() {
-            release(r.value);
-        }
-        errs(r, &[NOT_SUPPORTED])
-    });
+    s.check(
+        "pmu.cfg.fw_event_hw_set",
+        "Table 9 NOT_SUPPORTED: firmware event SET_TIMER on a set of hardware counters only",
+        || {
+            let r = sbi::config_matching(0, hpm, 0, FW_SET_TIMER, 0);
+            if r.ok() {
+                release(r.value);
+            }
+            errs(r, &[NOT_SUPPORTED])
+        },
+    );
 }
 
 fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
     let fset = p.fw_set();
     let cfg = sbi::config_matching(0, fset, CFG_CLEAR_VALUE, FW_SET_TIMER, 0);
-    let f = if cfg.ok() && p.is_fw(cfg.value) { Some(cfg.value) } else { None };
-    let na = || Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional (\"can also provide\")");
+    let f = if cfg.ok() && p.is_fw(cfg.value) {
+        Some(cfg.value)
+    } else {
+        None
+    };
+    let na = || {
+        Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional (\"can also provide\")")
+    };
     s.check("pmu.fw.match", "FID 2: SET_TIMER (Table 6 code 5) on the firmware counters: a firmware counter of the set, or NOT_SUPPORTED", || {
         let ok = cfg.error == NOT_SUPPORTED || (cfg.ok() && in_set(0, fset, cfg.value) && p.is_fw(cfg.value));
         Verdict::new(ok, text!("SUCCESS on a firmware counter, or NOT_SUPPORTED"), text!("{cfg}"))
@@ -653,10 +840,14 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
         let r = sbi::fw_read(f);
         Verdict::new(st.ok() && r.ok() && r.value == 5, text!("start SUCCESS; fw_read SUCCESS value=0x5"), text!("start {st}; fw_read {r}"))
     });
-    s.check("pmu.start.already_started.fw", "Table 11 ALREADY_STARTED: starting a running firmware counter", || {
-        let Some(f) = f else { return na() };
-        errs(sbi::start(f, 1, 0, 0), &[ALREADY_STARTED])
-    });
+    s.check(
+        "pmu.start.already_started.fw",
+        "Table 11 ALREADY_STARTED: starting a running firmware counter",
+        || {
+            let Some(f) = f else { return na() };
+            errs(sbi::start(f, 1, 0, 0), &[ALREADY_STARTED])
+        },
+    );
     s.check("pmu.fw.read_hi", "FID 6 \"always returns zero in sbiret.value for RV64\" (SUCCESS); NOT_SUPPORTED only below SBI 2.0 (Table 20)", || {
         let Some(f) = f else { return na() };
         let r = sbi::fw_read_hi(f);
@@ -672,16 +863,28 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
         let Some(f) = f else { return na() };
         errs(sbi::stop(f, 1, 0), &[SUCCESS])
     });
-    s.check("pmu.fw.stopped", "a stopped firmware counter does not count: 3 more set_timer calls leave it at 5", || {
-        let Some(f) = f else { return na() };
-        timers(3);
-        let r = sbi::fw_read(f);
-        Verdict::new(r.ok() && r.value == 5, text!("SUCCESS value=0x5"), text!("{r}"))
-    });
-    s.check("pmu.stop.already_stopped.fw", "Table 13 ALREADY_STOPPED: stopping a stopped firmware counter", || {
-        let Some(f) = f else { return na() };
-        errs(sbi::stop(f, 1, 0), &[ALREADY_STOPPED])
-    });
+    s.check(
+        "pmu.fw.stopped",
+        "a stopped firmware counter does not count: 3 more set_timer calls leave it at 5",
+        || {
+            let Some(f) = f else { return na() };
+            timers(3);
+            let r = sbi::fw_read(f);
+            Verdict::new(
+                r.ok() && r.value == 5,
+                text!("SUCCESS value=0x5"),
+                text!("{r}"),
+            )
+        },
+    );
+    s.check(
+        "pmu.stop.already_stopped.fw",
+        "Table 13 ALREADY_STOPPED: stopping a stopped firmware counter",
+        || {
+            let Some(f) = f else { return na() };
+            errs(sbi::stop(f, 1, 0), &[ALREADY_STOPPED])
+        },
+    );
     for (id, bit) in [("pmu.start.flag.bit2", 2), ("pmu.start.flag.bit63", 63)] {
         s.check(id, "Table 11 INVALID_PARAM: start_flags reserved bit (Table 10 RESERVED 2:(XLEN-1)) on a stopped firmware counter", || {
             let Some(f) = f else { return na() };
@@ -722,12 +925,20 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
         let v = sbi::fw_read(f);
         Verdict::new(r.ok() && v.ok() && v.value == 100, text!("SUCCESS; fw_read 100"), text!("{r}; fw_read {v}"))
     });
-    s.check("pmu.cfg.auto_start.counts", "AUTO_START started the firmware counter: 2 set_timer calls count (100 -> 102)", || {
-        let Some(f) = f else { return na() };
-        timers(2);
-        let v = sbi::fw_read(f);
-        Verdict::new(v.ok() && v.value == 102, text!("SUCCESS value=0x66"), text!("{v}"))
-    });
+    s.check(
+        "pmu.cfg.auto_start.counts",
+        "AUTO_START started the firmware counter: 2 set_timer calls count (100 -> 102)",
+        || {
+            let Some(f) = f else { return na() };
+            timers(2);
+            let v = sbi::fw_read(f);
+            Verdict::new(
+                v.ok() && v.value == 102,
+                text!("SUCCESS value=0x66"),
+                text!("{v}"),
+            )
+        },
+    );
     s.check("pmu.stop.reset", "Table 12 RESET \"Reset the counter to event mapping\": stop|RESET of a running counter succeeds and the counter can be matched to another event", || {
         let Some(f) = f else { return na() };
         let st = sbi::stop(f, 1, STOP_RESET);
@@ -757,29 +968,65 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
     });
     let hw0 = Pmu::lowest(p.hw as usize);
     let hw_reads: [(&str, Option<usize>, &str); 5] = [
-        ("pmu.fw_read.hw", hw0, "Table 14 INVALID_PARAM: \"counter_idx points to a hardware counter\""),
-        ("pmu.fw_read.past_end", Some(p.num), "Table 14 INVALID_PARAM: counter_idx = num_counters (invalid counter)"),
-        ("pmu.fw_read.neg", Some(ALL_ONES), "Table 14 INVALID_PARAM: counter_idx = -1 (invalid counter)"),
-        ("pmu.fw_read.trunc32", f.map(|f| f + (1 << 32)), "Table 14 INVALID_PARAM: firmware counter index + 2^32 (must not be truncated)"),
-        ("pmu.fw_read.hole", (0..p.num.min(64)).find(|&i| p.info[i].is_none()), "Table 14 INVALID_PARAM: an index get_info rejects (invalid counter)"),
+        (
+            "pmu.fw_read.hw",
+            hw0,
+            "Table 14 INVALID_PARAM: \"counter_idx points to a hardware counter\"",
+        ),
+        (
+            "pmu.fw_read.past_end",
+            Some(p.num),
+            "Table 14 INVALID_PARAM: counter_idx = num_counters (invalid counter)",
+        ),
+        (
+            "pmu.fw_read.neg",
+            Some(ALL_ONES),
+            "Table 14 INVALID_PARAM: counter_idx = -1 (invalid counter)",
+        ),
+        (
+            "pmu.fw_read.trunc32",
+            f.map(|f| f + (1 << 32)),
+            "Table 14 INVALID_PARAM: firmware counter index + 2^32 (must not be truncated)",
+        ),
+        (
+            "pmu.fw_read.hole",
+            (0..p.num.min(64)).find(|&i| p.info[i].is_none()),
+            "Table 14 INVALID_PARAM: an index get_info rejects (invalid counter)",
+        ),
     ];
     for (id, idx, what) in hw_reads {
         s.check(id, what, || {
-            let Some(i) = idx else { return Verdict::na("no such counter: the layout is the platform's choice") };
+            let Some(i) = idx else {
+                return Verdict::na("no such counter: the layout is the platform's choice");
+            };
             if p.valid(i) && !p.is_hw(i) {
-                return Verdict::new(false, text!("INVALID_PARAM"), text!("firmware reports {i:#x} as a valid firmware counter"));
+                return Verdict::new(
+                    false,
+                    text!("INVALID_PARAM"),
+                    text!("firmware reports {i:#x} as a valid firmware counter"),
+                );
             }
             errs(sbi::fw_read(i), &[INVALID_PARAM])
         });
         let id_hi = id.replace_first("fw_read", "fw_read_hi");
         let what_hi = text!("Table 15 (read_hi) INVALID_PARAM, same case as {id}");
         s.check(id_hi.as_str(), what_hi.as_str(), || {
-            let Some(i) = idx else { return Verdict::na("no such counter: the layout is the platform's choice") };
+            let Some(i) = idx else {
+                return Verdict::na("no such counter: the layout is the platform's choice");
+            };
             if p.valid(i) && !p.is_hw(i) {
-                return Verdict::new(false, text!("INVALID_PARAM"), text!("firmware reports {i:#x} as a valid firmware counter"));
+                return Verdict::new(
+                    false,
+                    text!("INVALID_PARAM"),
+                    text!("firmware reports {i:#x} as a valid firmware counter"),
+                );
             }
             let r = sbi::fw_read_hi(i);
-            let allowed: &[isize] = if p.at_least(2, 0) { &[INVALID_PARAM] } else { &[INVALID_PARAM, NOT_SUPPORTED] };
+            let allowed: &[isize] = if p.at_least(2, 0) {
+                &[INVALID_PARAM]
+            } else {
+                &[INVALID_PARAM, NOT_SUPPORTED]
+            };
             errs(r, allowed)
         });
     }
@@ -801,9 +1048,15 @@ impl ReplaceFirst for str {
 fn hardware_counters(s: &mut Suite<'_>, p: &Pmu) {
     let hpm = p.hpm_set();
     let cfg = sbi::config_matching(0, hpm, CFG_CLEAR_VALUE, HW_CPU_CYCLES, 0);
-    let h = if cfg.ok() && p.is_hw(cfg.value) { Some(cfg.value) } else { None };
+    let h = if cfg.ok() && p.is_hw(cfg.value) {
+        Some(cfg.value)
+    } else {
+        None
+    };
     let csr = h.and_then(|h| p.csr(h));
-    let na = || Verdict::na("no programmable counter counts cycles; event support is the platform's choice");
+    let na = || {
+        Verdict::na("no programmable counter counts cycles; event support is the platform's choice")
+    };
     s.check("pmu.hw.cleared", "CLEAR_VALUE zeroes a matched hardware counter, which stays stopped without AUTO_START: its CSR (readable from S-mode, chapter intro) reads 0 twice", || {
         let (Some(_), Some(c)) = (h, csr) else { return na() };
         let a = read_counter_csr(c);
@@ -820,28 +1073,46 @@ fn hardware_counters(s: &mut Suite<'_>, p: &Pmu) {
         let ok = st.ok() && matches!((a, b), (Some(a), Some(b)) if a > 0 && b > a && a < 1_000_000);
         Verdict::new(ok, text!("start SUCCESS; 0 < first < second"), text!("start {st}; {a:?} then {b:?}"))
     });
-    s.check("pmu.start.already_started.hw", "Table 11 ALREADY_STARTED: starting a running hardware counter", || {
-        let Some(h) = h else { return na() };
-        errs(sbi::start(h, 1, 0, 0), &[ALREADY_STARTED])
-    });
-    s.check("pmu.hw.stopped", "FID 4 stop: a stopped hardware counter keeps its value (two CSR reads equal)", || {
-        let (Some(h), Some(c)) = (h, csr) else { return na() };
-        let st = sbi::stop(h, 1, 0);
-        let a = read_counter_csr(c);
-        spin(100);
-        let b = read_counter_csr(c);
-        Verdict::new(st.ok() && a.is_some() && a == b, text!("stop SUCCESS; equal reads"), text!("stop {st}; {a:?} then {b:?}"))
-    });
-    s.check("pmu.stop.already_stopped.hw", "Table 13 ALREADY_STOPPED: stopping a stopped hardware counter", || {
-        let Some(h) = h else { return na() };
-        errs(sbi::stop(h, 1, 0), &[ALREADY_STOPPED])
-    });
+    s.check(
+        "pmu.start.already_started.hw",
+        "Table 11 ALREADY_STARTED: starting a running hardware counter",
+        || {
+            let Some(h) = h else { return na() };
+            errs(sbi::start(h, 1, 0, 0), &[ALREADY_STARTED])
+        },
+    );
+    s.check(
+        "pmu.hw.stopped",
+        "FID 4 stop: a stopped hardware counter keeps its value (two CSR reads equal)",
+        || {
+            let (Some(h), Some(c)) = (h, csr) else {
+                return na();
+            };
+            let st = sbi::stop(h, 1, 0);
+            let a = read_counter_csr(c);
+            spin(100);
+            let b = read_counter_csr(c);
+            Verdict::new(
+                st.ok() && a.is_some() && a == b,
+                text!("stop SUCCESS; equal reads"),
+                text!("stop {st}; {a:?} then {b:?}"),
+            )
+        },
+    );
+    s.check(
+        "pmu.stop.already_stopped.hw",
+        "Table 13 ALREADY_STOPPED: stopping a stopped hardware counter",
+        || {
+            let Some(h) = h else { return na() };
+            errs(sbi::stop(h, 1, 0), &[ALREADY_STOPPED])
+        },
+    );
     s.check("pmu.start.init.hw", "Table 10 SET_INIT_VALUE on a hardware counter: started at 2^40 its CSR reads just above 2^40", || {
         let (Some(h), Some(c)) = (h, csr) else { return na() };
         let st = sbi::start(h, 1, START_SET_INIT_VALUE, 1 << 40);
         let a = read_counter_csr(c);
         let _ = sbi::stop(h, 1, 0);
-        let ok = st.ok() && matches!(a, Some(a) if a >= 1 << 40 && a < (1 << 40) + 1_000_000);
+        let ok = st.ok() && matches!(a, Some(a) if (1 << 40..(1 << 40) + 1_000_000).contains(&a));
         Verdict::new(ok, text!("start SUCCESS; 2^40 <= value < 2^40 + 10^6"), text!("start {st}; {a:?}"))
     });
     if let Some(h) = h {
@@ -855,8 +1126,13 @@ const SENTINEL: u64 = 0x5a5a_5a5a_5a5a_5a5a;
 fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
     let shm = Shm::of(env.slot, Area::Snapshot);
     let fcfg = sbi::config_matching(0, p.fw_set(), CFG_CLEAR_VALUE, FW_SET_TIMER, 0);
-    let f = if fcfg.ok() && p.is_fw(fcfg.value) { Some(fcfg.value) } else { None };
-    let nofw = || Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional");
+    let f = if fcfg.ok() && p.is_fw(fcfg.value) {
+        Some(fcfg.value)
+    } else {
+        None
+    };
+    let nofw =
+        || Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional");
     s.check("pmu.snap.noshmem.stop", "Table 13 NO_SHMEM: \"the snapshot shared memory is not available and SBI_PMU_STOP_FLAG_TAKE_SNAPSHOT is set\" (none was ever set on this hart)", || {
         let Some(f) = f else { return nofw() };
         let _ = sbi::start(f, 1, 0, 0);
@@ -864,12 +1140,16 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         let _ = sbi::stop(f, 1, 0);
         errs(r, &[NO_SHMEM])
     });
-    s.check("pmu.snap.noshmem.start", "Table 11 NO_SHMEM: INIT_SNAPSHOT without snapshot shared memory", || {
-        let Some(f) = f else { return nofw() };
-        let r = sbi::start(f, 1, START_INIT_SNAPSHOT, 0);
-        let _ = sbi::stop(f, 1, 0);
-        errs(r, &[NO_SHMEM])
-    });
+    s.check(
+        "pmu.snap.noshmem.start",
+        "Table 11 NO_SHMEM: INIT_SNAPSHOT without snapshot shared memory",
+        || {
+            let Some(f) = f else { return nofw() };
+            let r = sbi::start(f, 1, START_INIT_SNAPSHOT, 0);
+            let _ = sbi::stop(f, 1, 0);
+            errs(r, &[NO_SHMEM])
+        },
+    );
     let set = sbi::snapshot_set_shmem(shm.addr(), 0, 0);
     let sup = set.ok();
     s.check("pmu.snap.set", "FID 7 \"is an optional function\": a page-aligned page answers SUCCESS, or NOT_SUPPORTED (Table 17)", || {
@@ -902,12 +1182,16 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         });
     }
     let na = || Verdict::na("PMU snapshot absent: FID 7 \"is an optional function\"");
-    s.check("pmu.snap.reset", "FID 7 may set the area again (Table 17 SUCCESS: \"Shared memory was set\")", || {
-        if !sup {
-            return na();
-        }
-        errs(sbi::snapshot_set_shmem(shm.addr(), 0, 0), &[SUCCESS])
-    });
+    s.check(
+        "pmu.snap.reset",
+        "FID 7 may set the area again (Table 17 SUCCESS: \"Shared memory was set\")",
+        || {
+            if !sup {
+                return na();
+            }
+            errs(sbi::snapshot_set_shmem(shm.addr(), 0, 0), &[SUCCESS])
+        },
+    );
     // Firmware counter f, snapshot relative to base f-1 (or f), so the
     // relative index is not simply the counter index.
     let (base, rel) = match f {
@@ -915,7 +1199,10 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         Some(f) => (f, 0),
         None => (0, 0),
     };
-    let mut take = Ret { error: FAILED, value: 0 };
+    let mut take = Ret {
+        error: FAILED,
+        value: 0,
+    };
     if let (true, Some(f)) = (sup, f) {
         let _ = sbi::start(f, 1, START_SET_INIT_VALUE, 0);
         timers(3);
@@ -1035,15 +1322,19 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         let bad = shm.find_not(0..4096, 0x5a);
         Verdict::new(r.error == NO_SHMEM && bad.is_none(), text!("NO_SHMEM; page unchanged"), text!("{r}; first changed offset {bad:?}"))
     });
-    s.check("pmu.snap.disabled.start", "after disabling, start INIT_SNAPSHOT answers NO_SHMEM (Table 11)", || {
-        if !sup {
-            return na();
-        }
-        let Some(f) = f else { return nofw() };
-        let r = sbi::start(f, 1, START_INIT_SNAPSHOT, 0);
-        let _ = sbi::stop(f, 1, STOP_RESET);
-        errs(r, &[NO_SHMEM])
-    });
+    s.check(
+        "pmu.snap.disabled.start",
+        "after disabling, start INIT_SNAPSHOT answers NO_SHMEM (Table 11)",
+        || {
+            if !sup {
+                return na();
+            }
+            let Some(f) = f else { return nofw() };
+            let r = sbi::start(f, 1, START_INIT_SNAPSHOT, 0);
+            let _ = sbi::stop(f, 1, STOP_RESET);
+            errs(r, &[NO_SHMEM])
+        },
+    );
     if let Some(f) = f {
         release(f);
     }
@@ -1066,15 +1357,81 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         errs(first, &[SUCCESS, NOT_SUPPORTED])
     });
     let absent = "event info absent: Table 19 allows NOT_SUPPORTED, then every call answers it";
-    let cases: [(&str, usize, usize, usize, usize, &[isize], &str); 8] = [
-        ("flags1", shm.addr(), 0, 1, 1, &[INVALID_PARAM], "Table 19 INVALID_PARAM: \"The flags parameter is not zero\""),
-        ("align8", shm.addr() + 8, 0, 1, 0, &[INVALID_PARAM], "Table 19 INVALID_PARAM: shmem_phys_lo not 16-byte aligned (+8)"),
-        ("num0", shm.addr(), 0, 0, 0, &[SUCCESS, INVALID_PARAM], "num_entries 0 (a 0-byte area): the spec names no error; SUCCESS or INVALID_PARAM"),
-        ("fw_addr", FW_ADDR, 0, 1, 0, &[INVALID_ADDRESS], "Table 19 INVALID_ADDRESS: 0x80000000, where the firmware lives"),
-        ("mmio", MMIO_ADDR, 0, 1, 0, &[INVALID_ADDRESS], "Table 19 INVALID_ADDRESS: 0x10000000 (the UART) is not memory"),
-        ("hi1", shm.addr(), 1, 1, 0, &[INVALID_ADDRESS], "Table 19 INVALID_ADDRESS: shmem_phys_hi 1 (above 2^64)"),
-        ("size_overflow", shm.addr(), 0, usize::MAX / 16 + 2, 0, &[INVALID_ADDRESS], "Table 19 INVALID_ADDRESS: 16 * num_entries overflows XLEN"),
-        ("past_ram", env.ram_end - 16, 0, 2, 0, &[INVALID_ADDRESS], "Table 19 INVALID_ADDRESS: a 32-byte area whose second entry lies past the end of RAM"),
+    // (name, shmem_phys_lo, shmem_phys_hi, num_entries, flags, allowed, what)
+    type Case<'a> = (&'a str, usize, usize, usize, usize, &'a [isize], &'a str);
+    let cases: [Case<'_>; 8] = [
+        (
+            "flags1",
+            shm.addr(),
+            0,
+            1,
+            1,
+            &[INVALID_PARAM],
+            "Table 19 INVALID_PARAM: \"The flags parameter is not zero\"",
+        ),
+        (
+            "align8",
+            shm.addr() + 8,
+            0,
+            1,
+            0,
+            &[INVALID_PARAM],
+            "Table 19 INVALID_PARAM: shmem_phys_lo not 16-byte aligned (+8)",
+        ),
+        (
+            "num0",
+            shm.addr(),
+            0,
+            0,
+            0,
+            &[SUCCESS, INVALID_PARAM],
+            "num_entries 0 (a 0-byte area): the spec names no error; SUCCESS or INVALID_PARAM",
+        ),
+        (
+            "fw_addr",
+            FW_ADDR,
+            0,
+            1,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: 0x80000000, where the firmware lives",
+        ),
+        (
+            "mmio",
+            MMIO_ADDR,
+            0,
+            1,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: 0x10000000 (the UART) is not memory",
+        ),
+        (
+            "hi1",
+            shm.addr(),
+            1,
+            1,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: shmem_phys_hi 1 (above 2^64)",
+        ),
+        (
+            "size_overflow",
+            shm.addr(),
+            0,
+            usize::MAX / 16 + 2,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: 16 * num_entries overflows XLEN",
+        ),
+        (
+            "past_ram",
+            env.ram_end - 16,
+            0,
+            2,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: a 32-byte area whose second entry lies past the end of RAM",
+        ),
     ];
     for (name, lo, hi, num, flags, want, what) in cases {
         let id = text!("pmu.evinfo.{name}");
@@ -1123,7 +1480,11 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
     for (i, e) in entries.iter().enumerate() {
         put_entry(shm, i, e.1 as u32, e.2);
     }
-    let all = if sup { sbi::event_get_info(shm.addr(), 0, entries.len(), 0) } else { first };
+    let all = if sup {
+        sbi::event_get_info(shm.addr(), 0, entries.len(), 0)
+    } else {
+        first
+    };
     s.check("pmu.evinfo.batch", "FID 8 with 8 entries (defined and undefined events, no reserved bits) answers SUCCESS: \"The output field is updated for each event\"", || {
         if !sup {
             return Verdict::na(absent);
@@ -1142,7 +1503,11 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
                 return Verdict::na(absent);
             }
             let out = shm.rd32(16 * i + 4);
-            Verdict::new(out == matched[i] as u32, text!("{:#x}", matched[i] as u32), text!("{out:#x}"))
+            Verdict::new(
+                out == matched[i] as u32,
+                text!("{:#x}", matched[i] as u32),
+                text!("{out:#x}"),
+            )
         });
     }
     s.check("pmu.evinfo.readonly", "Table 18: event_idx and event_data are RO for the SBI implementation: unchanged after the call", || {
@@ -1186,13 +1551,28 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
     }
     let na = || Verdict::na("STA extension absent (probe_extension 0)");
     shm.fill(0xa5);
-    let set = if sup { sbi::sta_set_shmem(shm.addr(), 0, 0) } else { Ret { error: NOT_SUPPORTED, value: 0 } };
-    s.check("sta.set", "STA FID 0 on a 64-byte aligned area: SUCCESS and \"sbiret.value is set to zero\"", || {
-        if !sup {
-            return na();
+    let set = if sup {
+        sbi::sta_set_shmem(shm.addr(), 0, 0)
+    } else {
+        Ret {
+            error: NOT_SUPPORTED,
+            value: 0,
         }
-        Verdict::new(set.ok() && set.value == 0, text!("SUCCESS value=0x0"), text!("{set}"))
-    });
+    };
+    s.check(
+        "sta.set",
+        "STA FID 0 on a 64-byte aligned area: SUCCESS and \"sbiret.value is set to zero\"",
+        || {
+            if !sup {
+                return na();
+            }
+            Verdict::new(
+                set.ok() && set.value == 0,
+                text!("SUCCESS value=0x0"),
+                text!("{set}"),
+            )
+        },
+    );
     s.check("sta.zeroed", "\"MUST zero the first 64 bytes of the shared memory before returning\": flags (4..8), preempted (16) and pad (17..64) are zero, sequence even (steal may already be updated)", || {
         if !sup {
             return na();
@@ -1200,7 +1580,7 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
         let seq = shm.rd32(0);
         let bad = shm.find_not(4..8, 0).or_else(|| shm.find_not(16..64, 0));
         Verdict::new(
-            set.ok() && seq % 2 == 0 && bad.is_none(),
+            set.ok() && seq.is_multiple_of(2) && bad.is_none(),
             text!("zeros, even sequence"),
             text!("sequence {seq}, steal {}, first non-zero byte {bad:?}", shm.rd64(8)),
         )
@@ -1219,14 +1599,22 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
         let r = sbi::sta_set_shmem(ALL_ONES, ALL_ONES, 0);
         Verdict::new(r.ok() && r.value == 0, text!("SUCCESS value=0x0"), text!("{r}"))
     });
-    s.check("sta.disabled_quiet", "after disabling, the old area is no longer written (steal-time reporting stopped)", || {
-        if !sup {
-            return na();
-        }
-        shm.fill(0xa5);
-        timers(3);
-        spin(10_000);
-        let bad = shm.find_not(0..4096, 0xa5);
-        Verdict::new(bad.is_none(), text!("unchanged"), text!("first changed offset {bad:?}"))
-    });
+    s.check(
+        "sta.disabled_quiet",
+        "after disabling, the old area is no longer written (steal-time reporting stopped)",
+        || {
+            if !sup {
+                return na();
+            }
+            shm.fill(0xa5);
+            timers(3);
+            spin(10_000);
+            let bad = shm.find_not(0..4096, 0xa5);
+            Verdict::new(
+                bad.is_none(),
+                text!("unchanged"),
+                text!("first changed offset {bad:?}"),
+            )
+        },
+    );
 }

@@ -24,7 +24,10 @@ pub struct Text<const N: usize> {
 
 impl<const N: usize> Text<N> {
     pub const fn new() -> Self {
-        Self { buf: [0; N], len: 0 }
+        Self {
+            buf: [0; N],
+            len: 0,
+        }
     }
     pub fn as_str(&self) -> &str {
         // Only whole UTF-8 sequences are appended (see write_str).
@@ -75,7 +78,11 @@ fn write_bytes(bytes: &[u8]) {
         while !rest.is_empty() {
             // DBCN console_write(num_bytes, base_lo, base_hi): the kernel
             // runs with satp = 0, so the buffer's address is physical.
-            let r = sbi::call(eid::DBCN, 0, [rest.len(), rest.as_ptr() as usize, 0, 0, 0, 0]);
+            let r = sbi::call(
+                eid::DBCN,
+                0,
+                [rest.len(), rest.as_ptr() as usize, 0, 0, 0, 0],
+            );
             if !r.ok() || r.value == 0 {
                 break;
             }

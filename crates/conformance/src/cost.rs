@@ -30,7 +30,11 @@ fn measure(
         best = best.min(d);
         answer = r;
     }
-    crate::println!("COST {name} {} {}", best.saturating_sub(bracket), sbi::err::name(answer.error));
+    crate::println!(
+        "COST {name} {} {}",
+        best.saturating_sub(bracket),
+        sbi::err::name(answer.error)
+    );
 }
 
 fn counted(e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
@@ -50,23 +54,65 @@ pub fn run(slot: usize) {
         }
     };
 
-    measure("base.get_spec_version", bracket, none, || counted(eid::BASE, 0, [0; 6]), ignore);
-    measure("base.probe_extension", bracket, none, || counted(eid::BASE, 3, [eid::PMU, 0, 0, 0, 0, 0]), ignore);
-    measure("time.set_timer", bracket, none, || counted(eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]), ignore);
-    measure("pmu.num_counters", bracket, none, || counted(eid::PMU, NUM_COUNTERS, [0; 6]), ignore);
-    measure("pmu.counter_get_info", bracket, none, || counted(eid::PMU, COUNTER_GET_INFO, [0; 6]), ignore);
+    measure(
+        "base.get_spec_version",
+        bracket,
+        none,
+        || counted(eid::BASE, 0, [0; 6]),
+        ignore,
+    );
+    measure(
+        "base.probe_extension",
+        bracket,
+        none,
+        || counted(eid::BASE, 3, [eid::PMU, 0, 0, 0, 0, 0]),
+        ignore,
+    );
+    measure(
+        "time.set_timer",
+        bracket,
+        none,
+        || counted(eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
+        ignore,
+    );
+    measure(
+        "pmu.num_counters",
+        bracket,
+        none,
+        || counted(eid::PMU, NUM_COUNTERS, [0; 6]),
+        ignore,
+    );
+    measure(
+        "pmu.counter_get_info",
+        bracket,
+        none,
+        || counted(eid::PMU, COUNTER_GET_INFO, [0; 6]),
+        ignore,
+    );
     measure(
         "pmu.config_matching.hw",
         bracket,
         none,
-        || counted(eid::PMU, CONFIG_MATCHING, [0, hpm, CFG_CLEAR_VALUE, HW_CPU_CYCLES, 0, 0]),
+        || {
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [0, hpm, CFG_CLEAR_VALUE, HW_CPU_CYCLES, 0, 0],
+            )
+        },
         release,
     );
     measure(
         "pmu.config_matching.fw",
         bracket,
         none,
-        || counted(eid::PMU, CONFIG_MATCHING, [0, fws, CFG_CLEAR_VALUE, FW_SET_TIMER, 0, 0]),
+        || {
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [0, fws, CFG_CLEAR_VALUE, FW_SET_TIMER, 0, 0],
+            )
+        },
         release,
     );
 
@@ -108,8 +154,20 @@ pub fn run(slot: usize) {
     );
     let f = match_fw();
     let _ = sbi::start(f, 1, START_SET_INIT_VALUE, 0);
-    measure("pmu.counter_fw_read", bracket, none, || counted(eid::PMU, FW_READ, [f, 0, 0, 0, 0, 0]), ignore);
-    measure("pmu.counter_fw_read_hi", bracket, none, || counted(eid::PMU, FW_READ_HI, [f, 0, 0, 0, 0, 0]), ignore);
+    measure(
+        "pmu.counter_fw_read",
+        bracket,
+        none,
+        || counted(eid::PMU, FW_READ, [f, 0, 0, 0, 0, 0]),
+        ignore,
+    );
+    measure(
+        "pmu.counter_fw_read_hi",
+        bracket,
+        none,
+        || counted(eid::PMU, FW_READ_HI, [f, 0, 0, 0, 0, 0]),
+        ignore,
+    );
     let _ = sbi::stop(f, 1, STOP_RESET);
 
     let snap = Shm::of(slot, Area::Snapshot);
@@ -142,7 +200,11 @@ pub fn run(slot: usize) {
     let fill = |n: usize| {
         for i in 0..n {
             // The ten general events, then cache events.
-            let ev = if i < 10 { event(0, i + 1) } else { cache(i - 10, 0, 0) };
+            let ev = if i < 10 {
+                event(0, i + 1)
+            } else {
+                cache(i - 10, 0, 0)
+            };
             info.wr32(16 * i, ev as u32);
             info.wr32(16 * i + 4, 0);
             info.wr64(16 * i + 8, 0);

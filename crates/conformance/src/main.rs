@@ -14,9 +14,9 @@ fn main() {
 }
 
 #[cfg(target_os = "none")]
-mod console;
-#[cfg(target_os = "none")]
 mod checks;
+#[cfg(target_os = "none")]
+mod console;
 #[cfg(target_os = "none")]
 mod cost;
 #[cfg(target_os = "none")]
@@ -50,12 +50,16 @@ mod kernel {
     static SEC_FAILED: AtomicU32 = AtomicU32::new(0);
 
     fn skip_list() -> &'static str {
-        let (p, n) = (SKIP_PTR.load(Ordering::Acquire), SKIP_LEN.load(Ordering::Acquire));
+        let (p, n) = (
+            SKIP_PTR.load(Ordering::Acquire),
+            SKIP_LEN.load(Ordering::Acquire),
+        );
         if p == 0 {
             return "";
         }
         // SAFETY: points into the DTB's bootargs, which stays in memory.
-        core::str::from_utf8(unsafe { core::slice::from_raw_parts(p as *const u8, n) }).unwrap_or("")
+        core::str::from_utf8(unsafe { core::slice::from_raw_parts(p as *const u8, n) })
+            .unwrap_or("")
     }
 
     fn env(slot: usize) -> Env {
@@ -93,7 +97,10 @@ mod kernel {
         let mut nharts = 0;
         let mut sscofpmf = true;
         for cpu in fdt.cpus() {
-            let isa = |name| cpu.property(name).map_or(false, |p| contains(p.value, b"sscofpmf"));
+            let isa = |name| {
+                cpu.property(name)
+                    .is_some_and(|p| contains(p.value, b"sscofpmf"))
+            };
             sscofpmf &= isa("riscv,isa") || isa("riscv,isa-extensions");
             if nharts < MAX_HARTS {
                 harts[nharts] = cpu.ids().first();
@@ -128,7 +135,13 @@ mod kernel {
         // their many set_timer calls must not show up here (per-hart
         // counters: "configure per-hart hardware/firmware counters").
         let p = checks::Pmu::discover();
-        let fw = sbi::config_matching(0, p.fw_set(), sbi::pmu::CFG_CLEAR_VALUE, sbi::pmu::FW_SET_TIMER, 0);
+        let fw = sbi::config_matching(
+            0,
+            p.fw_set(),
+            sbi::pmu::CFG_CLEAR_VALUE,
+            sbi::pmu::FW_SET_TIMER,
+            0,
+        );
         if fw.ok() {
             let _ = sbi::start(fw.value, 1, sbi::pmu::START_SET_INIT_VALUE, 0);
         }

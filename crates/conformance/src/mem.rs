@@ -38,22 +38,22 @@ impl Shm {
         unsafe { read_volatile((self.0 + off) as *const u8) }
     }
     pub fn rd32(self, off: usize) -> u32 {
-        assert!(off + 4 <= 4096 && off % 4 == 0);
+        assert!(off + 4 <= 4096 && off.is_multiple_of(4));
         // SAFETY: inside the page, aligned.
         unsafe { read_volatile((self.0 + off) as *const u32) }
     }
     pub fn rd64(self, off: usize) -> u64 {
-        assert!(off + 8 <= 4096 && off % 8 == 0);
+        assert!(off + 8 <= 4096 && off.is_multiple_of(8));
         // SAFETY: inside the page, aligned.
         unsafe { read_volatile((self.0 + off) as *const u64) }
     }
     pub fn wr32(self, off: usize, v: u32) {
-        assert!(off + 4 <= 4096 && off % 4 == 0);
+        assert!(off + 4 <= 4096 && off.is_multiple_of(4));
         // SAFETY: inside the page, aligned.
         unsafe { write_volatile((self.0 + off) as *mut u32, v) }
     }
     pub fn wr64(self, off: usize, v: u64) {
-        assert!(off + 8 <= 4096 && off % 8 == 0);
+        assert!(off + 8 <= 4096 && off.is_multiple_of(8));
         // SAFETY: inside the page, aligned.
         unsafe { write_volatile((self.0 + off) as *mut u64, v) }
     }

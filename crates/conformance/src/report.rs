@@ -30,7 +30,11 @@ pub struct Verdict {
 impl Verdict {
     pub fn new(ok: bool, expected: Field, actual: Field) -> Self {
         let status = if ok { Status::Pass } else { Status::Fail };
-        Self { status, expected, actual }
+        Self {
+            status,
+            expected,
+            actual,
+        }
     }
     /// The check does not apply because the spec lets the feature be absent.
     pub fn na(why: &str) -> Self {
@@ -70,14 +74,18 @@ pub struct Suite<'a> {
 
 impl<'a> Suite<'a> {
     pub fn new(prefix: &'a str, skip: &'a str) -> Self {
-        Self { prefix, skip, passed: 0, failed: 0, na: 0 }
+        Self {
+            prefix,
+            skip,
+            passed: 0,
+            failed: 0,
+            na: 0,
+        }
     }
 
     fn skipped(&self, id: &str) -> bool {
         self.skip.split(',').any(|s| {
-            s.len() == self.prefix.len() + id.len()
-                && s.starts_with(self.prefix)
-                && s.ends_with(id)
+            s.len() == self.prefix.len() + id.len() && s.starts_with(self.prefix) && s.ends_with(id)
         })
     }
 

@@ -185,10 +185,18 @@ pub fn get_info(idx: usize) -> Ret {
     call(eid::PMU, pmu::COUNTER_GET_INFO, [idx, 0, 0, 0, 0, 0])
 }
 pub fn config_matching(base: usize, mask: usize, flags: usize, event: usize, data: u64) -> Ret {
-    call(eid::PMU, pmu::CONFIG_MATCHING, [base, mask, flags, event, data as usize, 0])
+    call(
+        eid::PMU,
+        pmu::CONFIG_MATCHING,
+        [base, mask, flags, event, data as usize, 0],
+    )
 }
 pub fn start(base: usize, mask: usize, flags: usize, init: u64) -> Ret {
-    call(eid::PMU, pmu::START, [base, mask, flags, init as usize, 0, 0])
+    call(
+        eid::PMU,
+        pmu::START,
+        [base, mask, flags, init as usize, 0, 0],
+    )
 }
 pub fn stop(base: usize, mask: usize, flags: usize) -> Ret {
     call(eid::PMU, pmu::STOP, [base, mask, flags, 0, 0, 0])
