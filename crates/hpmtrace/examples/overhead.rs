@@ -3,7 +3,9 @@
 //!
 //! `cargo run --release -p hpmtrace --example overhead [-- N]`
 //!
-//! Builds benches/fib_bench.c with gcc -O2 several ways, runs each 5 times
+//! Builds benches/fib_bench.c with gcc -O1 -fno-inline
+//! -fno-optimize-sibling-calls (so every fib call stays a real call in
+//! every build) several ways, runs each 5 times
 //! and reports the median time of fib(N) (timed inside the program, so
 //! tracer start-up and trace write-out are excluded), minus the
 //! uninstrumented time, divided by the number of calls.
@@ -30,7 +32,7 @@ fn gcc(dir: &Path, out: &str, flags: &[&str], extra: &[PathBuf]) -> PathBuf {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = dir.join(out);
     let st = Command::new("gcc")
-        .arg("-O2")
+        .args(["-O1", "-fno-inline", "-fno-optimize-sibling-calls"])
         .args(flags)
         .arg("-I")
         .arg(crate_dir.join("include"))

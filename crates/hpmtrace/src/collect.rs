@@ -276,6 +276,12 @@ fn new_state(c: &Collector) -> Option<Box<ThreadState>> {
     let group = PerfGroup::open(&c.perf_events).ok()?;
     let mut data = Vec::with_capacity(c.buffer_bytes);
     data.resize_with(c.buffer_bytes, || UnsafeCell::new(0u8));
+    // The zeroed allocation may be lazily mapped: touch every page now so
+    // page faults happen here, not in the middle of traced code.
+    for page in data.chunks(4096) {
+        // SAFETY: writing our own, not yet shared, buffer.
+        unsafe { std::ptr::write_volatile(page[0].get(), 0) };
+    }
     let buf = Arc::new(StreamBuf {
         src: src as u16,
         data: data.into_boxed_slice(),
