@@ -155,3 +155,14 @@ pub fn run(a: RunArgs) -> Result<()> {
 pub fn test() -> Result<()> {
     e2e::run_all()
 }
+
+#[cfg(test)]
+mod tests {
+    /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
+    /// kernel): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn linux_e2e() {
+        super::test().unwrap();
+    }
+}

@@ -209,30 +209,13 @@ impl Suite<'_> {
                 return None;
             }
         };
-        let bad: Vec<&str> = out
-            .console
-            .lines()
-            .filter(|l| {
-                [
-                    "Kernel panic",
-                    "Oops",
-                    "WARNING:",
-                    "BUG:",
-                    "Unable to handle",
-                    "SBI PMU snapshot setup failed",
-                ]
-                .iter()
-                .any(|p| l.contains(p))
-                    || (l.contains("riscv-pmu-sbi")
-                        && (l.contains("failed") || l.contains("error")))
-            })
-            .collect();
+        let bad = complaints(&out.console);
         let finished =
             !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
         let got = if out.timed_out {
             format!("timed out after {timeout_s} s")
         } else if !bad.is_empty() {
-            format!("kernel complained: {}", bad.join(" | "))
+            format!("console complained: {}", bad.join(" | "))
         } else {
             format!(
                 "/init: {:?}, {} result(s), {} unparsable; {:.1} s wall",
@@ -246,12 +229,40 @@ impl Suite<'_> {
             &format!("{label}: boots to /init, finishes, powers off, no kernel warning"),
             finished && bad.is_empty(),
             false,
-            "RVPMU-DONE ok, no panic/Oops/WARNING/BUG/pmu error",
+            "RVPMU-DONE ok; no firmware/kernel line with warn, error, fail, panic, oops, BUG, invalid",
             &got,
             Some(&out),
         );
         finished.then_some(out)
     }
+}
+
+/// Console lines from the firmware or the kernel (not /init's own report)
+/// that signal trouble. A clean boot on either firmware has none.
+fn complaints(console: &str) -> Vec<&str> {
+    const WORDS: [&str; 8] = [
+        "warn",
+        "error",
+        "fail",
+        "panic",
+        "oops",
+        "bug:",
+        "unable to handle",
+        "invalid",
+    ];
+    let mut in_init = false;
+    let mut bad = Vec::new();
+    for l in console.lines() {
+        if l.starts_with("rvpmu /init:") {
+            in_init = true;
+        }
+        let from_init = in_init && !l.starts_with('[');
+        let lower = l.to_ascii_lowercase();
+        if !from_init && WORDS.iter().any(|w| lower.contains(w)) {
+            bad.push(l);
+        }
+    }
+    bad
 }
 
 fn within(got: f64, want: f64, rel: f64) -> bool {
@@ -286,7 +297,14 @@ struct Derived {
     walk: u64,
 }
 
-fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Option<Outcome> {
+/// What a suite leaves for the side-by-side report.
+#[derive(Default)]
+struct Kept {
+    demo: Option<Outcome>,
+    fwevents: Option<Outcome>,
+}
+
+fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept {
     step(&format!("Linux e2e on {} ({})", fw.name, fw.path.display()));
     let mut s = Suite { fw, report };
 
@@ -480,7 +498,8 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Opti
     }
 
     // Firmware events across two harts.
-    if let Some(out) = s.boot(guest, "fwevents -smp 2", 2, "rvpmu.mode=fwevents", 300) {
+    let fwevents = s.boot(guest, "fwevents -smp 2", 2, "rvpmu.mode=fwevents", 300);
+    if let Some(out) = fwevents.clone() {
         if let Some(r) = out.scenario("fwevents").first() {
             let calls = r["calls"].as_u64().unwrap_or(0);
             let get =
@@ -598,7 +617,7 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Opti
             );
         }
     }
-    demo
+    Kept { demo, fwevents }
 }
 
 /// Build everything, run the suite on our firmware and on OpenSBI, print
@@ -629,16 +648,20 @@ pub fn run_all() -> Result<()> {
             None
         }
     };
-    let ours_demo = ours
+    let ours_kept = ours
         .as_ref()
-        .and_then(|f| suite(&guest, &d, f, &mut report));
+        .map(|f| suite(&guest, &d, f, &mut report))
+        .unwrap_or_default();
     let peer = Firmware::opensbi();
-    let peer_demo = suite(&guest, &d, &peer, &mut report);
+    let peer_kept = suite(&guest, &d, &peer, &mut report);
+    let (ours_demo, peer_demo) = (ours_kept.demo, peer_kept.demo);
 
     step("demo, side by side (-smp 1, icount)");
     let a = ours_demo.as_ref().map(demo_rows).unwrap_or_default();
     let b = peer_demo.as_ref().map(demo_rows).unwrap_or_default();
     print_side_by_side(&a, &b);
+    step("firmware events per hart, side by side (-smp 2: hart 0 sends, hart 1 receives)");
+    print_fwevents_side_by_side(ours_kept.fwevents.as_ref(), peer_kept.fwevents.as_ref());
     if let (Some(o), Some(p)) = (&ours_demo, &peer_demo) {
         println!(
             "\nkernel on rvpmu-fw:    {}",
@@ -687,5 +710,77 @@ fn print_side_by_side(ours: &[Row], peer: &[Row]) {
             cell(peer, n),
             meaning(n)
         );
+    }
+}
+
+fn print_fwevents_side_by_side(ours: Option<&Outcome>, peer: Option<&Outcome>) {
+    let get = |o: Option<&Outcome>, name: &str, cpu: &str| -> String {
+        o.and_then(|o| {
+            o.scenario("fwevents")
+                .first()
+                .and_then(|r| event(r, name))
+                .and_then(|e| e[cpu].as_u64())
+        })
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "-".into())
+    };
+    println!(
+        "{:<28} {:>10} {:>10} {:>10} {:>10}",
+        "event", "ours h0", "ours h1", "OpenSBI h0", "OpenSBI h1"
+    );
+    for n in [
+        "fw_set_timer",
+        "fw_ipi_sent",
+        "fw_ipi_received",
+        "fw_fence_i_sent",
+        "fw_fence_i_received",
+        "fw_sfence_vma_sent",
+        "fw_sfence_vma_received",
+        "fw_sfence_vma_asid_sent",
+        "fw_sfence_vma_asid_received",
+    ] {
+        println!(
+            "{:<28} {:>10} {:>10} {:>10} {:>10}",
+            n,
+            get(ours, n, "cpu0"),
+            get(ours, n, "cpu1"),
+            get(peer, n, "cpu0"),
+            get(peer, n, "cpu1")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complaints_ignore_init_report_but_not_kernel_lines() {
+        let console =
+            "OpenSBI v1.5\n[    0.1] riscv-pmu-sbi: 16 firmware and 18 hardware counters\n\
+                       rvpmu /init: mode stress\nstress: 0 open errors\n\
+                       [    1.0] WARNING: CPU: 0 PID: 1 at drivers/perf/riscv_pmu_sbi.c\n";
+        assert_eq!(
+            complaints(console),
+            vec!["[    1.0] WARNING: CPU: 0 PID: 1 at drivers/perf/riscv_pmu_sbi.c"]
+        );
+        assert_eq!(
+            complaints("fw: Warning: bad DT\nrvpmu /init: x\n"),
+            vec!["fw: Warning: bad DT"]
+        );
+        assert!(complaints("[ 0.1] riscv-pmu-sbi: SBI PMU extension is available\n").is_empty());
+    }
+
+    #[test]
+    fn counter_line_parses_kernel_probe_message() {
+        let out = Outcome {
+            console: "[    0.106070] riscv-pmu-sbi: 16 firmware and 18 hardware counters\n".into(),
+            results: vec![],
+            bad_results: vec![],
+            done: None,
+            timed_out: false,
+            wall: std::time::Duration::ZERO,
+        };
+        assert_eq!(counter_line(&out), Some((16, 18)));
     }
 }

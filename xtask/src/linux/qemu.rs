@@ -42,6 +42,7 @@ pub struct Boot<'a> {
 }
 
 /// What came out of a boot.
+#[derive(Clone)]
 pub struct Outcome {
     pub console: String,
     /// Parsed `RVPMU-RESULT` objects, in order.
