@@ -32,7 +32,8 @@ fn install(dir: &Path) -> Result<()> {
     let inc = dir.join("include");
     let libdir = dir.join("lib");
     std::fs::create_dir_all(&inc).with_context(|| format!("cannot create {}", inc.display()))?;
-    std::fs::create_dir_all(&libdir).with_context(|| format!("cannot create {}", libdir.display()))?;
+    std::fs::create_dir_all(&libdir)
+        .with_context(|| format!("cannot create {}", libdir.display()))?;
     std::fs::copy(&lib, libdir.join("libhpmtrace.a"))?;
     let src = root().join("crates/hpmtrace/include");
     for e in std::fs::read_dir(&src)? {
@@ -68,7 +69,11 @@ pub fn test() -> Result<()> {
         .context("cannot run fib")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !stdout.contains("fib(20) = 6765") {
-        bail!("fib failed ({}): {stdout}{}", out.status, String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "fib failed ({}): {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     check_fib_trace(&dir.join("trace.rtd"))?;
     eprintln!("hpmtrace: fib trace OK");
@@ -79,9 +84,16 @@ fn check_fib_trace(path: &Path) -> Result<()> {
     use hpmtrace::decode::{decode_stream, DecodeConfig, Output};
     use hpmtrace::format::RecordType;
     use hpmtrace::nexus::NexusConfig;
-    let bytes = std::fs::read(path).with_context(|| format!("{} was not written", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("{} was not written", path.display()))?;
     // perfInit(2, 1): two sources, 1-bit SRC field.
-    let cfg = DecodeConfig { channel: 6, nexus: NexusConfig { src_bits: 1, timestamp_bits: 40 } };
+    let cfg = DecodeConfig {
+        channel: 6,
+        nexus: NexusConfig {
+            src_bits: 1,
+            timestamp_bits: 40,
+        },
+    };
     let mut headers = 0;
     let mut stack = Vec::new();
     let mut enters = 0u64;

@@ -50,11 +50,22 @@ fn gcc(dir: &Path, out: &str, flags: &[&str], extra: &[PathBuf]) -> PathBuf {
 fn time(dir: &Path, cmd: &[&str]) -> f64 {
     let mut v: Vec<f64> = (0..5)
         .map(|_| {
-            let out = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).output().expect("run");
-            assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = Command::new(cmd[0])
+                .args(&cmd[1..])
+                .current_dir(dir)
+                .output()
+                .expect("run");
+            assert!(
+                out.status.success(),
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let s = String::from_utf8_lossy(&out.stdout);
             let line = s.lines().last().unwrap_or("");
-            line.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{cmd:?}: {s}"))
+            line.split_whitespace()
+                .nth(1)
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("{cmd:?}: {s}"))
         })
         .collect();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -70,22 +81,41 @@ fn fib(n: u64) -> u64 {
 }
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|x| x.parse().ok()).unwrap_or(24);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(24);
     let calls = 2 * fib(n + 1) - 1;
     let dir = std::env::temp_dir().join(format!("hpmtrace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let lib = staticlib();
     let plain = gcc(&dir, "plain", &[], &[]);
-    let traced = gcc(&dir, "traced", &["-finstrument-functions", "-DUSE_HPMTRACE"], &[lib]);
+    let traced = gcc(
+        &dir,
+        "traced",
+        &["-finstrument-functions", "-DUSE_HPMTRACE"],
+        &[lib],
+    );
     let cyg = gcc(&dir, "cyg", &["-finstrument-functions"], &[]);
     let pg = gcc(&dir, "pg", &["-pg"], &[]);
     let ns = n.to_string();
     let p = |x: &Path| x.to_string_lossy().into_owned();
     let base = time(&dir, &[&p(&plain), &ns]);
-    println!("fib({n}): {calls} calls, uninstrumented {:.2} ms", base / 1e6);
-    println!("{:<52} {:>12} {:>14}", "configuration", "fib ms", "ns/call pair");
+    println!(
+        "fib({n}): {calls} calls, uninstrumented {:.2} ms",
+        base / 1e6
+    );
+    println!(
+        "{:<52} {:>12} {:>14}",
+        "configuration", "fib ms", "ns/call pair"
+    );
     let row = |name: &str, t: f64| {
-        println!("{:<52} {:>12.2} {:>14.1}", name, t / 1e6, (t - base) / calls as f64);
+        println!(
+            "{:<52} {:>12.2} {:>14.1}",
+            name,
+            t / 1e6,
+            (t - base) / calls as f64
+        );
         (t - base) / calls as f64
     };
     row("uninstrumented", base);
@@ -99,13 +129,27 @@ fn main() {
         results.push((k, row(label, t)));
     }
     let uf = |exe: &Path| {
-        time(&dir, &["uftrace", "record", "--no-libcall", "-d", &p(&dir.join("uftrace.data")), &p(exe), &ns])
+        time(
+            &dir,
+            &[
+                "uftrace",
+                "record",
+                "--no-libcall",
+                "-d",
+                &p(&dir.join("uftrace.data")),
+                &p(exe),
+                &ns,
+            ],
+        )
     };
     let u_pg = row("uftrace record, -pg build", uf(&pg));
     let u_cyg = row("uftrace record, -finstrument-functions build", uf(&cyg));
     let u = u_pg.min(u_cyg);
     for (k, o) in results {
-        println!("hpmtrace {k} counter(s): {:.2}x uftrace's best overhead (goal <= 0.5)", o / u);
+        println!(
+            "hpmtrace {k} counter(s): {:.2}x uftrace's best overhead (goal <= 0.5)",
+            o / u
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

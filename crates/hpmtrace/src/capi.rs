@@ -44,7 +44,10 @@ pub struct perfEvent {
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
 fn sw_fallback() -> bool {
-    matches!(std::env::var("HPMTRACE_SW_FALLBACK").as_deref(), Ok("1") | Ok("yes") | Ok("true"))
+    matches!(
+        std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
+        Ok("1") | Ok("yes") | Ok("true")
+    )
 }
 
 /// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
@@ -69,14 +72,20 @@ fn buffer_override() -> Option<usize> {
 fn event_of(e: &perfEvent) -> Option<Event> {
     let code = e.code_or_cache[0];
     match EventType::from_u32(e.r#type as u32)? {
-        EventType::HwGeneral => Some(Event::General { code: u16::try_from(code).ok()? }),
+        EventType::HwGeneral => Some(Event::General {
+            code: u16::try_from(code).ok()?,
+        }),
         EventType::HwCache => Some(Event::Cache {
             cache_id: u16::try_from(code).ok()?,
             op_id: u8::try_from(e.code_or_cache[1]).ok()?,
             result_id: u8::try_from(e.code_or_cache[2]).ok()?,
         }),
-        EventType::HwRaw => Some(Event::Raw { event_data: e.event_data as u64 }),
-        EventType::LinuxSoftware => Some(Event::LinuxSoftware { code: u16::try_from(code).ok()? }),
+        EventType::HwRaw => Some(Event::Raw {
+            event_data: e.event_data as u64,
+        }),
+        EventType::LinuxSoftware => Some(Event::LinuxSoftware {
+            code: u16::try_from(code).ok()?,
+        }),
     }
 }
 
@@ -89,7 +98,15 @@ fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
 ///
 /// # Safety
 /// `list` must point to `n` valid `perfEvent`s (or be null with n == 0).
-unsafe fn init(what: &str, list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32, mode: Mode) -> c_int {
+unsafe fn init(
+    what: &str,
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+    mode: Mode,
+) -> c_int {
     let cores = NUM_CORES.load(Ordering::Relaxed);
     if cores == 0 {
         return fail(what, "call perfInit() first");
@@ -101,14 +118,29 @@ unsafe fn init(what: &str, list: *mut perfEvent, n: c_int, chan: c_int, ct: c_in
         return fail(what, "itcChannel must be 0..31");
     }
     let Some(count_type) = u8::try_from(ct).ok().and_then(CountType::from_u8) else {
-        return fail(what, "cntType must be perfCount_Raw, perfCount_Delta or perfCount_DeltaXOR");
+        return fail(
+            what,
+            "cntType must be perfCount_Raw, perfCount_Delta or perfCount_DeltaXOR",
+        );
     };
-    let list = if n == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(list, n as usize) };
+    let list = if n == 0 {
+        &mut [][..]
+    } else {
+        std::slice::from_raw_parts_mut(list, n as usize)
+    };
     let mut events = Vec::new();
     for (i, e) in list.iter().enumerate() {
         match event_of(e) {
             Some(ev) => events.push(ev),
-            None => return fail(what, format_args!("perfEvent {i}: unsupported type {} / code {}", e.r#type, e.code_or_cache[0])),
+            None => {
+                return fail(
+                    what,
+                    format_args!(
+                        "perfEvent {i}: unsupported type {} / code {}",
+                        e.r#type, e.code_or_cache[0]
+                    ),
+                )
+            }
         }
     }
     let buffer_bytes = match buffer_override() {
@@ -161,7 +193,13 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
 /// # Safety
 /// `list` must point to `n` valid `perfEvent`s.
 #[no_mangle]
-pub unsafe extern "C" fn perfManualInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32) -> c_int {
+pub unsafe extern "C" fn perfManualInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+) -> c_int {
     init("perfManualInit", list, n, chan, ct, sba, Mode::Manual)
 }
 
@@ -171,9 +209,24 @@ pub unsafe extern "C" fn perfManualInit(list: *mut perfEvent, n: c_int, chan: c_
 /// # Safety
 /// `list` must point to `n` valid `perfEvent`s.
 #[no_mangle]
-pub unsafe extern "C" fn perfTimerISRInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32, interval: c_int) -> c_int {
+pub unsafe extern "C" fn perfTimerISRInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+    interval: c_int,
+) -> c_int {
     let us = interval.max(100) as u64;
-    init("perfTimerISRInit", list, n, chan, ct, sba, Mode::Timer { interval_us: us })
+    init(
+        "perfTimerISRInit",
+        list,
+        n,
+        chan,
+        ct,
+        sba,
+        Mode::Timer { interval_us: us },
+    )
 }
 
 /// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
@@ -181,8 +234,22 @@ pub unsafe extern "C" fn perfTimerISRInit(list: *mut perfEvent, n: c_int, chan: 
 /// # Safety
 /// `list` must point to `n` valid `perfEvent`s.
 #[no_mangle]
-pub unsafe extern "C" fn perfFuncEntryExitInit(list: *mut perfEvent, n: c_int, chan: c_int, ct: c_int, sba: u32) -> c_int {
-    init("perfFuncEntryExitInit", list, n, chan, ct, sba, Mode::FuncEntryExit)
+pub unsafe extern "C" fn perfFuncEntryExitInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+) -> c_int {
+    init(
+        "perfFuncEntryExitInit",
+        list,
+        n,
+        chan,
+        ct,
+        sba,
+        Mode::FuncEntryExit,
+    )
 }
 
 /// Body of `perfWriteCntrs`, called by the assembly entry point with the
@@ -251,10 +318,16 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
     };
     let s = collect::stats();
     if s.dropped_messages != 0 {
-        eprintln!("hpmtrace: trace buffer full, {} messages dropped (increase SBABufferSize)", s.dropped_messages);
+        eprintln!(
+            "hpmtrace: trace buffer full, {} messages dropped (increase SBABufferSize)",
+            s.dropped_messages
+        );
     }
     if s.wide_overflows != 0 {
-        eprintln!("hpmtrace: {} counter intervals exceeded 2^48 and are recorded modulo 2^48", s.wide_overflows);
+        eprintln!(
+            "hpmtrace: {} counter intervals exceeded 2^48 and are recorded modulo 2^48",
+            s.wide_overflows
+        );
     }
     match collect::write_trace(&path) {
         Ok(()) => 0,

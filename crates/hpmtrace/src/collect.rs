@@ -13,7 +13,9 @@
 //! [`Stats::untraced_threads`]). The `.rtd` file is the per-source streams
 //! one after the other, each starting with its own full timestamp.
 
-use crate::counters::{assign_slots, build_header, timestamp_position, Clock, CounterSource, SlotError};
+use crate::counters::{
+    assign_slots, build_header, timestamp_position, Clock, CounterSource, SlotError,
+};
 use crate::encoder::Encoder;
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
 use crate::linux::{software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock};
@@ -87,8 +89,13 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::BadArgument(s) => write!(f, "bad argument: {s}"),
-            Error::Slots(SlotError::TooManyEvents) => write!(f, "too many events: at most 3 fixed + 29 programmable counters"),
-            Error::Slots(SlotError::DuplicateFixed(c)) => write!(f, "fixed-function event {c} listed twice"),
+            Error::Slots(SlotError::TooManyEvents) => write!(
+                f,
+                "too many events: at most 3 fixed + 29 programmable counters"
+            ),
+            Error::Slots(SlotError::DuplicateFixed(c)) => {
+                write!(f, "fixed-function event {c} listed twice")
+            }
             Error::Open(e) => write!(f, "{e}"),
             Error::Io(e) => write!(f, "{e}"),
             Error::NotInitialized => write!(f, "not initialised: call an init function first"),
@@ -204,7 +211,14 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     for (i, &e) in cfg.events.iter().enumerate() {
         let slot = slots[i];
         if e.is_timestamp() {
-            chosen.push((slot, e, CounterInfo { csr: 0, width: TIMESTAMP_BITS }));
+            chosen.push((
+                slot,
+                e,
+                CounterInfo {
+                    csr: 0,
+                    width: TIMESTAMP_BITS,
+                },
+            ));
             continue;
         }
         let counted = match PerfGroup::open(&[(0, e)]) {
@@ -216,7 +230,11 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
             }
             Err(err) => return Err(Error::Open(err)),
         };
-        let csr = if matches!(counted, Event::LinuxSoftware { .. }) { 0 } else { 0xc00 + slot as u16 };
+        let csr = if matches!(counted, Event::LinuxSoftware { .. }) {
+            0
+        } else {
+            0xc00 + slot as u16
+        };
         chosen.push((slot, counted, CounterInfo { csr, width: 64 }));
     }
     let header = build_header(cfg.count_type, &chosen);
@@ -239,7 +257,11 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
             src_bits: RtdConfig::src_bits_for(cfg.max_threads),
             timestamp_bits: TIMESTAMP_BITS,
         },
-        buffer_bytes: if cfg.buffer_bytes == 0 { DEFAULT_BUFFER_BYTES } else { cfg.buffer_bytes },
+        buffer_bytes: if cfg.buffer_bytes == 0 {
+            DEFAULT_BUFFER_BYTES
+        } else {
+            cfg.buffer_bytes
+        },
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -252,7 +274,8 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     if let Mode::Timer { interval_us } = cfg.mode {
         install_timer_handler()?;
         with_state(|st| {
-            let t = ThreadTimer::start(crate::linux::gettid(), libc::SIGPROF, interval_us.max(100))?;
+            let t =
+                ThreadTimer::start(crate::linux::gettid(), libc::SIGPROF, interval_us.max(100))?;
             st._timer = Some(t);
             Ok::<(), io::Error>(())
         })
@@ -290,7 +313,10 @@ fn new_state(c: &Collector) -> Option<Box<ThreadState>> {
         wide_overflows: AtomicU64::new(0),
         records: AtomicU64::new(0),
     });
-    STREAMS.lock().unwrap_or_else(|e| e.into_inner()).push(buf.clone());
+    STREAMS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(buf.clone());
     Some(Box::new(ThreadState {
         collector: c.id,
         group: Some(group),
@@ -356,7 +382,9 @@ fn record_slow(kind: RecordType, a0: u64, a1: u64) {
                 let _ = st.enc.trace_on(&mut st.writer, &st.readings[..c.n], ts);
                 st.generation = gen;
             }
-            let _ = st.enc.record(&mut st.writer, kind, [a0, a1], &st.readings[..c.n], ts);
+            let _ = st
+                .enc
+                .record(&mut st.writer, kind, [a0, a1], &st.readings[..c.n], ts);
             let s = st.enc.stats();
             let b = &st.writer.inner().buf;
             b.records.store(s.records, Ordering::Relaxed);
@@ -425,7 +453,11 @@ pub struct Stats {
 /// Current statistics.
 pub fn stats() -> Stats {
     let streams = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
-    let mut s = Stats { streams: streams.len(), untraced_threads: UNTRACED.load(Ordering::Relaxed), ..Default::default() };
+    let mut s = Stats {
+        streams: streams.len(),
+        untraced_threads: UNTRACED.load(Ordering::Relaxed),
+        ..Default::default()
+    };
     for b in streams.iter() {
         s.records += b.records.load(Ordering::Relaxed);
         s.bytes += b.published.load(Ordering::Acquire) as u64;
@@ -437,7 +469,8 @@ pub fn stats() -> Stats {
 
 /// The recorded trace: every stream's valid bytes, in source order.
 pub fn snapshot() -> Vec<u8> {
-    let mut streams: Vec<Arc<StreamBuf>> = STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut streams: Vec<Arc<StreamBuf>> =
+        STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     streams.sort_by_key(|b| b.src);
     let mut out = Vec::new();
     for b in streams {
@@ -469,7 +502,11 @@ pub fn rtd_config() -> Option<RtdConfig> {
 pub fn attach_timer_to_current_thread(interval_us: u64) -> Result<(), Error> {
     install_timer_handler()?;
     with_state(|st| {
-        st._timer = Some(ThreadTimer::start(crate::linux::gettid(), libc::SIGPROF, interval_us.max(100))?);
+        st._timer = Some(ThreadTimer::start(
+            crate::linux::gettid(),
+            libc::SIGPROF,
+            interval_us.max(100),
+        )?);
         Ok::<(), io::Error>(())
     })
     .ok_or(Error::NotInitialized)?
@@ -484,7 +521,9 @@ extern "C" fn on_timer(_sig: i32, _info: *mut libc::siginfo_t, uc: *mut libc::c_
     let pc = unsafe { crate::linux::interrupted_pc(uc) };
     // Only threads that already have state are sampled: creating one
     // allocates, which is not allowed in a signal handler.
-    let has_state = STATE.try_with(|cell| unsafe { (*cell.get()).is_some() }).unwrap_or(false);
+    let has_state = STATE
+        .try_with(|cell| unsafe { (*cell.get()).is_some() })
+        .unwrap_or(false);
     if has_state {
         record_slow(RecordType::Isr, pc, 0);
     }

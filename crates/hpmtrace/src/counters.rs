@@ -7,7 +7,9 @@
 //! counter 2, every other event the next free slot from 3 in list order
 //! ([`assign_slots`]).
 
-use crate::format::{hw, CounterDesc, CounterInfo, Event, Header, MAX_COUNTERS, TIMESTAMP_COUNTER_INDEX};
+use crate::format::{
+    hw, CounterDesc, CounterInfo, Event, Header, MAX_COUNTERS, TIMESTAMP_COUNTER_INDEX,
+};
 
 /// Reads the counters of a header.
 pub trait CounterSource {
@@ -44,9 +46,15 @@ pub fn assign_slots(events: &[Event]) -> Result<[u8; MAX_COUNTERS], SlotError> {
     let mut next = 3u8;
     for (i, e) in events.iter().enumerate() {
         let fixed = match e {
-            Event::General { code: hw::CPU_CYCLES } => Some(0),
-            Event::General { code: hw::TIMESTAMP } => Some(TIMESTAMP_COUNTER_INDEX),
-            Event::General { code: hw::INSTRUCTIONS } => Some(2),
+            Event::General {
+                code: hw::CPU_CYCLES,
+            } => Some(0),
+            Event::General {
+                code: hw::TIMESTAMP,
+            } => Some(TIMESTAMP_COUNTER_INDEX),
+            Event::General {
+                code: hw::INSTRUCTIONS,
+            } => Some(2),
             _ => None,
         };
         let s = match fixed {
@@ -89,7 +97,8 @@ pub fn build_header(
 /// Position of the timestamp counter in record order, if the header has
 /// one.
 pub fn timestamp_position(h: &Header) -> Option<usize> {
-    h.iter().position(|(i, c)| i == TIMESTAMP_COUNTER_INDEX && c.event.is_timestamp())
+    h.iter()
+        .position(|(i, c)| i == TIMESTAMP_COUNTER_INDEX && c.event.is_timestamp())
 }
 
 /// Bare-metal source: reads the unprivileged counter CSRs `cycle`,
@@ -106,7 +115,10 @@ pub struct CsrCounters {
 impl CsrCounters {
     /// Read the counters of `h` (the timestamp slot is skipped).
     pub fn new(h: &Header) -> Self {
-        let mut s = CsrCounters { slots: [0xff; MAX_COUNTERS], n: 0 };
+        let mut s = CsrCounters {
+            slots: [0xff; MAX_COUNTERS],
+            n: 0,
+        };
         for (i, c) in h.iter() {
             s.slots[s.n] = if c.event.is_timestamp() { 0xff } else { i };
             s.n += 1;
@@ -116,7 +128,10 @@ impl CsrCounters {
 
     /// Counter info of slot `i`: CSR 0xC00 + i, 64 bits.
     pub fn info(slot: u8) -> CounterInfo {
-        CounterInfo { csr: 0xc00 + slot as u16, width: 64 }
+        CounterInfo {
+            csr: 0xc00 + slot as u16,
+            width: 64,
+        }
     }
 }
 
@@ -139,7 +154,10 @@ pub fn read_user_counter(slot: u8) -> u64 {
             }
         };
     }
-    csr_read!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+    csr_read!(
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+        25, 26, 27, 28, 29, 30, 31
+    )
 }
 
 #[cfg(target_arch = "riscv64")]
@@ -178,10 +196,18 @@ mod tests {
     fn fixed_slots_and_list_order() {
         let ev = [
             Event::Raw { event_data: 5 },
-            Event::General { code: hw::INSTRUCTIONS },
-            Event::General { code: hw::CPU_CYCLES },
-            Event::General { code: hw::BRANCH_MISSES },
-            Event::General { code: hw::TIMESTAMP },
+            Event::General {
+                code: hw::INSTRUCTIONS,
+            },
+            Event::General {
+                code: hw::CPU_CYCLES,
+            },
+            Event::General {
+                code: hw::BRANCH_MISSES,
+            },
+            Event::General {
+                code: hw::TIMESTAMP,
+            },
         ];
         let s = assign_slots(&ev).unwrap();
         assert_eq!(&s[..5], &[3, 2, 0, 4, 1]);

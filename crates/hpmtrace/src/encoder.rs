@@ -80,7 +80,12 @@ impl Encoder {
     /// Write the header and reset the per-trace state. `readings` are the
     /// counters at trace-on (record order), seeding Delta; `ts` stamps the
     /// header messages.
-    pub fn trace_on<S: Sink>(&mut self, sink: &mut S, readings: &[u64], ts: u64) -> Result<(), Stopped> {
+    pub fn trace_on<S: Sink>(
+        &mut self,
+        sink: &mut S,
+        readings: &[u64],
+        ts: u64,
+    ) -> Result<(), Stopped> {
         let mut res = Ok(());
         self.header.encode(|w| {
             if res.is_ok() {
@@ -130,7 +135,9 @@ impl Encoder {
         ts: u64,
     ) -> Result<(), Stopped> {
         self.stats.records += 1;
-        let r = self.record_inner(sink, kind, addrs, readings, ts).and_then(|_| sink.flush());
+        let r = self
+            .record_inner(sink, kind, addrs, readings, ts)
+            .and_then(|_| sink.flush());
         if r.is_err() {
             self.stats.stopped_records += 1;
         }

@@ -126,15 +126,24 @@ pub struct ItcWrite {
 impl ItcWrite {
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
-        ItcWrite { size: WriteSize::Bits32, value }
+        ItcWrite {
+            size: WriteSize::Bits32,
+            value,
+        }
     }
     /// A 16-bit write.
     pub const fn w16(value: u16) -> ItcWrite {
-        ItcWrite { size: WriteSize::Bits16, value: value as u32 }
+        ItcWrite {
+            size: WriteSize::Bits16,
+            value: value as u32,
+        }
     }
     /// An 8-bit write.
     pub const fn w8(value: u8) -> ItcWrite {
-        ItcWrite { size: WriteSize::Bits8, value: value as u32 }
+        ItcWrite {
+            size: WriteSize::Bits8,
+            value: value as u32,
+        }
     }
     /// The IDTAG this write produces on `channel`.
     pub const fn idtag(self, channel: u8) -> IdTag {
@@ -335,7 +344,11 @@ impl Event {
     pub const fn code(self) -> Option<u32> {
         match self {
             Event::General { code } => Some(code as u32),
-            Event::Cache { cache_id, op_id, result_id } => Some(
+            Event::Cache {
+                cache_id,
+                op_id,
+                result_id,
+            } => Some(
                 ((cache_id as u32 & 0x1fff) << 3)
                     | ((op_id as u32 & 3) << 1)
                     | (result_id as u32 & 1),
@@ -363,7 +376,12 @@ impl Event {
 
     /// True for the SiFive trace-timestamp pseudo event.
     pub const fn is_timestamp(self) -> bool {
-        matches!(self, Event::General { code: hw::TIMESTAMP })
+        matches!(
+            self,
+            Event::General {
+                code: hw::TIMESTAMP
+            }
+        )
     }
 }
 
@@ -381,13 +399,22 @@ pub struct CounterInfo {
 impl CounterInfo {
     /// Encode as the header word. Width is clamped to 1..=64.
     pub const fn to_u32(self) -> u32 {
-        let w = if self.width == 0 { 1 } else if self.width > 64 { 64 } else { self.width };
+        let w = if self.width == 0 {
+            1
+        } else if self.width > 64 {
+            64
+        } else {
+            self.width
+        };
         (self.csr as u32 & 0xfff) | (((w - 1) as u32 & 0x3f) << 12)
     }
 
     /// Decode the header word (bits above 17 are ignored).
     pub const fn from_u32(v: u32) -> CounterInfo {
-        CounterInfo { csr: (v & 0xfff) as u16, width: (((v >> 12) & 0x3f) + 1) as u8 }
+        CounterInfo {
+            csr: (v & 0xfff) as u16,
+            width: (((v >> 12) & 0x3f) + 1) as u8,
+        }
     }
 
     /// The width values are recorded with: the counter width, at most 48.
@@ -426,7 +453,10 @@ pub struct Header {
 impl Header {
     /// A header with no counters.
     pub const fn new(count_type: CountType) -> Header {
-        Header { count_type, counters: [None; MAX_COUNTERS] }
+        Header {
+            count_type,
+            counters: [None; MAX_COUNTERS],
+        }
     }
 
     /// The 32-bit counter mask.
@@ -442,7 +472,10 @@ impl Header {
 
     /// Present counters in record order (least significant mask bit first).
     pub fn iter(&self) -> impl Iterator<Item = (u8, CounterDesc)> + '_ {
-        self.counters.iter().enumerate().filter_map(|(i, c)| c.map(|c| (i as u8, c)))
+        self.counters
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.map(|c| (i as u8, c)))
     }
 
     /// Emit the header's ITC writes in order.
@@ -467,7 +500,13 @@ impl Header {
     pub fn write_count(&self) -> usize {
         3 + self
             .iter()
-            .map(|(_, c)| if matches!(c.event, Event::Raw { .. }) { 4 } else { 3 })
+            .map(|(_, c)| {
+                if matches!(c.event, Event::Raw { .. }) {
+                    4
+                } else {
+                    3
+                }
+            })
             .sum::<usize>()
     }
 }
@@ -488,9 +527,15 @@ pub struct AddressWords {
 pub const fn encode_address(addr: u64) -> AddressWords {
     let high = (addr >> 32) as u32;
     if high == 0 {
-        AddressWords { low: addr as u32 & !1, high: None }
+        AddressWords {
+            low: addr as u32 & !1,
+            high: None,
+        }
     } else {
-        AddressWords { low: addr as u32 | 1, high: Some(high) }
+        AddressWords {
+            low: addr as u32 | 1,
+            high: Some(high),
+        }
     }
 }
 
@@ -525,7 +570,10 @@ pub const fn encode_count(v: u64) -> Result<CountWords, TooWide> {
         return Err(TooWide(v));
     }
     let high = (v >> 32) as u16;
-    Ok(CountWords { low: v as u32, high: if high == 0 { None } else { Some(high) } })
+    Ok(CountWords {
+        low: v as u32,
+        high: if high == 0 { None } else { Some(high) },
+    })
 }
 
 /// Join a counter value from its writes.
@@ -581,16 +629,34 @@ mod tests {
 
     #[test]
     fn address_rule() {
-        assert_eq!(encode_address(0x1234), AddressWords { low: 0x1234, high: None });
+        assert_eq!(
+            encode_address(0x1234),
+            AddressWords {
+                low: 0x1234,
+                high: None
+            }
+        );
         let w = encode_address(0x3f_8000_1000);
-        assert_eq!(w, AddressWords { low: 0x8000_1001, high: Some(0x3f) });
+        assert_eq!(
+            w,
+            AddressWords {
+                low: 0x8000_1001,
+                high: Some(0x3f)
+            }
+        );
         assert_eq!(decode_address(w.low, w.high), 0x3f_8000_1000);
     }
 
     #[test]
     fn count_rule() {
         assert_eq!(encode_count(5), Ok(CountWords { low: 5, high: None }));
-        assert_eq!(encode_count(0xabcd_0000_0001), Ok(CountWords { low: 1, high: Some(0xabcd) }));
+        assert_eq!(
+            encode_count(0xabcd_0000_0001),
+            Ok(CountWords {
+                low: 1,
+                high: Some(0xabcd)
+            })
+        );
         assert_eq!(encode_count(1 << 48), Err(TooWide(1 << 48)));
         assert_eq!(decode_count(1, Some(0xabcd)), 0xabcd_0000_0001);
     }
@@ -604,7 +670,10 @@ mod tests {
 
     #[test]
     fn counter_info_fields() {
-        let i = CounterInfo { csr: 0xc00, width: 64 };
+        let i = CounterInfo {
+            csr: 0xc00,
+            width: 64,
+        };
         assert_eq!(i.to_u32(), 0xc00 | (63 << 12));
         assert_eq!(CounterInfo::from_u32(0xc00 | (63 << 12)), i);
         assert_eq!(i.recorded_width(), 48);
@@ -612,7 +681,11 @@ mod tests {
 
     #[test]
     fn cache_code_is_sbi_encoding() {
-        let e = Event::Cache { cache_id: 0, op_id: 1, result_id: 1 };
+        let e = Event::Cache {
+            cache_id: 0,
+            op_id: 1,
+            result_id: 1,
+        };
         assert_eq!(e.code(), Some(3));
         assert_eq!(Event::from_code(EventType::HwCache, 3), Some(e));
     }

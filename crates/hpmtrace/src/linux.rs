@@ -55,7 +55,11 @@ pub fn perf_attr_of(e: Event) -> Option<(u32, u64)> {
                 None
             }
         }
-        Event::Cache { cache_id, op_id, result_id } => Some((
+        Event::Cache {
+            cache_id,
+            op_id,
+            result_id,
+        } => Some((
             PERF_TYPE_HW_CACHE,
             cache_id as u64 | (op_id as u64) << 8 | (result_id as u64) << 16,
         )),
@@ -70,11 +74,21 @@ pub fn perf_attr_of(e: Event) -> Option<(u32, u64)> {
 /// software counters so every slot stays a separate counter.
 pub fn software_stand_in(e: Event) -> Event {
     let code = match e {
-        Event::General { code: hw::CPU_CYCLES | hw::REF_CPU_CYCLES | hw::BUS_CYCLES } => sw::TASK_CLOCK,
-        Event::General { code: hw::INSTRUCTIONS } => sw::CPU_CLOCK,
-        Event::General { code: hw::CACHE_REFERENCES | hw::CACHE_MISSES } => sw::PAGE_FAULTS,
-        Event::General { code: hw::BRANCH_INSTRUCTIONS } => sw::CONTEXT_SWITCHES,
-        Event::General { code: hw::BRANCH_MISSES } => sw::CPU_MIGRATIONS,
+        Event::General {
+            code: hw::CPU_CYCLES | hw::REF_CPU_CYCLES | hw::BUS_CYCLES,
+        } => sw::TASK_CLOCK,
+        Event::General {
+            code: hw::INSTRUCTIONS,
+        } => sw::CPU_CLOCK,
+        Event::General {
+            code: hw::CACHE_REFERENCES | hw::CACHE_MISSES,
+        } => sw::PAGE_FAULTS,
+        Event::General {
+            code: hw::BRANCH_INSTRUCTIONS,
+        } => sw::CONTEXT_SWITCHES,
+        Event::General {
+            code: hw::BRANCH_MISSES,
+        } => sw::CPU_MIGRATIONS,
         Event::LinuxSoftware { code } => code,
         _ => sw::PAGE_FAULTS_MIN,
     };
@@ -105,13 +119,24 @@ fn perf_event_open(ty: u32, config: u64, group_fd: i32) -> io::Result<i32> {
         read_format: PERF_FORMAT_GROUP,
         // Software events fire in the kernel on the thread's behalf (page
         // faults, switches): excluding the kernel would hide them all.
-        flags: if ty == PERF_TYPE_SOFTWARE { 0 } else { FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV },
+        flags: if ty == PERF_TYPE_SOFTWARE {
+            0
+        } else {
+            FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV
+        },
         ..Default::default()
     };
     // SAFETY: attr is a valid, initialised perf_event_attr of the size it
     // declares; pid 0 / cpu -1 = the calling thread on any CPU.
     let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0 as libc::c_long, -1 as libc::c_long, group_fd as libc::c_long, PERF_FLAG_FD_CLOEXEC)
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            0 as libc::c_long,
+            -1 as libc::c_long,
+            group_fd as libc::c_long,
+            PERF_FLAG_FD_CLOEXEC,
+        )
     };
     if fd < 0 {
         Err(io::Error::last_os_error())
@@ -160,8 +185,14 @@ pub struct OpenError {
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "perf_event_open for {:?} failed: {}", self.event, self.error)?;
-        if self.error.raw_os_error() == Some(libc::ENOENT) || self.error.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        write!(
+            f,
+            "perf_event_open for {:?} failed: {}",
+            self.event, self.error
+        )?;
+        if self.error.raw_os_error() == Some(libc::ENOENT)
+            || self.error.raw_os_error() == Some(libc::EOPNOTSUPP)
+        {
             write!(f, " (this machine has no such hardware event; use software events, e.g. HPMTRACE_SW_FALLBACK=1)")?;
         } else if self.error.raw_os_error() == Some(libc::EACCES) {
             write!(f, " (lower /proc/sys/kernel/perf_event_paranoid)")?;
@@ -174,14 +205,20 @@ impl PerfGroup {
     /// Open `events` (position, event) for the calling thread. The
     /// timestamp pseudo event must not be among them.
     pub fn open(events: &[(usize, Event)]) -> Result<PerfGroup, OpenError> {
-        let mut g = PerfGroup { fds: Vec::new(), positions: Vec::new(), pages: Vec::new(), buf: Vec::new() };
+        let mut g = PerfGroup {
+            fds: Vec::new(),
+            positions: Vec::new(),
+            pages: Vec::new(),
+            buf: Vec::new(),
+        };
         for &(pos, event) in events {
             let (ty, config) = perf_attr_of(event).ok_or(OpenError {
                 event,
                 error: io::Error::from_raw_os_error(libc::ENOENT),
             })?;
             let leader = g.fds.first().copied().unwrap_or(-1);
-            let fd = perf_event_open(ty, config, leader).map_err(|error| OpenError { event, error })?;
+            let fd =
+                perf_event_open(ty, config, leader).map_err(|error| OpenError { event, error })?;
             g.fds.push(fd);
             g.positions.push(pos);
         }
@@ -200,7 +237,16 @@ impl PerfGroup {
         let mut pages = Vec::new();
         for &fd in &self.fds {
             // SAFETY: mapping one read-only page of a perf fd.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), page, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    page,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
             if p == libc::MAP_FAILED {
                 break;
             }
@@ -210,7 +256,8 @@ impl PerfGroup {
             && pages.iter().all(|&p| {
                 // SAFETY: p is a live perf mmap page.
                 let m = unsafe { &*p };
-                m.capabilities & CAP_USER_RDPMC != 0 && unsafe { std::ptr::read_volatile(&m.index) } != 0
+                m.capabilities & CAP_USER_RDPMC != 0
+                    && unsafe { std::ptr::read_volatile(&m.index) } != 0
             });
         if usable {
             self.pages = pages;
@@ -258,7 +305,9 @@ impl PerfGroup {
 fn read_pmc(idx: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdpmc of a counter the kernel advertised as user readable.
-    unsafe { std::arch::asm!("rdpmc", in("ecx") idx, out("eax") lo, out("edx") hi, options(nomem, nostack)) };
+    unsafe {
+        std::arch::asm!("rdpmc", in("ecx") idx, out("eax") lo, out("edx") hi, options(nomem, nostack))
+    };
     (hi as u64) << 32 | lo as u64
 }
 
@@ -291,7 +340,9 @@ impl CounterSource for PerfGroup {
                 return;
             }
         }
-        let Some(&leader) = self.fds.first() else { return };
+        let Some(&leader) = self.fds.first() else {
+            return;
+        };
         let bytes = self.buf.len() * 8;
         // SAFETY: buf has room for `bytes` bytes: nr + one value per member.
         let n = unsafe { libc::read(leader, self.buf.as_mut_ptr() as *mut libc::c_void, bytes) };
@@ -322,7 +373,10 @@ pub struct MonotonicNs;
 impl Clock for MonotonicNs {
     #[inline]
     fn now(&self) -> u64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: valid out pointer.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -406,8 +460,14 @@ impl ThreadTimer {
         if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut id) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let iv = libc::timespec { tv_sec: (interval_us / 1_000_000) as _, tv_nsec: ((interval_us % 1_000_000) * 1000) as _ };
-        let spec = libc::itimerspec { it_interval: iv, it_value: iv };
+        let iv = libc::timespec {
+            tv_sec: (interval_us / 1_000_000) as _,
+            tv_nsec: ((interval_us % 1_000_000) * 1000) as _,
+        };
+        let spec = libc::itimerspec {
+            it_interval: iv,
+            it_value: iv,
+        };
         // SAFETY: id was just created.
         if unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) } != 0 {
             let e = io::Error::last_os_error();
@@ -431,18 +491,55 @@ mod tests {
 
     #[test]
     fn sbi_events_map_to_perf() {
-        assert_eq!(perf_attr_of(Event::General { code: hw::CPU_CYCLES }), Some((0, 0)));
-        assert_eq!(perf_attr_of(Event::General { code: hw::BRANCH_MISSES }), Some((0, 5)));
-        assert_eq!(perf_attr_of(Event::General { code: hw::TIMESTAMP }), None);
-        assert_eq!(perf_attr_of(Event::Cache { cache_id: 2, op_id: 0, result_id: 1 }), Some((3, 2 | 1 << 16)));
-        assert_eq!(perf_attr_of(Event::Raw { event_data: 0x20000 }), Some((4, 0x20000)));
+        assert_eq!(
+            perf_attr_of(Event::General {
+                code: hw::CPU_CYCLES
+            }),
+            Some((0, 0))
+        );
+        assert_eq!(
+            perf_attr_of(Event::General {
+                code: hw::BRANCH_MISSES
+            }),
+            Some((0, 5))
+        );
+        assert_eq!(
+            perf_attr_of(Event::General {
+                code: hw::TIMESTAMP
+            }),
+            None
+        );
+        assert_eq!(
+            perf_attr_of(Event::Cache {
+                cache_id: 2,
+                op_id: 0,
+                result_id: 1
+            }),
+            Some((3, 2 | 1 << 16))
+        );
+        assert_eq!(
+            perf_attr_of(Event::Raw {
+                event_data: 0x20000
+            }),
+            Some((4, 0x20000))
+        );
     }
 
     #[test]
     fn software_group_counts_task_clock() {
         let mut g = PerfGroup::open(&[
-            (0, Event::LinuxSoftware { code: sw::TASK_CLOCK }),
-            (1, Event::LinuxSoftware { code: sw::PAGE_FAULTS }),
+            (
+                0,
+                Event::LinuxSoftware {
+                    code: sw::TASK_CLOCK,
+                },
+            ),
+            (
+                1,
+                Event::LinuxSoftware {
+                    code: sw::PAGE_FAULTS,
+                },
+            ),
         ])
         .expect("software perf events must open on the host");
         let mut a = [0u64; 2];

@@ -119,7 +119,15 @@ pub struct RtdWriter<B> {
 impl<B: ByteSink> RtdWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
     pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
-        RtdWriter { cfg, src, last_ts: None, flushed_ts: None, stage: [0; STAGE], len: 0, out }
+        RtdWriter {
+            cfg,
+            src,
+            last_ts: None,
+            flushed_ts: None,
+            stage: [0; STAGE],
+            len: 0,
+            out,
+        }
     }
 
     /// The byte sink.
@@ -157,7 +165,13 @@ impl<B: ByteSink> RtdWriter<B> {
         // TCODE(6) SRC(sb) CKSRC(4)=0 (control) CKDF(2)=0, then CKDATA0 = 0.
         let fixed = TCODE_ICT_SYNC as u64 | (self.src as u64 & width_mask(sb as u8)) << 6;
         let mut at = self.len;
-        push_field(&mut self.stage, &mut at, fixed, (12 + sb as usize) / 6 + 1, MSEO_END_FIELD);
+        push_field(
+            &mut self.stage,
+            &mut at,
+            fixed,
+            (12 + sb as usize) / 6 + 1,
+            MSEO_END_FIELD,
+        );
         push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
         self.len = at;
         self.last_ts = Some(ts);
@@ -180,9 +194,17 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let sb = self.cfg.src_bits as u32;
         let tag = w.idtag(self.cfg.channel).0 as u64;
         // TCODE(6) SRC(sb), then IDTAG continuing the same slices.
-        let first = TCODE_DATA_ACQUISITION as u64 | (self.src as u64 & width_mask(sb as u8)) << 6 | tag << (6 + sb);
+        let first = TCODE_DATA_ACQUISITION as u64
+            | (self.src as u64 & width_mask(sb as u8)) << 6
+            | tag << (6 + sb);
         let mut at = self.len;
-        push_field(&mut self.stage, &mut at, first, (6 + sb as usize) / 6 + 1, MSEO_END_FIELD);
+        push_field(
+            &mut self.stage,
+            &mut at,
+            first,
+            (6 + sb as usize) / 6 + 1,
+            MSEO_END_FIELD,
+        );
         push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
         push_field(&mut self.stage, &mut at, prev ^ ts, 1, MSEO_END_MESSAGE);
         self.len = at;

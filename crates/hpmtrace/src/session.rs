@@ -85,7 +85,9 @@ impl SessionBuilder {
             ACTIVE.store(false, Ordering::Release);
             return Err(e);
         }
-        Ok(Session { output: self.output })
+        Ok(Session {
+            output: self.output,
+        })
     }
 }
 

@@ -60,7 +60,11 @@ pub struct MemBuffer<'a> {
 impl<'a> MemBuffer<'a> {
     /// Use `buf` as the trace buffer.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        MemBuffer { buf, len: 0, dropped: 0 }
+        MemBuffer {
+            buf,
+            len: 0,
+            dropped: 0,
+        }
     }
     /// Valid trace bytes recorded so far.
     pub fn data(&self) -> &[u8] {
@@ -109,7 +113,11 @@ impl VecBuffer {
     /// A buffer that accepts at most `capacity` bytes (allocated up front so
     /// the hot path never allocates).
     pub fn with_capacity(capacity: usize) -> Self {
-        VecBuffer { data: Vec::with_capacity(capacity), capacity, dropped: 0 }
+        VecBuffer {
+            data: Vec::with_capacity(capacity),
+            capacity,
+            dropped: 0,
+        }
     }
     /// Valid trace bytes.
     pub fn data(&self) -> &[u8] {
@@ -153,7 +161,9 @@ impl ItcStimulus {
     /// stimulus registers may be read and written by this code, and
     /// `channel` must be below 32.
     pub unsafe fn new(te_base: usize, channel: u8) -> Self {
-        ItcStimulus { reg: (te_base + ITC_STIMULUS_OFFSET + 4 * channel as usize) as *mut u32 }
+        ItcStimulus {
+            reg: (te_base + ITC_STIMULUS_OFFSET + 4 * channel as usize) as *mut u32,
+        }
     }
 }
 

@@ -64,8 +64,18 @@ struct Decoded {
 fn decode(path: &Path) -> Decoded {
     let bytes = std::fs::read(path).unwrap();
     // perfInit(2, 1) in the example: two sources, a 1-bit SRC field.
-    let cfg = DecodeConfig { channel: 6, nexus: NexusConfig { src_bits: 1, timestamp_bits: 40 } };
-    let mut d = Decoded { headers: vec![], records: vec![], errors: vec![] };
+    let cfg = DecodeConfig {
+        channel: 6,
+        nexus: NexusConfig {
+            src_bits: 1,
+            timestamp_bits: 40,
+        },
+    };
+    let mut d = Decoded {
+        headers: vec![],
+        records: vec![],
+        errors: vec![],
+    };
     decode_stream(
         &bytes[..],
         cfg,
@@ -90,7 +100,11 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "fib failed: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "fib failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("fib(20) = 6765"), "{stdout}");
     let d = decode(&dir.join("trace.rtd"));
     assert!(d.errors.is_empty(), "{:?}", d.errors);
@@ -105,14 +119,26 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
         if slot == 1 {
             assert!(c.event.is_timestamp());
         } else {
-            assert!(matches!(c.event, Event::LinuxSoftware { .. }), "slot {slot}: {:?}", c.event);
+            assert!(
+                matches!(c.event, Event::LinuxSoftware { .. }),
+                "slot {slot}: {:?}",
+                c.event
+            );
         }
     }
 
     // fib(20) makes 2*fib(21)-1 = 21891 calls; main's own entry and exit
     // fall outside trace on/off.
-    let enters = d.records.iter().filter(|r| r.kind == RecordType::FuncEnter).count();
-    let exits = d.records.iter().filter(|r| r.kind == RecordType::FuncExit).count();
+    let enters = d
+        .records
+        .iter()
+        .filter(|r| r.kind == RecordType::FuncEnter)
+        .count();
+    let exits = d
+        .records
+        .iter()
+        .filter(|r| r.kind == RecordType::FuncExit)
+        .count();
     assert_eq!(enters, 21891);
     assert_eq!(exits, 21891);
     assert_eq!(d.records.len(), enters + exits);
@@ -149,17 +175,29 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
     }
     // task-clock (slot 0) is CPU time of the thread: it advances, and by
     // no more than the wall time the records span (plus one read's slack).
-    let task: u64 = d.records.iter().map(|r| r.counter(0).unwrap().recorded).sum();
+    let task: u64 = d
+        .records
+        .iter()
+        .map(|r| r.counter(0).unwrap().recorded)
+        .sum();
     let span = (t - t0) & mask40;
     assert!(task > 0);
-    assert!(task <= span + 1_000_000, "task-clock {task} ns > span {span} ns");
+    assert!(
+        task <= span + 1_000_000,
+        "task-clock {task} ns > span {span} ns"
+    );
 }
 
 #[test]
 fn fib_example_unchanged_buffer_stops_on_wrap() {
     let dir = tmpdir("fib32k");
     let exe = build(&dir);
-    let out = Command::new(&exe).current_dir(&dir).env("HPMTRACE_SW_FALLBACK", "1").env_remove("HPMTRACE_BUFFER_BYTES").output().unwrap();
+    let out = Command::new(&exe)
+        .current_dir(&dir)
+        .env("HPMTRACE_SW_FALLBACK", "1")
+        .env_remove("HPMTRACE_BUFFER_BYTES")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("trace buffer full"), "{stderr}");
@@ -176,7 +214,11 @@ fn fib_example_unchanged_buffer_stops_on_wrap() {
 fn fib_example_without_fallback_explains_missing_hardware_events() {
     let dir = tmpdir("fibnohw");
     let exe = build(&dir);
-    let out = Command::new(&exe).current_dir(&dir).env_remove("HPMTRACE_SW_FALLBACK").output().unwrap();
+    let out = Command::new(&exe)
+        .current_dir(&dir)
+        .env_remove("HPMTRACE_SW_FALLBACK")
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     // The host has no hardware PMU: init fails, and says what to do.
     if !out.status.success() {
@@ -185,6 +227,9 @@ fn fib_example_without_fallback_explains_missing_hardware_events() {
     } else {
         // A machine with hardware counters records real events.
         let d = decode(&dir.join("trace.rtd"));
-        assert!(matches!(d.headers[0].header.counters[0].unwrap().event, Event::General { code: 1 }));
+        assert!(matches!(
+            d.headers[0].header.counters[0].unwrap().event,
+            Event::General { code: 1 }
+        ));
     }
 }

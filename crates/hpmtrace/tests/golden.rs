@@ -33,16 +33,28 @@ fn got(log: &WriteLog) -> Vec<(u32, u32)> {
 fn header(ct: CountType) -> Header {
     let mut h = Header::new(ct);
     h.counters[0] = Some(CounterDesc {
-        event: Event::General { code: hw::CPU_CYCLES },
-        info: CounterInfo { csr: 0xc00, width: 64 },
+        event: Event::General {
+            code: hw::CPU_CYCLES,
+        },
+        info: CounterInfo {
+            csr: 0xc00,
+            width: 64,
+        },
     });
     h.counters[1] = Some(CounterDesc {
-        event: Event::General { code: hw::TIMESTAMP },
+        event: Event::General {
+            code: hw::TIMESTAMP,
+        },
         info: CounterInfo { csr: 0, width: 40 },
     });
     h.counters[3] = Some(CounterDesc {
-        event: Event::Raw { event_data: 0x1_0000_0002 },
-        info: CounterInfo { csr: 0xc03, width: 48 },
+        event: Event::Raw {
+            event_data: 0x1_0000_0002,
+        },
+        info: CounterInfo {
+            csr: 0xc03,
+            width: 48,
+        },
     });
     h
 }
@@ -71,7 +83,11 @@ fn header_writes(ct: u32) -> Vec<(u32, u32)> {
 
 #[test]
 fn header_for_each_count_type() {
-    for (ct, n) in [(CountType::Raw, 0), (CountType::Delta, 1), (CountType::DeltaXor, 2)] {
+    for (ct, n) in [
+        (CountType::Raw, 0),
+        (CountType::Delta, 1),
+        (CountType::DeltaXor, 2),
+    ] {
         let mut e = Encoder::new(header(ct));
         let mut log = WriteLog::default();
         e.trace_on(&mut log, &[0, 0, 0], 0).unwrap();
@@ -84,8 +100,15 @@ fn header_for_each_count_type() {
 fn header_cache_and_software_events() {
     let mut h = Header::new(CountType::Raw);
     h.counters[4] = Some(CounterDesc {
-        event: Event::Cache { cache_id: 2, op_id: 1, result_id: 1 },
-        info: CounterInfo { csr: 0xc04, width: 40 },
+        event: Event::Cache {
+            cache_id: 2,
+            op_id: 1,
+            result_id: 1,
+        },
+        info: CounterInfo {
+            csr: 0xc04,
+            width: 40,
+        },
     });
     h.counters[5] = Some(CounterDesc {
         event: Event::LinuxSoftware { code: 1 },
@@ -127,9 +150,24 @@ fn raw_records() {
     )
     .unwrap();
     // Function exit, ISR and manual records with small values.
-    e.record(&mut log, RecordType::FuncExit, [0x1_0074, 0x1_0100], &[0x65, 9, 1], 0).unwrap();
-    e.record(&mut log, RecordType::Isr, [0x1_0200, 0], &[0x66, 10, 2], 0).unwrap();
-    e.record(&mut log, RecordType::Manual, [0x1_0300, 0], &[0x67, 11, 3], 0).unwrap();
+    e.record(
+        &mut log,
+        RecordType::FuncExit,
+        [0x1_0074, 0x1_0100],
+        &[0x65, 9, 1],
+        0,
+    )
+    .unwrap();
+    e.record(&mut log, RecordType::Isr, [0x1_0200, 0], &[0x66, 10, 2], 0)
+        .unwrap();
+    e.record(
+        &mut log,
+        RecordType::Manual,
+        [0x1_0300, 0],
+        &[0x67, 11, 3],
+        0,
+    )
+    .unwrap();
     assert_eq!(
         got(&log),
         vec![
@@ -168,10 +206,25 @@ fn delta_records_seeded_at_trace_on_with_wrap() {
     let mut e = Encoder::new(header(CountType::Delta));
     let mut log = WriteLog::default();
     // The 48-bit raw counter is 0x10 below its wrap at trace-on.
-    e.trace_on(&mut log, &[10, 100, 0xffff_ffff_fff0], 0).unwrap();
+    e.trace_on(&mut log, &[10, 100, 0xffff_ffff_fff0], 0)
+        .unwrap();
     log.writes.clear();
-    e.record(&mut log, RecordType::Manual, [0x2000, 0], &[25, 0x100, 0x10], 0).unwrap();
-    e.record(&mut log, RecordType::FuncExit, [0x2004, 0x3000], &[25, 0x1_0000_0100, 0x10], 0).unwrap();
+    e.record(
+        &mut log,
+        RecordType::Manual,
+        [0x2000, 0],
+        &[25, 0x100, 0x10],
+        0,
+    )
+    .unwrap();
+    e.record(
+        &mut log,
+        RecordType::FuncExit,
+        [0x2004, 0x3000],
+        &[25, 0x1_0000_0100, 0x10],
+        0,
+    )
+    .unwrap();
     assert_eq!(
         got(&log),
         vec![
@@ -184,8 +237,8 @@ fn delta_records_seeded_at_trace_on_with_wrap() {
             w(32, 0x2004), // Delta keeps full addresses
             w(32, 0x3000),
             w(32, 0),
-            w(32, 0),   // 0x1_0000_0100 - 0x100 = 2^32: low word 0
-            w(16, 1),   // bits 32..47
+            w(32, 0), // 0x1_0000_0100 - 0x100 = 2^32: low word 0
+            w(16, 1), // bits 32..47
             w(32, 0),
         ]
     );
@@ -198,7 +251,14 @@ fn deltaxor_records_chain_addresses_and_counters_from_zero() {
     // Readings at trace-on do not matter for DeltaXOR: counters start at 0.
     e.trace_on(&mut log, &[77, 88, 99], 0).unwrap();
     log.writes.clear();
-    e.record(&mut log, RecordType::Isr, [0x8000_0000_1000, 0], &[5, 0x40, 3], 0).unwrap();
+    e.record(
+        &mut log,
+        RecordType::Isr,
+        [0x8000_0000_1000, 0],
+        &[5, 0x40, 3],
+        0,
+    )
+    .unwrap();
     e.record(
         &mut log,
         RecordType::FuncEnter,
@@ -236,9 +296,23 @@ fn wide_counter_interval_past_48_bits_is_reported() {
     let mut e = Encoder::new(header(CountType::Delta));
     let mut log = WriteLog::default();
     e.trace_on(&mut log, &[0, 0, 0], 0).unwrap();
-    e.record(&mut log, RecordType::Manual, [0x100, 0], &[(1 << 48) + 5, 0, 0], 0).unwrap();
+    e.record(
+        &mut log,
+        RecordType::Manual,
+        [0x100, 0],
+        &[(1 << 48) + 5, 0, 0],
+        0,
+    )
+    .unwrap();
     assert_eq!(e.stats().wide_overflows, 1);
-    e.record(&mut log, RecordType::Manual, [0x100, 0], &[(1 << 48) + 9, 0, 0], 0).unwrap();
+    e.record(
+        &mut log,
+        RecordType::Manual,
+        [0x100, 0],
+        &[(1 << 48) + 9, 0, 0],
+        0,
+    )
+    .unwrap();
     assert_eq!(e.stats().wide_overflows, 1, "a small interval is fine");
 }
 

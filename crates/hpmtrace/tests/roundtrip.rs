@@ -38,27 +38,54 @@ struct Expected {
 fn header(ct: CountType) -> Header {
     let mut h = Header::new(ct);
     let mut put = |slot: usize, event, csr, width| {
-        h.counters[slot] = Some(CounterDesc { event, info: CounterInfo { csr, width } });
+        h.counters[slot] = Some(CounterDesc {
+            event,
+            info: CounterInfo { csr, width },
+        });
     };
     put(0, Event::General { code: 1 }, 0xc00, 64); // recorded as 48 bits
     put(1, Event::General { code: 0x80 }, 0, 40); // timestamp
     put(3, Event::Raw { event_data: 7 }, 0xc03, 32); // wraps often
-    put(9, Event::Cache { cache_id: 1, op_id: 0, result_id: 1 }, 0xc09, 40);
+    put(
+        9,
+        Event::Cache {
+            cache_id: 1,
+            op_id: 0,
+            result_id: 1,
+        },
+        0xc09,
+        40,
+    );
     h
 }
 
 /// One source's random stream; returns its bytes and expectations.
-fn stream(rng: &mut Rng, ct: CountType, cfg: RtdConfig, src: u16, records: usize) -> (Vec<u8>, Vec<Expected>) {
+fn stream(
+    rng: &mut Rng,
+    ct: CountType,
+    cfg: RtdConfig,
+    src: u16,
+    records: usize,
+) -> (Vec<u8>, Vec<Expected>) {
     let h = header(ct);
     let widths: Vec<u8> = h.iter().map(|(_, c)| c.info.recorded_width()).collect();
     let mut enc = Encoder::new(h);
     let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     // counters start anywhere; the 32-bit one close to its wrap
-    let mut now: Vec<u64> = vec![rng.next() >> 20, 0, 0xffff_ff00, rng.next() & width_mask(40)];
+    let mut now: Vec<u64> = vec![
+        rng.next() >> 20,
+        0,
+        0xffff_ff00,
+        rng.next() & width_mask(40),
+    ];
     let mut ts = rng.next() & width_mask(40);
     now[1] = ts;
     enc.trace_on(&mut w, &now, ts).unwrap();
-    let mut prev: Vec<u64> = now.iter().zip(&widths).map(|(v, &wd)| v & width_mask(wd)).collect();
+    let mut prev: Vec<u64> = now
+        .iter()
+        .zip(&widths)
+        .map(|(v, &wd)| v & width_mask(wd))
+        .collect();
     let mut exp = Vec::new();
     for _ in 0..records {
         // Increments: mostly small, sometimes past 32 bits (16-bit high
@@ -77,13 +104,21 @@ fn stream(rng: &mut Rng, ct: CountType, cfg: RtdConfig, src: u16, records: usize
         now[1] = ts;
         let kind = RecordType::from_u8(rng.below(4) as u8).unwrap();
         let mut addr = || {
-            let a = if rng.below(2) == 0 { rng.next() & 0xffff_fffe } else { rng.next() & 0x3f_ffff_fffe };
+            let a = if rng.below(2) == 0 {
+                rng.next() & 0xffff_fffe
+            } else {
+                rng.next() & 0x3f_ffff_fffe
+            };
             a
         };
         let a0 = addr();
         let a1 = addr();
         enc.record(&mut w, kind, [a0, a1], &now, ts).unwrap();
-        let readings: Vec<u64> = now.iter().zip(&widths).map(|(v, &wd)| v & width_mask(wd)).collect();
+        let readings: Vec<u64> = now
+            .iter()
+            .zip(&widths)
+            .map(|(v, &wd)| v & width_mask(wd))
+            .collect();
         let deltas = readings
             .iter()
             .zip(&prev)
@@ -106,7 +141,10 @@ fn stream(rng: &mut Rng, ct: CountType, cfg: RtdConfig, src: u16, records: usize
 
 fn check(ct: CountType, sources: u16, seed: u64) {
     let mut rng = Rng(seed);
-    let cfg = RtdConfig { src_bits: RtdConfig::src_bits_for(sources as u32), ..RtdConfig::default() };
+    let cfg = RtdConfig {
+        src_bits: RtdConfig::src_bits_for(sources as u32),
+        ..RtdConfig::default()
+    };
     let mut bytes = Vec::new();
     let mut expected = Vec::new();
     for src in 0..sources {
@@ -116,7 +154,10 @@ fn check(ct: CountType, sources: u16, seed: u64) {
     }
     let dcfg = DecodeConfig {
         channel: cfg.channel,
-        nexus: NexusConfig { src_bits: cfg.src_bits, timestamp_bits: cfg.timestamp_bits },
+        nexus: NexusConfig {
+            src_bits: cfg.src_bits,
+            timestamp_bits: cfg.timestamp_bits,
+        },
     };
     let mut got: Vec<Vec<hpmtrace::decode::Record>> = vec![Vec::new(); sources as usize];
     let mut headers = 0;
@@ -177,7 +218,10 @@ fn deltaxor_round_trip() {
 
 #[test]
 fn three_sources_each_count_type() {
-    for (i, ct) in [CountType::Raw, CountType::Delta, CountType::DeltaXor].into_iter().enumerate() {
+    for (i, ct) in [CountType::Raw, CountType::Delta, CountType::DeltaXor]
+        .into_iter()
+        .enumerate()
+    {
         check(ct, 3, 100 + i as u64);
     }
 }
@@ -187,9 +231,15 @@ fn rtd_bytes_equal_nexus_module_encoding() {
     use hpmtrace::format::ItcWrite;
     use hpmtrace::nexus::MessageWriter;
     use hpmtrace::sink::Sink;
-    let cfg = RtdConfig { src_bits: 3, ..RtdConfig::default() };
+    let cfg = RtdConfig {
+        src_bits: 3,
+        ..RtdConfig::default()
+    };
     let mut mine = RtdWriter::new(cfg, 5, VecBuffer::with_capacity(1 << 16));
-    let mut theirs = MessageWriter::new(NexusConfig { src_bits: 3, timestamp_bits: 40 });
+    let mut theirs = MessageWriter::new(NexusConfig {
+        src_bits: 3,
+        timestamp_bits: 40,
+    });
     let mut out = Vec::new();
     let mut rng = Rng(9);
     let mut ts = 12345u64;
@@ -201,7 +251,9 @@ fn rtd_bytes_equal_nexus_module_encoding() {
             _ => ItcWrite::w8(rng.next() as u8),
         };
         mine.put(w, ts).unwrap();
-        theirs.data_acquisition(5, w.idtag(6).0, w.value, Some(ts), &mut |b: &[u8]| out.extend_from_slice(b));
+        theirs.data_acquisition(5, w.idtag(6).0, w.value, Some(ts), &mut |b: &[u8]| {
+            out.extend_from_slice(b)
+        });
     }
     mine.flush().unwrap();
     assert_eq!(mine.inner().data(), &out[..]);

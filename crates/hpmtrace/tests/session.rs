@@ -14,7 +14,10 @@ use std::path::Path;
 fn decode(bytes: &[u8], rtd: RtdConfig) -> (usize, Vec<Record>) {
     let cfg = DecodeConfig {
         channel: rtd.channel,
-        nexus: NexusConfig { src_bits: rtd.src_bits, timestamp_bits: rtd.timestamp_bits },
+        nexus: NexusConfig {
+            src_bits: rtd.src_bits,
+            timestamp_bits: rtd.timestamp_bits,
+        },
     };
     let mut headers = 0;
     let mut records = Vec::new();
@@ -35,16 +38,29 @@ fn decode(bytes: &[u8], rtd: RtdConfig) -> (usize, Vec<Record>) {
 
 fn events() -> [Event; 3] {
     [
-        Event::LinuxSoftware { code: sw::TASK_CLOCK },
-        Event::General { code: hw::TIMESTAMP },
-        Event::LinuxSoftware { code: sw::PAGE_FAULTS },
+        Event::LinuxSoftware {
+            code: sw::TASK_CLOCK,
+        },
+        Event::General {
+            code: hw::TIMESTAMP,
+        },
+        Event::LinuxSoftware {
+            code: sw::PAGE_FAULTS,
+        },
     ]
 }
 
 fn manual_flushes_on_drop(dir: &Path) {
     let out = dir.join("manual.rtd");
     let [a, b, c] = events();
-    let s = Session::builder().count_type(CountType::DeltaXor).event(a).event(b).event(c).output(&out).start().unwrap();
+    let s = Session::builder()
+        .count_type(CountType::DeltaXor)
+        .event(a)
+        .event(b)
+        .event(c)
+        .output(&out)
+        .start()
+        .unwrap();
     assert!(matches!(Session::builder().start(), Err(Error::Busy)));
     let rtd = s.rtd_config();
     for _ in 0..50 {
@@ -59,7 +75,9 @@ fn manual_flushes_on_drop(dir: &Path) {
     let (headers, recs) = decode(&std::fs::read(&out).unwrap(), rtd);
     assert_eq!(headers, 2);
     assert_eq!(recs.len(), 51);
-    assert!(recs.iter().all(|r| r.kind == RecordType::Manual && r.addr != 0));
+    assert!(recs
+        .iter()
+        .all(|r| r.kind == RecordType::Manual && r.addr != 0));
     // The marks come from one loop: one address for the first 50.
     assert!(recs[..50].iter().all(|r| r.addr == recs[0].addr));
     // DeltaXOR readings are the counters themselves: task-clock grows.
@@ -70,7 +88,13 @@ fn manual_flushes_on_drop(dir: &Path) {
 
 fn threads_get_their_own_sources() {
     let [a, b, c] = events();
-    let s = Session::builder().event(a).event(b).event(c).max_threads(4).start().unwrap();
+    let s = Session::builder()
+        .event(a)
+        .event(b)
+        .event(c)
+        .max_threads(4)
+        .start()
+        .unwrap();
     let rtd = s.rtd_config();
     assert_eq!(rtd.src_bits, 2);
     std::thread::scope(|sc| {
@@ -102,7 +126,10 @@ fn threads_get_their_own_sources() {
         per_src[r.src as usize] += 1;
         let t = r.addr / 0x1000;
         // every record of a source comes from one thread
-        assert_eq!(recs.iter().find(|x| x.src == r.src).unwrap().addr / 0x1000, t);
+        assert_eq!(
+            recs.iter().find(|x| x.src == r.src).unwrap().addr / 0x1000,
+            t
+        );
     }
     assert_eq!(per_src[0], 0, "main thread recorded nothing");
     assert_eq!(&per_src[1..], &[400, 400, 400]);
@@ -129,7 +156,9 @@ fn timer_samples_the_running_thread() {
     let (_, recs) = decode(&s.bytes(), rtd);
     s.finish().unwrap();
     assert!(recs.len() >= 5, "only {} samples", recs.len());
-    assert!(recs.iter().all(|r| r.kind == RecordType::Isr && r.addr != 0));
+    assert!(recs
+        .iter()
+        .all(|r| r.kind == RecordType::Isr && r.addr != 0));
 }
 
 #[test]
