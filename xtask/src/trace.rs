@@ -49,6 +49,18 @@ fn install(dir: &Path) -> Result<()> {
 /// with software counters, its trace decoded and checked. (The unit,
 /// golden and round-trip tests run in the workspace `cargo test` step.)
 pub fn test() -> Result<()> {
+    step("hpmtrace: no_std core builds for riscv64gc-unknown-none-elf");
+    run(cargo().args([
+        "rustc",
+        "-p",
+        "hpmtrace",
+        "--lib",
+        "--crate-type",
+        "rlib",
+        "--no-default-features",
+        "--target",
+        "riscv64gc-unknown-none-elf",
+    ]))?;
     step("hpmtrace: seed fib example against the installed C API");
     let dir = root().join("target/xtask-trace");
     let _ = std::fs::remove_dir_all(&dir);
