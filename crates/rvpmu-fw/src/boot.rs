@@ -29,12 +29,14 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
         Ok(f) => f,
         Err(_) => boot_failure("no valid device tree at a1"),
     };
-    let p = match platform::parse(&fdt, dtb, &boot, hartid) {
-        Ok(p) => p,
+    let (p, pmu_node) = match platform::parse(&fdt, dtb, &boot, hartid) {
+        Ok(r) => r,
         Err(e) => boot_failure(e),
     };
+    let present = crate::pmu::present_counters();
+    crate::pmu::load_event_map(machine::event_map_mut(), pmu_node, present, &Out(p.uart));
     reserve_firmware(&p);
-    banner(&p);
+    banner(&p, present);
     let next = p.next_addr;
     machine::publish(p);
     hart_init(hartid);
@@ -87,7 +89,7 @@ fn reserve_firmware(p: &Platform) {
     }
 }
 
-fn banner(p: &Platform) {
+fn banner(p: &Platform, counters: u32) {
     let o = Out(p.uart);
     let harts = (0..layout::MAX_HARTS).filter(|&h| p.hart_valid(h)).count();
     o.str("rvpmu-fw ")
@@ -100,9 +102,8 @@ fn banner(p: &Platform) {
         .hex(p.firmware.base as usize)
         .str("+")
         .hex(p.firmware.size as usize);
-    o.str(" reserved, next stage ")
-        .hex(p.next_addr)
-        .str(" (S)\n");
+    o.str(" reserved, counters ").hex(counters as usize);
+    o.str(", next stage ").hex(p.next_addr).str(" (S)\n");
 }
 
 /// M-mode state of one hart: delegation, counters, envcfg, PMP, timer.
@@ -130,6 +131,7 @@ fn hart_init(me: usize) {
     }
     csr_write!(mideleg, irqs);
 
+    let present = crate::pmu::present_counters();
     // S-mode reads cycle, time, instret and the HPM counters directly.
     csr_write!(mcounteren, 0xffff_ffff);
 
@@ -163,7 +165,7 @@ fn hart_init(me: usize) {
     // SAFETY: required after PMP changes; no memory effects.
     unsafe { core::arch::asm!("sfence.vma") };
 
-    machine::init_local(me, f);
+    machine::init_local(me, f, present);
     crate::timer::disarm(me);
     csr_write!(mie, MIP_MSIP);
 }

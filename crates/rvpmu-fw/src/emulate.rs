@@ -5,7 +5,7 @@
 use crate::entry::{fetch_insn, load_u8, store_u8};
 use crate::pmu;
 use crate::trap::{redirect, TrapFrame};
-use sbi_spec::pmu::firmware_event as fw;
+use rvpmu::event::FwEvent;
 
 /// A decoded integer load or store.
 struct Access {
@@ -65,9 +65,9 @@ fn decode(insn: u32) -> Option<Access> {
 pub fn misaligned(f: &mut TrapFrame, cause: usize, addr: usize) {
     let is_load = cause == crate::csr::CAUSE_MISALIGNED_LOAD;
     pmu::record(if is_load {
-        fw::MISALIGNED_LOAD
+        FwEvent::MisalignedLoad
     } else {
-        fw::MISALIGNED_STORE
+        FwEvent::MisalignedStore
     });
     let access = match fetch_insn(f.mepc).ok().and_then(decode) {
         Some(a) if a.load == is_load => a,

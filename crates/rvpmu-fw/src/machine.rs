@@ -5,12 +5,13 @@
 use crate::csr::{self, csr_clear, csr_read, csr_set, hartid, MIP_SSIP};
 use crate::layout::MAX_HARTS;
 use crate::platform::{Features, Platform};
-use crate::pmu::{self, HartPmu};
+use crate::pmu::{self, HartPerf};
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use rvpmu::dt::EventMap;
+use rvpmu::event::FwEvent;
 use sbi_spec::hsm::hart_state;
-use sbi_spec::pmu::firmware_event as fw;
 
 /// Boot hand-off. Nonzero initial values keep these in `.data`, which QEMU
 /// reloads on every reset, so they are valid before `.bss` is cleared.
@@ -85,15 +86,15 @@ impl FenceKind {
         ][v.min(6)]
     }
     /// Firmware events (sent, received) for this kind.
-    fn events(self) -> (usize, usize) {
+    fn events(self) -> (FwEvent, FwEvent) {
         match self {
-            Self::I => (fw::FENCE_I_SENT, fw::FENCE_I_RECEIVED),
-            Self::Vma => (fw::SFENCE_VMA_SENT, fw::SFENCE_VMA_RECEIVED),
-            Self::VmaAsid => (fw::SFENCE_VMA_ASID_SENT, fw::SFENCE_VMA_ASID_RECEIVED),
-            Self::GvmaVmid => (fw::HFENCE_GVMA_VMID_SENT, fw::HFENCE_GVMA_VMID_RECEIVED),
-            Self::Gvma => (fw::HFENCE_GVMA_SENT, fw::HFENCE_GVMA_RECEIVED),
-            Self::VvmaAsid => (fw::HFENCE_VVMA_ASID_SENT, fw::HFENCE_VVMA_ASID_RECEIVED),
-            Self::Vvma => (fw::HFENCE_VVMA_SENT, fw::HFENCE_VVMA_RECEIVED),
+            Self::I => (FwEvent::FenceISent, FwEvent::FenceIReceived),
+            Self::Vma => (FwEvent::SfenceVmaSent, FwEvent::SfenceVmaReceived),
+            Self::VmaAsid => (FwEvent::SfenceVmaAsidSent, FwEvent::SfenceVmaAsidReceived),
+            Self::GvmaVmid => (FwEvent::HfenceGvmaVmidSent, FwEvent::HfenceGvmaVmidReceived),
+            Self::Gvma => (FwEvent::HfenceGvmaSent, FwEvent::HfenceGvmaReceived),
+            Self::VvmaAsid => (FwEvent::HfenceVvmaAsidSent, FwEvent::HfenceVvmaAsidReceived),
+            Self::Vvma => (FwEvent::HfenceVvmaSent, FwEvent::HfenceVvmaReceived),
         }
     }
 }
@@ -109,7 +110,7 @@ pub struct Fence {
 
 /// State only the owning hart touches.
 pub struct HartLocal {
-    pub pmu: HartPmu,
+    pub perf: HartPerf,
 }
 
 /// One hart's entry in the table.
@@ -125,6 +126,8 @@ pub struct HartSlot {
 /// The table and the platform it serves.
 pub struct Machine {
     platform: UnsafeCell<MaybeUninit<Platform>>,
+    /// The riscv,pmu event map (~25 KiB), filled by the boot hart in place.
+    event_map: UnsafeCell<EventMap>,
     console_lock: AtomicBool,
     harts: [HartSlot; MAX_HARTS],
 }
@@ -154,9 +157,23 @@ const HART_SLOT: HartSlot = HartSlot {
 
 static MACHINE: Machine = Machine {
     platform: UnsafeCell::new(MaybeUninit::uninit()),
+    event_map: UnsafeCell::new(EventMap::empty()),
     console_lock: AtomicBool::new(false),
     harts: [HART_SLOT; MAX_HARTS],
 };
+
+/// The event map, for the boot hart to fill before `publish`.
+#[allow(clippy::mut_from_ref)]
+pub fn event_map_mut() -> &'static mut EventMap {
+    // SAFETY: only the boot hart calls this, before STAGE_READY.
+    unsafe { &mut *MACHINE.event_map.get() }
+}
+
+/// The shared, read-only event map (after `publish`).
+pub fn event_map() -> &'static EventMap {
+    // SAFETY: written before STAGE_READY, read-only afterwards.
+    unsafe { &*MACHINE.event_map.get() }
+}
 
 /// Publish the platform and release the other harts (boot hart only, once).
 pub fn publish(p: Platform) {
@@ -200,13 +217,10 @@ pub fn platform_if_ready() -> Option<&'static Platform> {
 }
 
 /// Set up the calling hart's private state (once per hart, at its init).
-pub fn init_local(me: usize, features: Features) {
+pub fn init_local(me: usize, features: Features, present_counters: u32) {
+    let perf = pmu::new_hart(features, present_counters);
     // SAFETY: each hart initializes only its own slot, before using it.
-    unsafe {
-        (*MACHINE.harts[me].local.get()).write(HartLocal {
-            pmu: HartPmu::new(me, features),
-        })
-    };
+    unsafe { (*MACHINE.harts[me].local.get()).write(HartLocal { perf }) };
 }
 
 /// The calling hart's private state. Callers keep the borrow short and
@@ -254,10 +268,10 @@ fn is_running(hart: usize) -> bool {
 
 /// Deliver a supervisor software interrupt to `target`.
 pub fn send_ipi(me: usize, target: usize) {
-    pmu::record(fw::IPI_SENT);
+    pmu::record(FwEvent::IpiSent);
     if target == me {
         csr_set!(mip, MIP_SSIP);
-        pmu::record(fw::IPI_RECEIVED);
+        pmu::record(FwEvent::IpiReceived);
     } else if is_running(target) {
         MACHINE.harts[target].pending.fetch_or(MSG_IPI, AcqRel);
         send_msip(target);
@@ -365,7 +379,7 @@ pub fn process_messages(me: usize, running: bool) -> usize {
     let bits = slot.pending.swap(0, AcqRel);
     if bits & MSG_IPI != 0 && running {
         csr_set!(mip, MIP_SSIP);
-        pmu::record(fw::IPI_RECEIVED);
+        pmu::record(FwEvent::IpiReceived);
     }
     if bits & MSG_FENCE != 0 {
         for (sender, f) in slot.fences.iter().enumerate() {

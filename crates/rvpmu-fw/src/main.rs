@@ -23,8 +23,6 @@ mod layout;
 #[cfg(target_os = "none")]
 mod machine;
 #[cfg(target_os = "none")]
-mod mem;
-#[cfg(target_os = "none")]
 mod platform;
 #[cfg(target_os = "none")]
 mod pmu;

@@ -4,6 +4,8 @@
 use crate::console::{Uart, DEFAULT_UART};
 use crate::layout::{DEFAULT_NEXT_ADDR, MAX_HARTS};
 use fdt::Fdt;
+use rvpmu::dt::{PmuProps, Property};
+use rvpmu::mem::{PhysMemory, Ranges};
 
 /// OpenSBI's fw_dynamic info, as QEMU passes it in a2.
 #[repr(C)]
@@ -143,9 +145,6 @@ impl Region {
             None => false,
         }
     }
-    pub fn overlaps(&self, addr: u64, len: u64) -> bool {
-        addr < self.end() && addr.saturating_add(len) > self.base
-    }
 }
 
 /// DRAM ranges the firmware accepts (DT memory nodes beyond this are ignored).
@@ -185,6 +184,8 @@ pub struct Platform {
     pub power: PowerDevice,
     /// Hart ids at or above this are absent (for the `-1` hart mask base).
     pub hart_limit: usize,
+    /// Memory S-mode may hand to SBI calls: DRAM minus the firmware.
+    pub ram: PhysMemory,
 }
 
 impl Platform {
@@ -203,12 +204,6 @@ impl Platform {
     }
 }
 
-fn has_compatible(node: &fdt::node::FdtNode, names: &[&str]) -> bool {
-    node.compatible()
-        .map(|c| c.all().any(|s| names.contains(&s)))
-        .unwrap_or(false)
-}
-
 fn nth_reg(node: &fdt::node::FdtNode, n: usize) -> Option<usize> {
     node.reg()?.nth(n).map(|r| r.starting_address as usize)
 }
@@ -217,13 +212,14 @@ fn prop_u32(node: &fdt::node::FdtNode, name: &str) -> Option<u32> {
     node.property(name)?.as_usize().map(|v| v as u32)
 }
 
-/// Parse the platform from the device tree in one pass over its nodes.
-pub fn parse(
-    fdt: &Fdt,
+/// Parse the platform (and find the riscv,pmu node) in one pass over the
+/// device tree's nodes.
+pub fn parse<'a>(
+    fdt: &Fdt<'a>,
     dtb: usize,
     boot: &BootInfo,
     boot_hart: usize,
-) -> Result<Platform, &'static str> {
+) -> Result<(Platform, Option<PmuProps<'a>>), &'static str> {
     let (fw_base, fw_size) = crate::layout::protected_region();
     let mut p = Platform {
         dtb,
@@ -246,16 +242,26 @@ pub fn parse(
             sifive_test: None,
         },
         hart_limit: 0,
+        // SAFETY: owns nothing until filled below.
+        ram: unsafe { PhysMemory::new(Ranges::new()) },
     };
     let mut uart_found = false;
     let mut syscon: [Option<(u32, u32, u32)>; 2] = [None, None]; // (regmap, offset, value)
+    let mut pmu = None;
     for node in fdt.all_nodes() {
-        let dev_type = node.property("device_type").and_then(|p| p.as_str());
-        let okay = node
-            .property("status")
-            .and_then(|s| s.as_str())
-            .map_or(true, |s| s == "okay" || s == "ok");
-        if dev_type == Some("memory") {
+        // One pass over the properties: the fdt crate parses (and UTF-8
+        // checks) every property name on each lookup, which dominates boot.
+        let (mut dev_type, mut okay, mut compat): (&[u8], bool, &[u8]) = (&[], true, &[]);
+        for prop in node.properties() {
+            match prop.name {
+                "device_type" => dev_type = prop.value,
+                "status" => okay = matches!(prop.value, b"okay\0" | b"ok\0"),
+                "compatible" => compat = prop.value,
+                _ => {}
+            }
+        }
+        let is = |names: &[&[u8]]| compat.split(|&b| b == 0).any(|c| names.contains(&c));
+        if dev_type == b"memory\0" {
             for r in node.reg().into_iter().flatten() {
                 if p.memory_count < MAX_MEMORY_REGIONS {
                     let size = r.size.unwrap_or(0) as u64;
@@ -266,7 +272,7 @@ pub fn parse(
                     p.memory_count += 1;
                 }
             }
-        } else if dev_type == Some("cpu") {
+        } else if dev_type == b"cpu\0" {
             let Some(id) = nth_reg(&node, 0) else {
                 continue;
             };
@@ -287,9 +293,16 @@ pub fn parse(
                     });
                 }
             }
-        } else if !okay {
+        } else if !okay || compat.is_empty() {
             continue;
-        } else if !uart_found && has_compatible(&node, &["ns16550a", "ns16550"]) {
+        } else if pmu.is_none() && is(&[b"riscv,pmu"]) {
+            let prop = |p: Property| node.property(p.name()).map(|p| p.value);
+            pmu = Some(PmuProps {
+                event_to_mhpmevent: prop(Property::EventToMhpmevent),
+                event_to_mhpmcounters: prop(Property::EventToMhpmcounters),
+                raw_event_to_mhpmcounters: prop(Property::RawEventToMhpmcounters),
+            });
+        } else if !uart_found && is(&[b"ns16550a", b"ns16550"]) {
             if let Some(base) = nth_reg(&node, 0) {
                 p.uart = Uart {
                     base,
@@ -297,24 +310,20 @@ pub fn parse(
                 };
                 uart_found = true;
             }
-        } else if has_compatible(&node, &["sifive,clint0", "riscv,clint0"]) {
+        } else if is(&[b"sifive,clint0", b"riscv,clint0"]) {
             if let Some(base) = nth_reg(&node, 0) {
                 p.msip = base;
                 p.mtimecmp = base + 0x4000;
             }
-        } else if has_compatible(&node, &["riscv,aclint-mswi"]) {
+        } else if is(&[b"riscv,aclint-mswi"]) {
             p.msip = nth_reg(&node, 0).unwrap_or(p.msip);
-        } else if has_compatible(&node, &["riscv,aclint-mtimer"]) {
+        } else if is(&[b"riscv,aclint-mtimer"]) {
             // reg = <mtime>, <mtimecmp array>
             p.mtimecmp = nth_reg(&node, 1).unwrap_or(p.mtimecmp);
-        } else if has_compatible(&node, &["sifive,test0", "sifive,test1"]) {
+        } else if is(&[b"sifive,test0", b"sifive,test1"]) {
             p.power.sifive_test = nth_reg(&node, 0);
-        } else if has_compatible(&node, &["syscon-poweroff", "syscon-reboot"]) {
-            let i = if has_compatible(&node, &["syscon-poweroff"]) {
-                0
-            } else {
-                1
-            };
+        } else if is(&[b"syscon-poweroff", b"syscon-reboot"]) {
+            let i = if is(&[b"syscon-poweroff"]) { 0 } else { 1 };
             if let (Some(map), Some(value)) = (prop_u32(&node, "regmap"), prop_u32(&node, "value"))
             {
                 syscon[i] = Some((map, prop_u32(&node, "offset").unwrap_or(0), value));
@@ -338,11 +347,19 @@ pub fn parse(
     if p.memory_count == 0 {
         return Err("device tree has no memory node");
     }
+    let mut ranges = Ranges::new();
+    for r in p.memory() {
+        ranges.add_ram(r.base, r.size);
+    }
+    ranges.exclude(fw_base, fw_size);
+    // SAFETY: DRAM from the DT minus the firmware: plain M-mode accesses,
+    // and no Rust object lives there.
+    p.ram = unsafe { PhysMemory::new(ranges) };
     if !p.hart_valid(boot_hart) {
         return Err("boot hart is not in the device tree");
     }
     if p.msip == 0 || p.mtimecmp == 0 {
         return Err("device tree has no CLINT / ACLINT (MSIP, mtimecmp)");
     }
-    Ok(p)
+    Ok((p, pmu))
 }

@@ -1,31 +1,96 @@
-//! Glue to the SBI PMU engine. Until the `rvpmu` engine is wired in, PMU and
-//! STA probe as absent and firmware events are dropped here; every event
-//! source already calls `record` at the point the event happens.
+//! Glue to the `rvpmu` engine: per-hart PMU and STA state, firmware-event
+//! recording, and the board facts the engine needs (counters present,
+//! ISA features, the event map from the device tree).
 
+use crate::machine;
 use crate::platform::Features;
+use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::event::FwEvent;
+use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hw::csr::CsrHpm;
+use rvpmu::mem::PhysMemory;
+use rvpmu::sta::StealTime;
+use rvpmu::{Pmu, PmuConfig};
 
-/// Per-hart PMU state (the engine's `Pmu` once wired in).
-pub struct HartPmu {}
+/// The engine as this firmware instantiates it.
+pub type HartPmu = Pmu<'static, CsrHpm, PhysMemory>;
 
-impl HartPmu {
-    pub fn new(_hartid: usize, _features: Features) -> Self {
-        Self {}
+/// One hart's PMU and steal-time state.
+pub struct HartPerf {
+    pub pmu: HartPmu,
+    pub sta: StealTime,
+}
+
+/// Counters this hart implements (bit per CSR offset; bit 1, `time`, never).
+///
+/// Absent `mhpmcounterN` CSRs trap, so they are not probed by access:
+/// mcounteren and mcountinhibit are WARL with read-only-zero bits for
+/// absent counters (QEMU masks both with the CPU's PMU mask), so writing
+/// all ones and reading both back names the present ones. Must run before
+/// mcounteren gets its final value.
+pub fn present_counters() -> u32 {
+    use crate::csr::{csr_read, csr_write};
+    csr_write!(mcounteren, 0xffff_ffff);
+    let en = csr_read!(mcounteren) as u32;
+    // Inhibit everything only for the instant of the probe.
+    let old_inhibit = csr_read!(0x320);
+    csr_write!(0x320, 0xffff_ffff);
+    let inh = csr_read!(0x320) as u32;
+    csr_write!(0x320, old_inhibit);
+    (en & inh & !0b111) | 0b101
+}
+
+fn isa(f: Features) -> IsaFeatures {
+    IsaFeatures {
+        sscofpmf: f.has(Features::SSCOFPMF),
+        smcntrpmf: f.has(Features::SMCNTRPMF),
+        h: f.has(Features::H),
     }
 }
 
-/// Count one firmware event (an `sbi_spec::pmu::firmware_event` code) on
-/// the calling hart.
+/// Fill the shared event map from the DT's `riscv,pmu` node (boot hart).
+/// A missing node leaves only cycles/instructions countable; a node the
+/// engine rejects does the same, with a warning.
+pub fn load_event_map(
+    map: &mut EventMap,
+    node: Option<PmuProps>,
+    present: u32,
+    out: &crate::console::Out,
+) {
+    let Some(props) = node else { return };
+    if map.load_props(props, Some(present)).is_err() {
+        out.str(
+            "rvpmu-fw: warning: riscv,pmu node rejected (check it with `cargo xtask dt-check`); ",
+        );
+        out.str("only cycles and instructions are countable\n");
+    }
+}
+
+/// Per-hart engine state, counters put in their boot state.
+pub fn new_hart(f: Features, present: u32) -> HartPerf {
+    let cfg = PmuConfig {
+        map: machine::event_map(),
+        isa: isa(f),
+        fw_events: if f.has(Features::H) {
+            FwEventSet::all_standard()
+        } else {
+            FwEventSet::without_h()
+        },
+        snapshot: true,
+        // Makes Linux 6.12's snapshot restart (counter_idx_base 4096) valid;
+        // see README "Linux 6.12's snapshot restart bug".
+        alias_window: true,
+    };
+    // SAFETY: M-mode; `present` names only implemented counters.
+    let hw = unsafe { CsrHpm::new(present) };
+    HartPerf {
+        pmu: Pmu::new(cfg, hw, machine::platform().ram, present),
+        sta: StealTime::new(),
+    }
+}
+
+/// Count one firmware event on the calling hart, where it happens.
 #[inline]
-pub fn record(code: usize) {
-    let _ = code;
-}
-
-/// Whether the PMU extension is offered (probe answer).
-pub fn pmu_available() -> bool {
-    false
-}
-
-/// Whether the STA extension is offered (probe answer).
-pub fn sta_available() -> bool {
-    false
+pub fn record(ev: FwEvent) {
+    machine::local().perf.pmu.record(ev);
 }

@@ -34,8 +34,8 @@ pub fn shutdown() {
     }
 }
 
-/// Power off reporting failure (`code` 1..0xffff), e.g. after a panic; QEMU
-/// exits with status `code * 2 + 1`. Falls back to a plain power-off.
+/// Power off reporting failure (`code` 1..0xffff), e.g. after a panic; QEMU 10
+/// exits with status `code`. Falls back to a plain power-off.
 pub fn fail(code: u16) -> ! {
     let test = platform_if_ready().map_or(Some(DEFAULT_SIFIVE_TEST), |p| p.power.sifive_test);
     if let Some(t) = test {

@@ -4,10 +4,9 @@
 use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
 use crate::layout::MAX_HARTS;
 use crate::machine::{self, platform, Fence, FenceKind};
-use crate::mem::SupervisorRam;
 use crate::platform::Features;
-use crate::pmu;
 use crate::trap::{redirect, TrapFrame, A0, A1};
+use rvpmu::mem::SupervisorMemory;
 use sbi_spec::binary::{
     RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
@@ -79,6 +78,15 @@ pub fn ecall(f: &mut TrapFrame) {
         hsm::EID_HSM => hsm_call(f, fid, a),
         srst::EID_SRST if fid == srst::SYSTEM_RESET => system_reset(a[0], a[1]),
         dbcn::EID_DBCN => dbcn_call(fid, a),
+        rvpmu::ecall::EID_PMU => {
+            let r = rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a);
+            (r.error, r.value)
+        }
+        rvpmu::ecall::EID_STA => {
+            let perf = &mut machine::local().perf;
+            let r = rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a);
+            (r.error, r.value)
+        }
         _ => err(RET_ERR_NOT_SUPPORTED),
     };
     f.regs[A0] = error;
@@ -96,8 +104,7 @@ fn probe(eid: usize) -> bool {
         | hsm::EID_HSM
         | srst::EID_SRST
         | dbcn::EID_DBCN => true,
-        sbi_spec::pmu::EID_PMU => pmu::pmu_available(),
-        sbi_spec::sta::EID_STA => pmu::sta_available(),
+        rvpmu::ecall::EID_PMU | rvpmu::ecall::EID_STA => true,
         _ => false,
     }
 }
@@ -201,13 +208,13 @@ fn rfence(fid: usize, a: [usize; 6]) -> Ret {
 fn hsm_call(f: &mut TrapFrame, fid: usize, a: [usize; 6]) -> Ret {
     let me = hartid();
     let p = platform();
-    let ram = SupervisorRam::new(p);
+    let ram = &p.ram;
     match fid {
         hsm::HART_START => {
             if !p.hart_valid(a[0]) {
                 return err(RET_ERR_INVALID_PARAM);
             }
-            if !ram.check(a[1] as u64, 4) {
+            if !ram.owns(a[1] as u64, 4) {
                 return err(RET_ERR_INVALID_ADDRESS);
             }
             match machine::request_start(a[0], a[1], a[2]) {
@@ -233,7 +240,7 @@ fn hsm_call(f: &mut TrapFrame, fid: usize, a: [usize; 6]) -> Ret {
                     ok(0)
                 }
                 hsm::suspend_type::NON_RETENTIVE => {
-                    if !ram.check(a[1] as u64, 4) {
+                    if !ram.owns(a[1] as u64, 4) {
                         return err(RET_ERR_INVALID_ADDRESS);
                     }
                     machine::suspend(me);
@@ -271,14 +278,14 @@ fn system_reset(kind: usize, reason: usize) -> Ret {
 }
 
 fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
-    let ram = SupervisorRam::new(platform());
+    let mut ram = platform().ram;
     let (len, addr) = (a[0], a[1]);
     match fid {
         dbcn::CONSOLE_WRITE | dbcn::CONSOLE_READ => {
             if len == 0 {
                 return ok(0);
             }
-            if a[2] != 0 || !ram.check(addr as u64, len as u64) {
+            if a[2] != 0 || !ram.owns(addr as u64, len as u64) {
                 return err(RET_ERR_INVALID_PARAM);
             }
             if fid == dbcn::CONSOLE_WRITE {
@@ -286,7 +293,8 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
                     let mut buf = [0u8; 64];
                     for off in (0..len).step_by(buf.len()) {
                         let n = buf.len().min(len - off);
-                        ram.read((addr + off) as u64, &mut buf[..n]);
+                        // Cannot fail: the whole range was checked above.
+                        let _ = ram.read((addr + off) as u64, &mut buf[..n]);
                         buf[..n].iter().for_each(|&b| u.put(b));
                     }
                 });
@@ -297,7 +305,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
                     let Some(b) = machine::with_console(|u| u.get()) else {
                         break;
                     };
-                    ram.write((addr + n) as u64, &[b]);
+                    let _ = ram.write((addr + n) as u64, &[b]);
                     n += 1;
                 }
                 ok(n)

@@ -19,7 +19,7 @@ fn write_mtimecmp(me: usize, value: u64) {
 /// units); clears a pending one.
 pub fn set_timer(value: u64) {
     let me = hartid();
-    pmu::record(sbi_spec::pmu::firmware_event::SET_TIMER);
+    pmu::record(rvpmu::event::FwEvent::SetTimer);
     if has_sstc(me) {
         csr_write!(0x14d, value as usize);
     } else {

@@ -5,7 +5,7 @@ use crate::csr::*;
 use crate::machine::{self, platform};
 use crate::platform::Features;
 use crate::pmu;
-use sbi_spec::pmu::firmware_event as fw;
+use rvpmu::event::FwEvent;
 
 /// The interrupted context, saved at the top of the hart's M-mode stack.
 /// Layout is used by the assembly in `entry.rs` (via `offset_of!`).
@@ -44,15 +44,15 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
             crate::emulate::misaligned(f, cause, tval)
         }
         CAUSE_ILLEGAL_INSN => {
-            pmu::record(fw::ILLEGAL_INSN);
+            pmu::record(FwEvent::IllegalInsn);
             redirect(f, cause, tval);
         }
         CAUSE_LOAD_ACCESS => {
-            pmu::record(fw::ACCESS_LOAD);
+            pmu::record(FwEvent::AccessLoad);
             redirect(f, cause, tval);
         }
         CAUSE_STORE_ACCESS => {
-            pmu::record(fw::ACCESS_STORE);
+            pmu::record(FwEvent::AccessStore);
             redirect(f, cause, tval);
         }
         _ => redirect(f, cause, tval),
