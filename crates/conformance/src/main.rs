@@ -46,6 +46,10 @@ mod kernel {
     static SKIP_LEN: AtomicUsize = AtomicUsize::new(0);
     /// Results handed back by a secondary hart.
     static SEC_DONE: AtomicBool = AtomicBool::new(false);
+    static SEC_ALIVE: AtomicBool = AtomicBool::new(false);
+    /// Spin iterations the boot hart waits for a secondary hart's suite
+    /// (about ten times what a full suite takes on OpenSBI 1.5.1).
+    const SEC_WAIT_SPINS: u64 = 40_000_000;
     static SEC_PASSED: AtomicU32 = AtomicU32::new(0);
     static SEC_FAILED: AtomicU32 = AtomicU32::new(0);
 
@@ -156,15 +160,33 @@ mod kernel {
             }
             others += 1;
             SEC_DONE.store(false, Ordering::Release);
+            SEC_ALIVE.store(false, Ordering::Release);
+            println!("SMP starting hart {h} (slot {slot})");
             let r = sbi::hart_start(h, rt::secondary_entry(), slot);
+            println!("SMP hart_start({h}) answered {r}");
             if !r.ok() {
                 println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");
                 failed += 1;
                 continue;
             }
-            while !SEC_DONE.load(Ordering::Acquire) {
+            // Bounded wait (a secondary suite takes far fewer iterations than
+            // this), so a hart that never arrives is reported, not hung on.
+            let mut spins: u64 = 0;
+            while !SEC_DONE.load(Ordering::Acquire) && spins < SEC_WAIT_SPINS {
                 core::hint::spin_loop();
+                spins += 1;
             }
+            if !SEC_DONE.load(Ordering::Acquire) {
+                let how = if SEC_ALIVE.load(Ordering::Acquire) {
+                    "entered the kernel but did not finish its suite"
+                } else {
+                    "never entered the kernel after HSM hart_start answered SUCCESS"
+                };
+                println!("[FAIL] smp.hart{h}.ran - HSM hart_start: the started hart runs the suite in S-mode at the given address | expected: the hart finishes | actual: it {how}");
+                println!("RESULT {passed} passed, {} failed", failed + 1);
+                sbi::shutdown();
+            }
+            println!("SMP hart {h} finished after {spins} wait iterations");
             passed += SEC_PASSED.load(Ordering::Acquire);
             failed += SEC_FAILED.load(Ordering::Acquire);
         }
@@ -190,6 +212,7 @@ mod kernel {
     /// Secondary hart entry (from `_secondary`, started through HSM).
     #[no_mangle]
     extern "C" fn secondary_main(hartid: usize, slot: usize) -> ! {
+        SEC_ALIVE.store(true, Ordering::Release);
         let prefix = text!("h{hartid}.");
         let mut s = Suite::new(prefix.as_str(), skip_list());
         checks::run(&mut s, &env(slot));
