@@ -30,8 +30,9 @@ const MIN_CHECKS: usize = 100;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// Firmware to test: `ours`, `opensbi`, `both` (side by side) or the
-    /// path of a raw -bios image.
+    /// Firmware to test: `ours`, `opensbi`, `both` (ours and OpenSBI side
+    /// by side), the path of a raw -bios image, or two of these joined by a
+    /// comma (side by side).
     #[arg(long, default_value = "both")]
     pub bios: String,
     /// Number of harts; every hart runs the suite on its own PMU state.
@@ -43,7 +44,11 @@ pub struct ConformanceArgs {
 }
 
 #[derive(clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Use this raw -bios image as "ours" instead of building crates/rvpmu-fw.
+    #[arg(long)]
+    pub ours: Option<PathBuf>,
+}
 
 /// A firmware under test.
 #[derive(Clone)]
@@ -71,28 +76,41 @@ fn ours() -> Result<Firmware> {
     })
 }
 
-fn resolve(bios: &str) -> Result<Vec<Firmware>> {
-    Ok(match bios {
-        "ours" => vec![ours()?],
-        "opensbi" => vec![opensbi()?],
-        "both" => match ours() {
-            Ok(o) => vec![o, opensbi()?],
-            Err(e) => {
-                eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); running OpenSBI only");
-                vec![opensbi()?]
-            }
-        },
+fn resolve_one(name: &str) -> Result<Firmware> {
+    match name {
+        "ours" => ours(),
+        "opensbi" => opensbi(),
         path => {
             let image = PathBuf::from(path);
             if !image.is_file() {
                 bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
             }
-            vec![Firmware {
+            Ok(Firmware {
                 name: path.into(),
                 image,
-            }]
+            })
         }
-    })
+    }
+}
+
+fn resolve(bios: &str) -> Result<Vec<Firmware>> {
+    if bios == "both" {
+        return Ok(match ours() {
+            Ok(o) => vec![o, opensbi()?],
+            Err(e) => {
+                eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); running OpenSBI only");
+                vec![opensbi()?]
+            }
+        });
+    }
+    let fws = bios
+        .split(',')
+        .map(resolve_one)
+        .collect::<Result<Vec<_>>>()?;
+    if fws.len() > 2 {
+        bail!("--bios takes at most two firmwares");
+    }
+    Ok(fws)
 }
 
 /// Builds the conformance kernel and returns its ELF.
@@ -544,10 +562,15 @@ fn opt_num(v: Option<u64>) -> String {
     v.map_or("null".into(), |v| v.to_string())
 }
 
-pub fn bench(_a: BenchArgs) -> Result<()> {
+pub fn bench(a: BenchArgs) -> Result<()> {
     crate::setup::ensure_host()?;
     let kernel = build_kernel()?;
-    let ours = match ours() {
+    let ours = match a.ours.map_or_else(ours, |image| {
+        Ok(Firmware {
+            name: "ours".into(),
+            image,
+        })
+    }) {
         Ok(fw) => Some(bench_one(fw, &kernel)?),
         Err(e) => {
             eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); its column stays empty");
