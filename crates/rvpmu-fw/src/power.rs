@@ -20,17 +20,20 @@ fn park() -> ! {
     }
 }
 
-/// Power off. Returns only if the platform has no way to do it.
+/// Power off. Returns only if the platform has no way to do it. The device
+/// acts asynchronously (QEMU handles the request in its main loop), so the
+/// hart parks after the write rather than returning to the caller.
 pub fn shutdown() {
-    match platform_if_ready().map(|p| p.power) {
-        Some(d) => {
-            if let Some((addr, value)) = d.poweroff {
-                write(addr, value);
-            } else if let Some(t) = d.sifive_test {
-                write(t, TEST_PASS);
-            }
-        }
-        None => write(DEFAULT_SIFIVE_TEST, TEST_PASS),
+    let target = match platform_if_ready() {
+        Some(p) => p
+            .power
+            .poweroff
+            .or(p.power.sifive_test.map(|t| (t, TEST_PASS))),
+        None => Some((DEFAULT_SIFIVE_TEST, TEST_PASS)),
+    };
+    if let Some((addr, value)) = target {
+        write(addr, value);
+        park();
     }
 }
 
@@ -40,6 +43,7 @@ pub fn fail(code: u16) -> ! {
     let test = platform_if_ready().map_or(Some(DEFAULT_SIFIVE_TEST), |p| p.power.sifive_test);
     if let Some(t) = test {
         write(t, TEST_FAIL | (code as u32) << 16);
+        park();
     }
     shutdown();
     park()
@@ -49,10 +53,13 @@ pub fn fail(code: u16) -> ! {
 /// Returns only if the platform has no way to do it.
 pub fn reboot() {
     let Some(p) = platform_if_ready() else { return };
-    crate::machine::rearm_boot();
-    if let Some((addr, value)) = p.power.reboot {
+    let target = p
+        .power
+        .reboot
+        .or(p.power.sifive_test.map(|t| (t, TEST_RESET)));
+    if let Some((addr, value)) = target {
+        crate::machine::rearm_boot();
         write(addr, value);
-    } else if let Some(t) = p.power.sifive_test {
-        write(t, TEST_RESET);
+        park();
     }
 }

@@ -110,6 +110,10 @@ mod payload {
     static STORM_DONE: AtomicUsize = AtomicUsize::new(0);
     static STORM_ERRORS: AtomicUsize = AtomicUsize::new(0);
     static GO_STOP: AtomicUsize = AtomicUsize::new(0);
+    static NHARTS: AtomicUsize = AtomicUsize::new(0);
+    static STORM_READY: AtomicUsize = AtomicUsize::new(0);
+    static START_STORM: AtomicUsize = AtomicUsize::new(0);
+    const STORM_ROUNDS: usize = 50;
     static RESUMED: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
     /// Last exception per hart: (scause, stval, sepc).
     static EXC: [[AtomicUsize; 3]; MAX_HARTS] =
@@ -309,6 +313,50 @@ mod payload {
         unsafe { core::arch::asm!("csrw sepc, {0}", in(reg) epc + len) };
     }
 
+    /// Count firmware event `code` on this hart while `f` runs, with a PMU
+    /// firmware counter (config_matching CLEAR_VALUE|AUTO_START, fw_read,
+    /// stop with RESET). `None` if the PMU refuses the event.
+    fn fw_count(code: usize, f: impl FnOnce()) -> Option<usize> {
+        const CLEAR_VALUE: usize = 1 << 1;
+        const AUTO_START: usize = 1 << 2;
+        // The firmware counters, as Linux finds them (counter_info bit 63).
+        let fw_mask = (0..64).fold(0usize, |m, i| {
+            let (e, info) = sbi(EID_PMU, 1, i, 0, 0, 0, 0);
+            if e == SUCCESS && (info as isize) < 0 {
+                m | 1 << i
+            } else {
+                m
+            }
+        });
+        let (e, idx) = sbi(
+            EID_PMU,
+            2,
+            0,
+            fw_mask,
+            CLEAR_VALUE | AUTO_START,
+            0xF0000 | code,
+            0,
+        );
+        if e != SUCCESS {
+            return None;
+        }
+        f();
+        let (e, v) = sbi(EID_PMU, 5, idx, 0, 0, 0, 0);
+        sbi(EID_PMU, 4, idx, 1, 1, 0, 0);
+        (e == SUCCESS).then_some(v)
+    }
+
+    fn illegal() {
+        unsafe {
+            core::arch::asm!(
+                ".option push",
+                ".option norvc",
+                "csrr zero, mscratch",
+                ".option pop"
+            )
+        };
+    }
+
     fn take_exception(me: usize) -> (usize, usize, usize) {
         (
             EXC[me][0].swap(0, SeqCst),
@@ -388,16 +436,39 @@ mod payload {
         );
         check("secondary opaque", opaque & !0xff == MAGIC);
         let round = opaque & 0xff;
-        ALIVE[hartid].fetch_add(1, SeqCst);
+        if round != 1 {
+            ALIVE[hartid].fetch_add(1, SeqCst);
+        }
         match round {
             1 => {
-                // Take IPIs with interrupts on, then race remote fences.
+                // Take IPIs with interrupts on, then race remote fences;
+                // the firmware counts what this hart received.
                 unsafe {
                     core::arch::asm!("csrs sie, {0}", "csrs sstatus, {1}", in(reg) 2usize, in(reg) 2usize)
                 };
-                wait_until("secondary receives IPI", || IPIS[hartid].load(SeqCst) >= 1);
-                fence_storm(50);
-                wait_until("stop order", || GO_STOP.load(SeqCst) != 0);
+                let ipis = fw_count(7, || {
+                    ALIVE[hartid].fetch_add(1, SeqCst);
+                    wait_until("secondary receives IPI", || IPIS[hartid].load(SeqCst) >= 1);
+                });
+                check_eq(
+                    "fw event IPI_RECEIVED (remote)",
+                    ipis.map_or(-1, |v| v as isize),
+                    1,
+                );
+                // Every hart sends STORM_ROUNDS fence.i to all; senders wait
+                // for completion, so all have arrived once GO_STOP is set.
+                let fences = fw_count(9, || {
+                    STORM_READY.fetch_add(1, SeqCst);
+                    wait_until("storm start", || START_STORM.load(SeqCst) != 0);
+                    fence_storm(STORM_ROUNDS);
+                    wait_until("stop order", || GO_STOP.load(SeqCst) != 0);
+                });
+                let want = (STORM_ROUNDS * NHARTS.load(SeqCst)) as isize;
+                check_eq(
+                    "fw event FENCE_I_RECEIVED (remote)",
+                    fences.map_or(-1, |v| v as isize),
+                    want,
+                );
                 unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
             }
             2 => {
@@ -443,6 +514,7 @@ mod payload {
             .n(me)
             .emit();
         let dt = read_dt(dtb);
+        NHARTS.store(dt.harts, SeqCst);
         Line::new()
             .s("sbi-check: harts=")
             .n(dt.harts)
@@ -709,6 +781,100 @@ mod payload {
         check("timer far future clears pending", sip() & SIP_STIP == 0);
         unsafe { core::arch::asm!("csrc sie, {0}", in(reg) SIP_STIP) };
 
+        // Firmware events are counted where they happen (PMU firmware counters).
+        if pmu != 0 {
+            let self_mask: usize = 1 << me;
+            let counts = [
+                (
+                    "fw event ILLEGAL_INSN",
+                    4,
+                    3,
+                    fw_count(4, || (0..3).for_each(|_| illegal())),
+                ),
+                (
+                    "fw event ACCESS_LOAD",
+                    2,
+                    1,
+                    fw_count(2, || unsafe {
+                        core::arch::asm!("ld zero, 0({0})", in(reg) FW_BASE)
+                    }),
+                ),
+                (
+                    "fw event ACCESS_STORE",
+                    3,
+                    2,
+                    fw_count(3, || unsafe {
+                        core::arch::asm!("sd zero, 0({0})", "sd zero, 8({0})", in(reg) FW_BASE)
+                    }),
+                ),
+                (
+                    "fw event SET_TIMER",
+                    5,
+                    2,
+                    fw_count(5, || {
+                        sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
+                        legacy(0, usize::MAX, 0, 0, 0);
+                    }),
+                ),
+                (
+                    "fw event IPI_SENT",
+                    6,
+                    1,
+                    fw_count(6, || {
+                        sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
+                    }),
+                ),
+                (
+                    "fw event IPI_RECEIVED",
+                    7,
+                    1,
+                    fw_count(7, || {
+                        sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
+                    }),
+                ),
+                (
+                    "fw event FENCE_I_SENT",
+                    8,
+                    1,
+                    fw_count(8, || {
+                        sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
+                    }),
+                ),
+                (
+                    "fw event FENCE_I_RECEIVED",
+                    9,
+                    1,
+                    fw_count(9, || {
+                        sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
+                    }),
+                ),
+                (
+                    "fw event SFENCE_VMA_SENT",
+                    10,
+                    2,
+                    fw_count(10, || {
+                        sbi(EID_RFNC, 1, self_mask, 0, 0, 0x1000, 0);
+                        legacy(6, &self_mask as *const usize as usize, 0, 0x1000, 0);
+                    }),
+                ),
+                (
+                    "fw event SFENCE_VMA_ASID_RECEIVED",
+                    13,
+                    1,
+                    fw_count(13, || {
+                        sbi(EID_RFNC, 2, self_mask, 0, 0, 0x1000, 7);
+                    }),
+                ),
+            ];
+            clear_ssip();
+            for _ in 0..3 {
+                take_exception(me);
+            }
+            for (name, _code, want, got) in counts {
+                check_eq(name, got.map_or(-1, |v| v as isize), want);
+            }
+        }
+
         // HSM
         check_eq("status of self", status(me), 0);
         for h in 0..MAX_HARTS {
@@ -776,7 +942,12 @@ mod payload {
                 SUCCESS,
             );
         }
-        fence_storm(50);
+        // All counters set up before anyone sends a fence.
+        wait_until("secondaries ready for the storm", || {
+            STORM_READY.load(SeqCst) + 1 >= dt.harts
+        });
+        START_STORM.store(1, SeqCst);
+        fence_storm(STORM_ROUNDS);
         wait_until("fence storms finish", || {
             STORM_DONE.load(SeqCst) >= dt.harts
         });
