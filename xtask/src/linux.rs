@@ -78,19 +78,7 @@ fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
                 path: p.clone(),
             })
         }
-        None => match our_firmware() {
-            Ok(f) => Ok(f),
-            Err(e) => {
-                // Temporary: until crates/rvpmu-fw boots Linux, the demo runs
-                // on the peer firmware and says so loudly.
-                eprintln!(
-                    "\x1b[1;33mwarning:\x1b[0m our firmware does not build yet ({e:#});\n\
-                     \x20        running the demo on Debian's OpenSBI 1.5.1 instead ({})",
-                    qemu::OPENSBI
-                );
-                Ok(Firmware::opensbi())
-            }
-        },
+        None => our_firmware(),
     }
 }
 

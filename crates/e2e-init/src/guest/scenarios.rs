@@ -56,16 +56,19 @@ fn boot() -> Result<(), String> {
     let pmu_type = std::fs::read_to_string("/sys/bus/event_source/devices/cpu/type")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    // One counted loop proves the PMU counts at all.
-    let counted = count_once(Event::new(Kind::Instructions), || rvpmu_alu_loop(1000));
+    // One counted loop (user mode only, so the count is exactly known)
+    // proves the PMU counts at all.
+    let counted = count_once(Event::filtered(Kind::Instructions, Filter::User), || {
+        rvpmu_alu_loop(1000)
+    });
     let value = counted.as_ref().map(|r| r.value).unwrap_or(0);
-    println!("online CPUs {cpus:?}; PMU type {pmu_type:?}; {fw} firmware + {hw} hardware counters; 1000-iteration loop: {value} instructions");
+    println!("online CPUs {cpus:?}; PMU type {pmu_type:?}; {fw} firmware + {hw} hardware counters; 1000-iteration loop: {value} user instructions");
     let mut o = Obj::new()
         .str("scenario", "boot")
         .u64("cpus", cpus.len() as u64)
         .u64("fw_counters", fw as u64)
         .u64("hw_counters", hw as u64)
-        .raw("loop1000", &reading_json("instructions", &counted));
+        .raw("loop1000", &reading_json("instructions:u", &counted));
     if cpus.len() > 1 {
         o = o.raw("hotplug", &hotplug(1));
     }
@@ -94,7 +97,9 @@ fn hotplug(cpu: u32) -> String {
         if sys::current_cpu() != cpu as i32 {
             return Err(format!("thread not on cpu{cpu}"));
         }
-        count_once(Event::new(Kind::Instructions), || rvpmu_alu_loop(1000))
+        count_once(Event::filtered(Kind::Instructions, Filter::User), || {
+            rvpmu_alu_loop(1000)
+        })
     })
     .join()
     .unwrap_or_else(|_| Err("thread panicked".into()));
@@ -110,7 +115,7 @@ fn hotplug(cpu: u32) -> String {
         .bool("offline_seen", offline_seen)
         .str("online", &on.err().unwrap_or_default())
         .bool("online_seen", online_seen)
-        .raw("loop1000", &reading_json("instructions", &counted))
+        .raw("loop1000", &reading_json("instructions:u", &counted))
         .finish()
 }
 
