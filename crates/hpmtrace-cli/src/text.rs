@@ -2,12 +2,14 @@
 //! JSON lines.
 
 use crate::names::event_name;
-use crate::symbols::{Resolved, Symbolizer};
+use crate::symbols::Symbolizer;
 use hpmtrace::decode::{HeaderInfo, Output, Record};
 use hpmtrace::format::{CountType, Event, Header, RecordType};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::rc::Rc;
 
 /// Output format of `decode`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,12 +22,18 @@ pub enum TextFormat {
     Json,
 }
 
+/// Counter index -> event name of one header.
+type Names = Rc<[(u8, Rc<str>)]>;
+
 /// Writes decoded items in one of the text formats.
 pub struct TextWriter<W: Write> {
     out: W,
     format: TextFormat,
     headers: HashMap<u16, Header>,
-    names: HashMap<u16, Vec<(u8, String)>>,
+    names: HashMap<u16, Names>,
+    /// Per-address location text in this writer's format (traces revisit
+    /// few addresses, so formatting each once pays).
+    frag: HashMap<u64, std::rc::Rc<str>>,
 }
 
 fn count_type_name(c: CountType) -> &'static str {
@@ -74,6 +82,7 @@ impl<W: Write> TextWriter<W> {
             format,
             headers: HashMap::new(),
             names: HashMap::new(),
+            frag: HashMap::new(),
         })
     }
 
@@ -96,7 +105,10 @@ impl<W: Write> TextWriter<W> {
         self.headers.insert(h.src, h.header);
         self.names.insert(
             h.src,
-            h.header.iter().map(|(i, d)| (i, event_name(&d))).collect(),
+            h.header
+                .iter()
+                .map(|(i, d)| (i, Rc::from(event_name(&d))))
+                .collect(),
         );
         let ts = h.timestamp.unwrap_or(0);
         match self.format {
@@ -154,6 +166,42 @@ impl<W: Write> TextWriter<W> {
         }
     }
 
+    /// The location fragment of `addr` in this writer's format, cached.
+    fn loc(&mut self, addr: u64, sym: &mut Symbolizer) -> std::rc::Rc<str> {
+        if let Some(f) = self.frag.get(&addr) {
+            return f.clone();
+        }
+        let text: String = match self.format {
+            TextFormat::Perf => ffl(sym, addr),
+            TextFormat::Csv => {
+                let res = sym.resolve(addr);
+                format!(
+                    "0x{addr:x},{},{},{},{}",
+                    csv_field(res.func.as_deref().unwrap_or("")),
+                    csv_field(res.file.as_deref().unwrap_or("")),
+                    if res.line > 0 {
+                        res.line.to_string()
+                    } else {
+                        String::new()
+                    },
+                    res.is_resolved()
+                )
+            }
+            TextFormat::Json => {
+                let res = sym.resolve(addr);
+                json!({"address": format!("0x{addr:x}"), "function": res.func.as_deref(), "offset": res.offset,
+                       "file": res.file.as_deref(), "line": if res.line > 0 { Some(res.line) } else { None },
+                       "resolved": res.is_resolved()})
+                .to_string()
+            }
+        };
+        let rc: std::rc::Rc<str> = text.into();
+        if self.frag.len() < 1 << 20 {
+            self.frag.insert(addr, rc.clone());
+        }
+        rc
+    }
+
     fn perf_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
         let (core, ts) = (r.src, r.timestamp.unwrap_or(0));
         let a2 = r.addr2.unwrap_or(0);
@@ -161,7 +209,7 @@ impl<W: Write> TextWriter<W> {
         // enter, the returned-to function for exit, else the PC.
         let pc = match r.kind {
             RecordType::FuncEnter => {
-                let f = ffl(sym, r.addr);
+                let f = self.loc(r.addr, sym);
                 writeln!(
                     self.out,
                     "[{core}] {ts} [Func Enter at 0x{:08x}] [Called From 0x{a2:08x}]{f}",
@@ -170,7 +218,7 @@ impl<W: Write> TextWriter<W> {
                 r.addr
             }
             RecordType::FuncExit => {
-                let f = ffl(sym, a2);
+                let f = self.loc(a2, sym);
                 writeln!(
                     self.out,
                     "[{core}] {ts} [Func Exit] [Func at 0x{:08x}] [Returning to 0x{a2:08x}]{f}",
@@ -179,7 +227,7 @@ impl<W: Write> TextWriter<W> {
                 a2
             }
             RecordType::Manual | RecordType::Isr => {
-                let f = ffl(sym, r.addr);
+                let f = self.loc(r.addr, sym);
                 writeln!(self.out, "[{core}] {ts} PC=0x{:08x} [Address]{f}", r.addr)?;
                 r.addr
             }
@@ -187,7 +235,8 @@ impl<W: Write> TextWriter<W> {
         if r.counters.is_empty() {
             return Ok(());
         }
-        let f = ffl(sym, pc);
+        let f = self.loc(pc, sym);
+        let prefix = format!("[{core}] {ts} PC=0x{pc:08x} [Perf Cntr] [Index=");
         for c in &r.counters {
             // SiFive's decoder prints the recorded value for Raw and Delta
             // traces and the reconstructed reading for DeltaXOR ones.
@@ -195,83 +244,86 @@ impl<W: Write> TextWriter<W> {
                 CountType::Delta => c.recorded,
                 _ => c.reading,
             };
-            writeln!(
-                self.out,
-                "[{core}] {ts} PC=0x{pc:08x} [Perf Cntr] [Index={}] [Value={v}] {f}",
-                c.index
-            )?;
+            writeln!(self.out, "{prefix}{}] [Value={v}] {f}", c.index)?;
         }
         Ok(())
     }
 
-    fn name(&self, src: u16, index: u8) -> String {
+    /// Counter names of a core's header (shared, cheap to clone).
+    fn names(&self, src: u16) -> Names {
         self.names
             .get(&src)
-            .and_then(|v| v.iter().find(|(i, _)| *i == index))
-            .map_or_else(|| format!("hpm{index}"), |(_, n)| n.clone())
+            .cloned()
+            .unwrap_or_else(|| Rc::from(Vec::new()))
     }
 
     fn csv_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        let res = sym.resolve(r.addr).clone();
-        let f2 = match r.addr2 {
-            Some(a) => sym.label(a),
-            None => String::new(),
+        let l1 = self.loc(r.addr, sym);
+        let (a2, f2) = match r.addr2 {
+            Some(a) => (format!("0x{a:x}"), csv_field(&sym.label(a)).into_owned()),
+            None => (String::new(), String::new()),
         };
-        let a2 = r.addr2.map(|a| format!("0x{a:x}")).unwrap_or_default();
         let ts = r.timestamp.map(|t| t.to_string()).unwrap_or_default();
         let prefix = format!(
-            "{},{},{ts},{},0x{:x},{},{},{},{},{a2},{}",
+            "{},{},{ts},{},{l1},{a2},{f2}",
             r.src,
             r.offset,
-            kind_name(r.kind),
-            r.addr,
-            csv_field(res.func.as_deref().unwrap_or("")),
-            csv_field(res.file.as_deref().unwrap_or("")),
-            if res.line > 0 {
-                res.line.to_string()
-            } else {
-                String::new()
-            },
-            res.is_resolved(),
-            csv_field(&f2),
+            kind_name(r.kind)
         );
         if r.counters.is_empty() {
             writeln!(self.out, "{prefix},,,,,")?;
         }
+        let names = self.names(r.src);
         for c in &r.counters {
-            let d = c.delta.map(|d| d.to_string()).unwrap_or_default();
-            let name = self.name(r.src, c.index);
-            writeln!(
+            let name = counter(&names, c.index);
+            write!(
                 self.out,
-                "{prefix},{},{},{},{},{d}",
+                "{prefix},{},{},{},{},",
                 c.index,
                 csv_field(&name),
                 c.recorded,
                 c.reading
             )?;
+            match c.delta {
+                Some(d) => writeln!(self.out, "{d}")?,
+                None => writeln!(self.out)?,
+            }
         }
         Ok(())
     }
 
     fn json_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        let loc = |res: &Resolved, a: u64| {
-            json!({"address": format!("0x{a:x}"), "function": res.func.as_deref(), "offset": res.offset,
-                   "file": res.file.as_deref(), "line": if res.line > 0 { Some(res.line) } else { None },
-                   "resolved": res.is_resolved()})
+        let l1 = self.loc(r.addr, sym);
+        let l2 = match r.addr2 {
+            Some(a) => self.loc(a, sym).to_string(),
+            None => "null".to_string(),
         };
-        let l1 = loc(&sym.resolve(r.addr).clone(), r.addr);
-        let l2 = r.addr2.map(|a| loc(&sym.resolve(a).clone(), a));
-        let ctrs: Vec<Value> = r
-            .counters
-            .iter()
-            .map(|c| {
-                json!({"index": c.index, "event": self.name(r.src, c.index), "recorded": c.recorded,
-                       "value": c.reading, "delta": c.delta})
-            })
-            .collect();
-        let v = json!({"type": "record", "core": r.src, "offset": r.offset, "timestamp": r.timestamp,
-                       "kind": kind_name(r.kind), "location": l1, "location2": l2, "counters": ctrs});
-        writeln!(self.out, "{v}")
+        let ts = r
+            .timestamp
+            .map_or_else(|| "null".to_string(), |t| t.to_string());
+        write!(
+            self.out,
+            "{{\"type\":\"record\",\"core\":{},\"offset\":{},\"timestamp\":{ts},\"kind\":\"{}\",\"location\":{l1},\"location2\":{l2},\"counters\":[",
+            r.src,
+            r.offset,
+            kind_name(r.kind)
+        )?;
+        let names = self.names(r.src);
+        for (i, c) in r.counters.iter().enumerate() {
+            let name = serde_json::to_string(&*counter(&names, c.index)).expect("string");
+            let d = c
+                .delta
+                .map_or_else(|| "null".to_string(), |d| d.to_string());
+            write!(
+                self.out,
+                "{}{{\"index\":{},\"event\":{name},\"recorded\":{},\"value\":{},\"delta\":{d}}}",
+                if i > 0 { "," } else { "" },
+                c.index,
+                c.recorded,
+                c.reading
+            )?;
+        }
+        writeln!(self.out, "]}}")
     }
 
     /// Flushes the output.
@@ -280,10 +332,17 @@ impl<W: Write> TextWriter<W> {
     }
 }
 
-fn csv_field(s: &str) -> String {
+fn counter(names: &[(u8, Rc<str>)], index: u8) -> Cow<'_, str> {
+    match names.iter().find(|(i, _)| *i == index) {
+        Some((_, n)) => Cow::Borrowed(n),
+        None => Cow::Owned(format!("hpm{index}")),
+    }
+}
+
+fn csv_field(s: &str) -> Cow<'_, str> {
     if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
     } else {
-        s.to_string()
+        Cow::Borrowed(s)
     }
 }

@@ -203,16 +203,22 @@ impl<'a> FieldReader<'a> {
 
     fn fixed(&mut self, width: u8, name: &'static str) -> Result<u64, NexusErrorKind> {
         let mut value = 0u64;
-        for k in 0..width as usize {
-            let slice = (self.bit + k) / 6;
-            let pos = (self.bit + k) % 6;
+        let mut done = 0usize;
+        let width = width as usize;
+        // Slice by slice: the bits of this field in each 6-bit slice.
+        while done < width {
+            let at = self.bit + done;
+            let (slice, pos) = (at / 6, at % 6);
             let byte = *self
                 .bytes
                 .get(slice)
                 .ok_or(NexusErrorKind::MissingField(name))?;
-            value |= (((byte >> (2 + pos)) & 1) as u64) << k;
+            let take = (6 - pos).min(width - done);
+            let bits = ((byte >> (2 + pos)) as u64) & ((1u64 << take) - 1);
+            value |= bits << done;
+            done += take;
         }
-        self.bit += width as usize;
+        self.bit += width;
         // A fixed field that ends exactly on a slice closing the message
         // means no further fields follow.
         if width > 0 && self.bit.is_multiple_of(6) {
