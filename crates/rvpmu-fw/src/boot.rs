@@ -40,6 +40,7 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     let next = p.next_addr;
     machine::publish(p);
     hart_init(hartid);
+    crate::timer::arm_steal(hartid);
     // SAFETY: the next stage is entered in S-mode as fw_dynamic promises.
     unsafe { crate::entry::enter_supervisor(hartid, dtb, next) }
 }

@@ -111,6 +111,10 @@ pub struct Fence {
 /// State only the owning hart touches.
 pub struct HartLocal {
     pub perf: HartPerf,
+    /// Supervisor timer deadline kept in mtimecmp (harts without Sstc).
+    pub s_deadline: u64,
+    /// Next noisy-neighbour period (`steal.rs`), u64::MAX when off.
+    pub steal_deadline: u64,
 }
 
 /// One hart's entry in the table.
@@ -220,7 +224,13 @@ pub fn platform_if_ready() -> Option<&'static Platform> {
 pub fn init_local(me: usize, features: Features, present_counters: u32) {
     let perf = pmu::new_hart(features, present_counters);
     // SAFETY: each hart initializes only its own slot, before using it.
-    unsafe { (*MACHINE.harts[me].local.get()).write(HartLocal { perf }) };
+    unsafe {
+        (*MACHINE.harts[me].local.get()).write(HartLocal {
+            perf,
+            s_deadline: u64::MAX,
+            steal_deadline: u64::MAX,
+        })
+    };
 }
 
 /// The calling hart's private state. Callers keep the borrow short and
@@ -266,13 +276,14 @@ fn is_running(hart: usize) -> bool {
     matches!(hsm_state(hart), hart_state::STARTED | hart_state::SUSPENDED)
 }
 
-/// Deliver a supervisor software interrupt to `target`.
+/// Deliver a supervisor software interrupt to `target`. The IPI firmware
+/// events count only what crosses harts ("to/from other hart"), so a
+/// hart's IPI to itself is neither sent nor received.
 pub fn send_ipi(me: usize, target: usize) {
-    pmu::record(FwEvent::IpiSent);
     if target == me {
         csr_set!(mip, MIP_SSIP);
-        pmu::record(FwEvent::IpiReceived);
     } else if is_running(target) {
+        pmu::record(FwEvent::IpiSent);
         MACHINE.harts[target].pending.fetch_or(MSG_IPI, AcqRel);
         send_msip(target);
     }
@@ -287,10 +298,11 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence) {
         if targets & (1 << t) == 0 {
             continue;
         }
-        pmu::record(sent);
         if t == me {
+            // Local work, not a request to another hart: not counted.
             execute_fence(&fence);
         } else if is_running(t) {
+            pmu::record(sent);
             let slot = &MACHINE.harts[t].fences[me];
             slot.kind.store(fence.kind as usize, Relaxed);
             slot.start.store(fence.start, Relaxed);
@@ -320,7 +332,7 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence) {
     }
 }
 
-/// Execute a fence locally and count it as received.
+/// Execute a fence locally.
 fn execute_fence(f: &Fence) {
     const FULL_FLUSH_PAGES: usize = 64;
     let whole =
@@ -367,7 +379,6 @@ fn execute_fence(f: &Fence) {
             }
         }
     }
-    pmu::record(f.kind.events().1);
 }
 
 /// Handle everything other harts asked of `me` (the MSIP interrupt, and
@@ -391,6 +402,8 @@ pub fn process_messages(me: usize, running: bool) -> usize {
                     id: f.id.load(Relaxed),
                 };
                 execute_fence(&fence);
+                // Slots are per sender and a hart never posts to itself.
+                pmu::record(fence.kind.events().1);
                 f.busy.store(false, Release);
                 send_msip(sender);
             }
@@ -435,6 +448,7 @@ pub fn stop_and_wait(me: usize) -> ! {
             // SAFETY: fences only.
             unsafe { core::arch::asm!("fence.i", "sfence.vma") };
             set_hsm_state(me, hart_state::STARTED);
+            crate::timer::arm_steal(me);
             // SAFETY: entering S-mode at the requested address.
             unsafe { crate::entry::enter_supervisor(me, arg, addr) };
         }

@@ -31,6 +31,8 @@ mod power;
 #[cfg(target_os = "none")]
 mod sbi;
 #[cfg(target_os = "none")]
+mod steal;
+#[cfg(target_os = "none")]
 mod timer;
 #[cfg(target_os = "none")]
 mod trap;

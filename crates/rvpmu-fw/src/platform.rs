@@ -186,6 +186,13 @@ pub struct Platform {
     pub hart_limit: usize,
     /// Memory S-mode may hand to SBI calls: DRAM minus the firmware.
     pub ram: PhysMemory,
+    /// `time` ticks per second (`/cpus/timebase-frequency`).
+    pub timebase_hz: u64,
+    /// The steal-time injector, from `/chosen/rvpmu,noisy-neighbour`.
+    pub noisy: Option<crate::steal::Noisy>,
+    /// Offer the PMU counter snapshot (`/chosen/rvpmu,pmu-snapshot = <0>`
+    /// turns it off, e.g. for kernels whose snapshot code is broken).
+    pub pmu_snapshot: bool,
 }
 
 impl Platform {
@@ -244,6 +251,10 @@ pub fn parse<'a>(
         hart_limit: 0,
         // SAFETY: owns nothing until filled below.
         ram: unsafe { PhysMemory::new(Ranges::new()) },
+        // QEMU virt's value; the DT's /cpus node overrides it.
+        timebase_hz: 10_000_000,
+        noisy: None,
+        pmu_snapshot: true,
     };
     let mut uart_found = false;
     let mut syscon: [Option<(u32, u32, u32)>; 2] = [None, None]; // (regmap, offset, value)
@@ -280,7 +291,17 @@ pub fn parse<'a>(
                 p.harts[id] = Some(Features::from_cpu_node(node));
                 p.hart_limit = p.hart_limit.max(id + 1);
             }
+        } else if node.name == "cpus" {
+            if let Some(hz) = node.property("timebase-frequency").and_then(|v| v.as_usize()) {
+                p.timebase_hz = hz as u64;
+            }
         } else if node.name == "chosen" {
+            if let Some(v) = node.property("rvpmu,noisy-neighbour") {
+                p.noisy = crate::steal::Noisy::from_cells(v.value);
+            }
+            if let Some(v) = node.property("rvpmu,pmu-snapshot").and_then(|v| v.as_usize()) {
+                p.pmu_snapshot = v != 0;
+            }
             let start = node
                 .property("linux,initrd-start")
                 .and_then(|v| v.as_usize());

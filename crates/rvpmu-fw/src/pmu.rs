@@ -76,7 +76,7 @@ pub fn new_hart(f: Features, present: u32) -> HartPerf {
         } else {
             FwEventSet::without_h()
         },
-        snapshot: true,
+        snapshot: machine::platform().pmu_snapshot,
         // Makes Linux 6.12's snapshot restart (counter_idx_base 4096) valid;
         // see README "Linux 6.12's snapshot restart bug".
         alias_window: true,

@@ -32,7 +32,7 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
             IRQ_M_SOFT => {
                 machine::process_messages(hartid(), true);
             }
-            IRQ_M_TIMER => crate::timer::on_mtimer(),
+            IRQ_M_TIMER => crate::timer::on_mtimer(Some(f.mepc)),
             _ => fatal("unexpected interrupt", f),
         }
         return;

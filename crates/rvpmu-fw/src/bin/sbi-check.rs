@@ -463,7 +463,8 @@ mod payload {
                     fence_storm(STORM_ROUNDS);
                     wait_until("stop order", || GO_STOP.load(SeqCst) != 0);
                 });
-                let want = (STORM_ROUNDS * NHARTS.load(SeqCst)) as isize;
+                // From every other hart; a hart's fence to itself is local.
+                let want = (STORM_ROUNDS * (NHARTS.load(SeqCst) - 1)) as isize;
                 check_eq(
                     "fw event FENCE_I_RECEIVED (remote)",
                     fences.map_or(-1, |v| v as isize),
@@ -817,50 +818,50 @@ mod payload {
                     }),
                 ),
                 (
-                    "fw event IPI_SENT",
+                    "fw event IPI_SENT to self: not another hart, not counted",
                     6,
-                    1,
+                    0,
                     fw_count(6, || {
                         sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
                     }),
                 ),
                 (
-                    "fw event IPI_RECEIVED",
+                    "fw event IPI_RECEIVED to self: not another hart, not counted",
                     7,
-                    1,
+                    0,
                     fw_count(7, || {
                         sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
                     }),
                 ),
                 (
-                    "fw event FENCE_I_SENT",
+                    "fw event FENCE_I_SENT to self: not another hart, not counted",
                     8,
-                    1,
+                    0,
                     fw_count(8, || {
                         sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
                     }),
                 ),
                 (
-                    "fw event FENCE_I_RECEIVED",
+                    "fw event FENCE_I_RECEIVED to self: not another hart, not counted",
                     9,
-                    1,
+                    0,
                     fw_count(9, || {
                         sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
                     }),
                 ),
                 (
-                    "fw event SFENCE_VMA_SENT",
+                    "fw event SFENCE_VMA_SENT to self: not counted",
                     10,
-                    2,
+                    0,
                     fw_count(10, || {
                         sbi(EID_RFNC, 1, self_mask, 0, 0, 0x1000, 0);
                         legacy(6, &self_mask as *const usize as usize, 0, 0x1000, 0);
                     }),
                 ),
                 (
-                    "fw event SFENCE_VMA_ASID_RECEIVED",
+                    "fw event SFENCE_VMA_ASID_RECEIVED from self: not counted",
                     13,
-                    1,
+                    0,
                     fw_count(13, || {
                         sbi(EID_RFNC, 2, self_mask, 0, 0, 0x1000, 7);
                     }),
