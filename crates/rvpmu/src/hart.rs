@@ -608,13 +608,20 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     /// before any is written, so an INVALID_PARAM leaves memory untouched.
     pub fn event_get_info(&mut self, lo: u64, hi: u64, num: u64, flags: u64) -> Result<(), Error> {
         use crate::snapshot::event_info as ei;
-        if flags != 0 || lo % ei::ALIGN != 0 || num == 0 {
+        // Table 19 reserves INVALID_PARAM for flags, alignment and
+        // reserved entry bits; every other shared-memory problem
+        // (including a size that overflows) is INVALID_ADDRESS.
+        if flags != 0 || lo % ei::ALIGN != 0 {
             return Err(Error::InvalidParam);
+        }
+        if num == 0 {
+            // No entry to update, no memory to touch.
+            return Ok(());
         }
         let Some(addr) = shmem_address(lo, hi)? else {
             return Err(Error::InvalidAddress);
         };
-        let size = num.checked_mul(ei::ENTRY_SIZE).ok_or(Error::InvalidParam)?;
+        let size = num.checked_mul(ei::ENTRY_SIZE).ok_or(Error::InvalidAddress)?;
         if !self.mem.owns(addr, size) {
             return Err(Error::InvalidAddress);
         }

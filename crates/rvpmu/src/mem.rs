@@ -161,9 +161,25 @@ impl SupervisorMemory for PhysMemory {
         if !self.owns(addr, buf.len() as u64) {
             return Err(MemFault { addr });
         }
-        for (i, b) in buf.iter_mut().enumerate() {
-            // SAFETY: owns() checked the range; see PhysMemory::new.
-            *b = unsafe { core::ptr::read_volatile((addr as usize + i) as *const u8) };
+        // Naturally aligned words in one access each: the layouts here are
+        // made of aligned u32/u64 fields, and the supervisor may read them
+        // concurrently (STA sequence), so no tearing into bytes.
+        let p = addr as usize;
+        // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
+        match buf.len() {
+            8 if p % 8 == 0 => {
+                let v = unsafe { core::ptr::read_volatile(p as *const u64) };
+                buf.copy_from_slice(&v.to_le_bytes());
+            }
+            4 if p % 4 == 0 => {
+                let v = unsafe { core::ptr::read_volatile(p as *const u32) };
+                buf.copy_from_slice(&v.to_le_bytes());
+            }
+            _ => {
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = unsafe { core::ptr::read_volatile((p + i) as *const u8) };
+                }
+            }
         }
         Ok(())
     }
@@ -171,9 +187,49 @@ impl SupervisorMemory for PhysMemory {
         if !self.owns(addr, data.len() as u64) {
             return Err(MemFault { addr });
         }
-        for (i, b) in data.iter().enumerate() {
-            // SAFETY: owns() checked the range; see PhysMemory::new.
-            unsafe { core::ptr::write_volatile((addr as usize + i) as *mut u8, *b) };
+        let p = addr as usize;
+        // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
+        match data.len() {
+            8 if p % 8 == 0 => unsafe {
+                core::ptr::write_volatile(
+                    p as *mut u64,
+                    u64::from_le_bytes(data.try_into().unwrap()),
+                )
+            },
+            4 if p % 4 == 0 => unsafe {
+                core::ptr::write_volatile(
+                    p as *mut u32,
+                    u32::from_le_bytes(data.try_into().unwrap()),
+                )
+            },
+            _ => {
+                for (i, b) in data.iter().enumerate() {
+                    unsafe { core::ptr::write_volatile((p + i) as *mut u8, *b) };
+                }
+            }
+        }
+        Ok(())
+    }
+    fn zero(&mut self, addr: u64, len: u64) -> Result<(), MemFault> {
+        if !self.owns(addr, len) {
+            return Err(MemFault { addr });
+        }
+        let (p, n) = (addr as usize, len as usize);
+        let mut i = 0;
+        // SAFETY: owns() checked the range; see PhysMemory::new.
+        unsafe {
+            while i < n && (p + i) % 8 != 0 {
+                core::ptr::write_volatile((p + i) as *mut u8, 0);
+                i += 1;
+            }
+            while i + 8 <= n {
+                core::ptr::write_volatile((p + i) as *mut u64, 0);
+                i += 8;
+            }
+            while i < n {
+                core::ptr::write_volatile((p + i) as *mut u8, 0);
+                i += 1;
+            }
         }
         Ok(())
     }
@@ -203,5 +259,30 @@ mod tests {
         assert_eq!(shmem_address(0x8000_1000, 0), Ok(Some(0x8000_1000)));
         assert_eq!(shmem_address(0x1000, 1), Err(Error::InvalidAddress));
         assert_eq!(shmem_address(u64::MAX, 0), Ok(Some(u64::MAX)));
+    }
+
+    #[test]
+    fn phys_memory_word_and_byte_paths_on_a_host_buffer() {
+        extern crate std;
+        let mut buf = std::vec![0xAAu8; 256];
+        let base = buf.as_mut_ptr() as u64;
+        let mut r = Ranges::new();
+        r.add_ram(base + 16, 128);
+        // SAFETY: the range is inside `buf`, which outlives `m`.
+        let mut m = unsafe { PhysMemory::new(r) };
+        let a = (base + 16 + 7) & !7; // aligned, inside
+        m.write_u64(a, 0x1122_3344_5566_7788).unwrap();
+        m.write_u32(a + 8, 0xdead_beef).unwrap();
+        m.write(a + 13, &[1, 2, 3]).unwrap();
+        assert_eq!(m.read_u64(a).unwrap(), 0x1122_3344_5566_7788);
+        assert_eq!(m.read_u32(a + 8).unwrap(), 0xdead_beef);
+        m.zero(a + 1, 20).unwrap();
+        assert_eq!(m.read_u64(a).unwrap(), 0x88);
+        assert_eq!(m.write_u64(base, 1), Err(MemFault { addr: base }));
+        assert_eq!(m.zero(base + 100, 100), Err(MemFault { addr: base + 100 }));
+        drop(m);
+        assert_eq!(buf[0], 0xAA, "nothing outside the range was written");
+        assert_eq!(buf[255], 0xAA);
+        assert_eq!(buf[(a - base) as usize + 21], 0xAA, "zero stopped at its length");
     }
 }

@@ -931,3 +931,78 @@ fn generator_covers_the_spec() {
     assert!(t.supported_entries >= 20, "{t:?}");
     assert!(t.alias_calls >= 5, "{t:?}");
 }
+
+/// The model itself refuses wrong answers (it is not a yes-machine): each
+/// case feeds it a plausible engine mistake.
+#[test]
+fn model_refuses_wrong_answers() {
+    let p = Platform {
+        present: 0x7fffd,
+        width: 48,
+        sscofpmf: true,
+        smcntrpmf: false,
+        h: false,
+        snapshot: true,
+        alias: true,
+        fw_std: (1 << 22) - 1,
+        fw_impl: vec![],
+        fw_platform: vec![],
+        ranges: vec![(4, 4, 0x18)],
+        selectors: vec![],
+        raw: vec![],
+    };
+    let peek = |_: u64, _: usize| vec![0u8; 16];
+    let obs = |error: isize, value: u64, started: u64| Obs {
+        error,
+        value,
+        engine_started: started,
+        area_before: None,
+        area_after: None,
+        peek: &peek,
+        entries_before: None,
+    };
+    let m = Hart::new(p.clone());
+    // Boot: 35 counters plus the alias window; counter 1 is not one.
+    assert!(m.num_counters(&obs(0, 35, 0)).is_err());
+    assert!(m.num_counters(&obs(0, 4096 + 35, 0)).is_ok());
+    assert!(m.get_info(1, &obs(0, 0xC01 | 63 << 12, 0)).is_err());
+    assert!(m.get_info(4096 + 3, &obs(0, 0xC03 | 47 << 12, 0)).is_ok());
+    assert!(
+        m.get_info(3, &obs(0, 0xC03 | 63 << 12, 0)).is_err(),
+        "width of a 48-bit counter"
+    );
+    // Starting an unconfigured HPM counter is INVALID_PARAM, not SUCCESS.
+    assert!(m.clone().start(3, 1, 0, 0, &obs(0, 0, 0b1101)).is_err());
+    assert!(m.clone().start(3, 1, 0, 0, &obs(spec::IP, 0, 0b101)).is_ok());
+    // cycle runs from boot: starting it again is ALREADY_STARTED.
+    assert!(m.clone().start(0, 1, 0, 0, &obs(0, 0, 0b101)).is_err());
+    // CACHE_MISSES (4) may only land on hpmcounter3/4, never on 5 or 0.
+    let mut mm = m.clone();
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 5, 0b101)).is_err());
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 0, 0b101)).is_err());
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4096 + 4, 0b101)).is_ok());
+    // ... and hpmcounter4 is now taken: next one must be 3, then none.
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4, 0b101)).is_err());
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 3, 0b101)).is_ok());
+    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(spec::NS, 0, 0b101)).is_ok());
+    // Firmware counters count only while started.
+    let mut mm = m.clone();
+    assert!(mm
+        .config_matching(19, 1, 4, 0xF0006, 0, &obs(0, 19, 0b101 | 1 << 19))
+        .is_ok());
+    mm.record(MEvent::Fw { code: 6, data: 0 });
+    mm.record(MEvent::Fw { code: 7, data: 0 });
+    assert!(mm.fw_read(19, false, &obs(0, 2, 0)).is_err());
+    assert!(mm.fw_read(19, false, &obs(0, 1, 0)).is_ok());
+    assert!(mm.fw_read(19, true, &obs(0, 1, 0)).is_err());
+    assert!(mm.stop(19, 1, 0, &obs(0, 0, 0b101)).is_ok());
+    mm.record(MEvent::Fw { code: 6, data: 0 });
+    assert!(mm.fw_read(19, false, &obs(0, 1, 0)).is_ok());
+    // No snapshot area: TAKE_SNAPSHOT is NO_SHMEM.
+    assert!(mm.stop(0, 1, 2, &obs(0, 0, 0b100)).is_err());
+    assert!(mm.stop(0, 1, 2, &obs(spec::NOSHM, 0, 0b101)).is_ok());
+    // Snapshot areas: page aligned, supervisor RAM only.
+    assert!(mm.clone().set_shmem(RAM_LO + 8, 0, 0, &obs(0, 0, 0)).is_err());
+    assert!(mm.clone().set_shmem(BUF_BASE, 0, 0, &obs(0, 0, 0)).is_err());
+    assert!(mm.clone().set_shmem(BUF_BASE, 0, 0, &obs(spec::IA, 0, 0)).is_ok());
+}

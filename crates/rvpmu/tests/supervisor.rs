@@ -97,8 +97,9 @@ fn typed_calls_round_trip() {
     assert_eq!(s.pmu_snapshot_set_shmem(Some(0x8008_0000)).error, 0);
     assert_eq!(s.pmu_snapshot_set_shmem(None).error, 0);
     assert_eq!(
-        s.pmu_event_get_info(0x8008_0000, 0).error as isize,
-        Error::InvalidParam.code()
+        s.pmu_event_get_info(0x8008_0000, 0).error,
+        0,
+        "no entries: nothing to do"
     );
     assert_eq!(s.sta_set_shmem(Some(0x8008_0040)).error, 0);
     assert_eq!(
