@@ -435,10 +435,20 @@ pub fn request_start(target: usize, addr: usize, arg: usize) -> Result<(), usize
 /// Stop the calling hart (HSM hart_stop, or parking a secondary at boot)
 /// and wait in M-mode until a hart_start names it.
 pub fn stop_and_wait(me: usize) -> ! {
-    set_hsm_state(me, hart_state::STOP_PENDING);
+    // A secondary parking at boot is already STOPPED (published with the
+    // platform) and may even be START_PENDING by now: only a running hart
+    // passes through STOP_PENDING, so an early hart_start is never lost.
+    if hsm_state(me) == hart_state::STARTED {
+        set_hsm_state(me, hart_state::STOP_PENDING);
+    }
     crate::timer::disarm(me);
     csr_clear!(mip, MIP_SSIP);
-    set_hsm_state(me, hart_state::STOPPED);
+    let _ = MACHINE.harts[me].hsm.compare_exchange(
+        hart_state::STOP_PENDING,
+        hart_state::STOPPED,
+        AcqRel,
+        Acquire,
+    );
     loop {
         let bits = process_messages(me, false);
         if bits & MSG_START != 0 && hsm_state(me) == hart_state::START_PENDING {
