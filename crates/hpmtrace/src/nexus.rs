@@ -365,7 +365,7 @@ pub struct Located {
 }
 
 #[cfg(feature = "std")]
-const READ_CHUNK: usize = 1 << 20;
+const READ_CHUNK: usize = 64 << 10;
 
 #[cfg(feature = "std")]
 impl<R: Read> MessageReader<R> {
