@@ -402,6 +402,7 @@ impl Walker {
                 self.pop(src, v);
             }
         }
+        self.roots.sort_unstable();
         // A core's root covers everything that core counted.
         for &(src, root) in &self.roots {
             let totals = self.cores[&src].totals.clone();

@@ -591,3 +591,76 @@ fn svg_flame_graph_renders_in_headless_chromium() {
         );
     }
 }
+
+#[test]
+fn cores_are_reported_separately() {
+    let p = prog();
+    let cfg = RtdConfig {
+        src_bits: 1,
+        ..RtdConfig::default()
+    };
+    // Core 0: the usual calls trace; core 1: main -> leaf.
+    let mut w0 = RtdWriter::new(cfg, 0, VecBuffer::with_capacity(1 << 20));
+    let mut e0 = Encoder::new(header(CountType::Delta));
+    e0.trace_on(&mut w0, &[900, 450], 90).unwrap();
+    let (m, f, l) = (p.main, p.fib, p.leaf);
+    use RecordType::{FuncEnter as In, FuncExit as Out};
+    for (k, a, r, t) in [
+        (In, [f, m], [1000, 500], 100),
+        (In, [f, f], [1100, 540], 110),
+        (Out, [f, f], [1150, 560], 120),
+        (In, [f, f], [1200, 580], 130),
+        (Out, [f, f], [1240, 600], 140),
+        (Out, [f, m], [1300, 640], 150),
+        (In, [l, m], [1400, 700], 160),
+        (Out, [l, m], [1460, 730], 170),
+    ] {
+        e0.record(&mut w0, k, a, &r, t).unwrap();
+    }
+    let mut w1 = RtdWriter::new(cfg, 1, VecBuffer::with_capacity(1 << 20));
+    let mut e1 = Encoder::new(header(CountType::Delta));
+    e1.trace_on(&mut w1, &[0, 0], 5).unwrap();
+    e1.record(&mut w1, In, [l, m], &[100, 50], 10).unwrap();
+    e1.record(&mut w1, Out, [l, m], &[130, 60], 20).unwrap();
+    let mut bytes = w1.into_inner().data().to_vec();
+    bytes.extend_from_slice(w0.into_inner().data());
+    let t = write("two_cores.rtd", &bytes);
+    let (out, err, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "--src-bits",
+        "1",
+        "-f",
+        "folded",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "core 0;main 200\ncore 0;main;fib 210\ncore 0;main;fib;fib 90\ncore 0;main;leaf 60\n\
+         core 1;main 100\ncore 1;main;leaf 30\n"
+    );
+    let (out, _, ok) = hpmtrace(&["decode", s(&t), "--src-bits", "1"]);
+    assert!(ok);
+    assert!(
+        out.contains(&format!(
+            "[1] 10 [Func Enter at 0x{l:08x}] [Called From 0x{m:08x}]\n"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&format!(
+        "[0] 170 [Func Exit] [Func at 0x{l:08x}] [Returning to 0x{m:08x}]\n"
+    )));
+    let (out, _, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf), "--src-bits", "1"]);
+    assert!(ok);
+    assert!(out.contains("2 cores"), "{out}");
+    // leaf: 60 cycles on core 0 plus 30 on core 1.
+    let leaf: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("leaf "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(leaf[..4], ["leaf", "2", "90", "90"]);
+}
