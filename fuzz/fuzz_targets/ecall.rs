@@ -39,15 +39,39 @@ fn map(kind: u8) -> EventMap {
         _ => vec![r(5, 6, 0x18), r(0x10019, 0x10019, 0x20), r(0x1001b, 0x1001b, 0x20)],
     };
     let selectors: Vec<SelectorRow> = match kind % 3 {
-        1 => vec![SelectorRow { event_idx: 3, selector: 0x303 }, SelectorRow { event_idx: 0x10001, selector: 1 }],
-        2 => vec![SelectorRow { event_idx: 5, selector: 0x4000 }],
+        1 => vec![
+            SelectorRow {
+                event_idx: 3,
+                selector: 0x303,
+            },
+            SelectorRow {
+                event_idx: 0x10001,
+                selector: 1,
+            },
+        ],
+        2 => vec![SelectorRow {
+            event_idx: 5,
+            selector: 0x4000,
+        }],
         _ => vec![],
     };
     let raw: Vec<RawRow> = if kind & 4 != 0 {
         vec![
-            RawRow { select: 0, mask: 0, counters: 0x78 },
-            RawRow { select: 0x11, mask: 0xff, counters: 0x80 },
-            RawRow { select: 0x1200, mask: 0xff00, counters: 0x100 },
+            RawRow {
+                select: 0,
+                mask: 0,
+                counters: 0x78,
+            },
+            RawRow {
+                select: 0x11,
+                mask: 0xff,
+                counters: 0x80,
+            },
+            RawRow {
+                select: 0x1200,
+                mask: 0xff00,
+                counters: 0x100,
+            },
         ]
     } else {
         vec![]
@@ -80,10 +104,17 @@ fn check_writes(pmu: &Pmu<SimHart, BufMemory>, from: usize, fid: usize, a: &[u64
         let ok = match fid {
             7 => err == 0 && inside(a[0], 4096),
             4 => a[2] & 2 != 0 && area.is_some_and(|b| inside(b, 4096)),
-            8 => a[2].checked_mul(16).is_some_and(|s| inside(a[0], s)) && (x - a[0]) % 16 >= 4 && (x - a[0]) % 16 + n <= 8,
+            8 => {
+                a[2].checked_mul(16).is_some_and(|s| inside(a[0], s))
+                    && (x - a[0]) % 16 >= 4
+                    && (x - a[0]) % 16 + n <= 8
+            }
             _ => false,
         };
-        assert!(ok, "FID {fid} {a:x?} -> {err:#x}: write {x:#x}+{n} outside what it may touch");
+        assert!(
+            ok,
+            "FID {fid} {a:x?} -> {err:#x}: write {x:#x}+{n} outside what it may touch"
+        );
     }
 }
 
@@ -98,7 +129,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
     fw.platform[0] = Some(0xdead);
     let cfg = PmuConfig {
         map: &map,
-        isa: IsaFeatures { sscofpmf: f & 1 != 0, smcntrpmf: f & 2 != 0, h: f & 4 != 0 },
+        isa: IsaFeatures {
+            sscofpmf: f & 1 != 0,
+            smcntrpmf: f & 2 != 0,
+            h: f & 4 != 0,
+        },
         fw_events: fw,
         snapshot: f & 8 == 0,
         alias_window: f & 16 != 0,
@@ -148,7 +183,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
         assert_eq!(pmu.mem().faults.get(), 0, "access outside the supervisor's memory");
         assert_eq!(pmu.hw().absent_accesses, 0, "access to an absent counter");
         let configured = pmu.allocated_mask() | 0b101;
-        assert_eq!(pmu.started_mask() & !configured, 0, "a started counter is not configured");
+        assert_eq!(
+            pmu.started_mask() & !configured,
+            0,
+            "a started counter is not configured"
+        );
     }
     Ok(())
 }

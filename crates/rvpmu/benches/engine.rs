@@ -27,12 +27,32 @@ const ALL: u64 = ((1u64 << 35) - 1) & !0b10; // Linux's cmask
 /// cycles, instructions and every cache event on the 16 HPM counters.
 fn tiny() -> EventMap {
     let rows = [
-        RangeRow { first: 1, last: 1, counters: HPM | 1 },
-        RangeRow { first: 2, last: 2, counters: HPM | 4 },
-        RangeRow { first: 3, last: 10, counters: HPM },
-        RangeRow { first: 0x10000, last: 0x1ffff, counters: HPM },
+        RangeRow {
+            first: 1,
+            last: 1,
+            counters: HPM | 1,
+        },
+        RangeRow {
+            first: 2,
+            last: 2,
+            counters: HPM | 4,
+        },
+        RangeRow {
+            first: 3,
+            last: 10,
+            counters: HPM,
+        },
+        RangeRow {
+            first: 0x10000,
+            last: 0x1ffff,
+            counters: HPM,
+        },
     ];
-    let raw = [RawRow { select: 0, mask: 0, counters: HPM }];
+    let raw = [RawRow {
+        select: 0,
+        mask: 0,
+        counters: HPM,
+    }];
     EventMap::from_rows(&[], &rows, &raw, None).unwrap()
 }
 
@@ -40,20 +60,38 @@ fn tiny() -> EventMap {
 /// row, then 4-code cache ranges), 256 selector rows, and 256 raw rows with
 /// `masks` distinct masks.
 fn big(masks: usize) -> EventMap {
-    let mut ranges: Vec<RangeRow> = (1..=10).map(|e| RangeRow { first: e, last: e, counters: HPM }).collect();
+    let mut ranges: Vec<RangeRow> = (1..=10)
+        .map(|e| RangeRow {
+            first: e,
+            last: e,
+            counters: HPM,
+        })
+        .collect();
     ranges[0].counters |= 1;
     ranges[1].counters |= 4;
     let mut k = 0;
     while ranges.len() < 256 {
-        ranges.push(RangeRow { first: 0x10000 + 4 * k, last: 0x10000 + 4 * k + 3, counters: HPM });
+        ranges.push(RangeRow {
+            first: 0x10000 + 4 * k,
+            last: 0x10000 + 4 * k + 3,
+            counters: HPM,
+        });
         k += 1;
     }
-    let selectors: Vec<SelectorRow> =
-        (0..256u32).map(|k| SelectorRow { event_idx: 0x10000 + k, selector: 0x1000 + k as u64 }).collect();
+    let selectors: Vec<SelectorRow> = (0..256u32)
+        .map(|k| SelectorRow {
+            event_idx: 0x10000 + k,
+            selector: 0x1000 + k as u64,
+        })
+        .collect();
     let raw: Vec<RawRow> = (0..256u64)
         .map(|k| {
             let mask = 0xffff_0000 | (k % masks as u64);
-            RawRow { select: (k << 16) & mask, mask, counters: HPM }
+            RawRow {
+                select: (k << 16) & mask,
+                mask,
+                counters: HPM,
+            }
         })
         .collect();
     EventMap::from_rows(&selectors, &ranges, &raw, None).unwrap()
@@ -64,7 +102,11 @@ fn pmu(map: &EventMap) -> Pmu<'_, SimHart, BufMemory> {
     fw_events.implementation[0] = 256;
     let cfg = PmuConfig {
         map,
-        isa: IsaFeatures { sscofpmf: true, smcntrpmf: false, h: false },
+        isa: IsaFeatures {
+            sscofpmf: true,
+            smcntrpmf: false,
+            h: false,
+        },
         fw_events,
         snapshot: true,
         alias_window: false,
@@ -78,7 +120,11 @@ fn call(p: &mut Pmu<'_, SimHart, BufMemory>, fid: usize, a: [u64; 6]) -> usize {
 }
 
 fn config_matching(c: &mut Criterion) {
-    let maps = [("tiny", tiny()), ("256rows_1mask", big(1)), ("256rows_256masks", big(256))];
+    let maps = [
+        ("tiny", tiny()),
+        ("256rows_1mask", big(1)),
+        ("256rows_256masks", big(256)),
+    ];
     // (name, event_idx, event_data) - all countable by every map.
     let events = [
         ("general", 0x4u64, 0u64),
@@ -102,8 +148,12 @@ fn config_matching(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("raw_lookup");
     for (mname, map) in &maps {
-        g.bench_function(format!("indexed/{mname}"), |b| b.iter(|| map.raw_counters(black_box(0x00ab_0000))));
-        g.bench_function(format!("scan/{mname}"), |b| b.iter(|| map.raw_counters_scan(black_box(0x00ab_0000))));
+        g.bench_function(format!("indexed/{mname}"), |b| {
+            b.iter(|| map.raw_counters(black_box(0x00ab_0000)))
+        });
+        g.bench_function(format!("scan/{mname}"), |b| {
+            b.iter(|| map.raw_counters_scan(black_box(0x00ab_0000)))
+        });
     }
     g.finish();
 }
@@ -144,7 +194,9 @@ fn fw_read_and_record(c: &mut Criterion) {
         for _ in 0..listeners {
             call(&mut p, CFG, [FW0, 0xffff, 4, 0xF0006, 0, 0]);
         }
-        g.bench_function(format!("{listeners}_counters"), |b| b.iter(|| p.record(black_box(FwEvent::IpiSent))));
+        g.bench_function(format!("{listeners}_counters"), |b| {
+            b.iter(|| p.record(black_box(FwEvent::IpiSent)))
+        });
     }
     let mut p = pmu(&map);
     call(&mut p, CFG, [FW0, 1, 4, 0xF0100, 0, 0]);
