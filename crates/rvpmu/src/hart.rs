@@ -545,8 +545,13 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 }
             }
         }
-        let old = snapshot::read_overflow(&self.mem, area).map_err(|_| Error::Failed)?;
-        let new = (old & !set.relative_mask()) | overflow;
+        // Without Sscofpmf the bitmap "must be zero" (Table 16).
+        let new = if self.cfg.isa.sscofpmf {
+            let old = snapshot::read_overflow(&self.mem, area).map_err(|_| Error::Failed)?;
+            (old & !set.relative_mask()) | overflow
+        } else {
+            0
+        };
         snapshot::write_overflow(&mut self.mem, area, new).map_err(|_| Error::Failed)
     }
 

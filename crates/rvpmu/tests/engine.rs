@@ -877,3 +877,20 @@ fn init_state_inhibits_hpm_counters_and_runs_fixed_ones() {
     assert_eq!(p.started_mask(), 0b101);
     assert_eq!(p.hw().absent_accesses, 0);
 }
+
+#[test]
+fn overflow_bitmap_is_zero_without_sscofpmf() {
+    let hw = SimHart::new(0x7fffd, 64, false, false);
+    let present = hw.present();
+    let mut p: P = Pmu::new(
+        config(qemu_map(), IsaFeatures::default(), false),
+        hw,
+        BufMemory::virt(),
+        present,
+    );
+    call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]).unwrap();
+    let idx = call(&mut p, CFG, &[0, 0x7fff8, AUTO_START, DTLB_READ_MISS, 0]).unwrap();
+    p.mem_mut().poke(SHMEM, &u64::MAX.to_le_bytes()); // supervisor junk
+    call(&mut p, STOP, &[idx, 1, TAKE_SNAPSHOT]).unwrap();
+    assert_eq!(p.mem().peek_u64(SHMEM), 0, "Table 16: must be zero without Sscofpmf");
+}
