@@ -60,6 +60,8 @@ pub struct SimHart {
     pub absent_accesses: u32,
     /// Every CSR write in order, for tests about ordering.
     pub log: Vec<HwWrite>,
+    /// Whether writes are appended to `log` (off for benchmarks).
+    pub logging: bool,
 }
 
 /// One CSR write seen by the simulated hart.
@@ -96,12 +98,19 @@ impl SimHart {
             lcofip: false,
             absent_accesses: 0,
             log: Vec::new(),
+            logging: true,
         }
     }
 
     /// QEMU virt's hart: cycle, instret, 16 64-bit HPM counters, Sscofpmf.
     pub fn qemu_virt() -> SimHart {
         SimHart::new(0x7fffd, 64, true, false)
+    }
+
+    fn note(&mut self, w: HwWrite) {
+        if self.logging {
+            self.log.push(w);
+        }
     }
 
     /// Counters that exist.
@@ -188,7 +197,7 @@ impl Hpm for SimHart {
         self.counters[i]
     }
     fn write_counter(&mut self, i: usize, v: u64) {
-        self.log.push(HwWrite::Counter(i, v));
+        self.note(HwWrite::Counter(i, v));
         if !self.check(i) {
             self.absent_accesses += 1;
             return;
@@ -203,7 +212,7 @@ impl Hpm for SimHart {
         }
     }
     fn write_event(&mut self, i: usize, v: u64) {
-        self.log.push(HwWrite::Event(i, v));
+        self.note(HwWrite::Event(i, v));
         if !self.check(i) || i < 3 {
             self.absent_accesses += 1;
             return;
@@ -218,12 +227,12 @@ impl Hpm for SimHart {
         self.inhibit
     }
     fn write_inhibit(&mut self, v: u32) {
-        self.log.push(HwWrite::Inhibit(v));
+        self.note(HwWrite::Inhibit(v));
         // Bit 1 (time) is read-only zero; absent counters' bits are WARL 0.
         self.inhibit = v & self.present;
     }
     fn write_fixed_cfg(&mut self, i: usize, v: u64) {
-        self.log.push(HwWrite::FixedCfg(i, v));
+        self.note(HwWrite::FixedCfg(i, v));
         if self.smcntrpmf && (i == 0 || i == 2) {
             self.fixed_cfg[i] = v & bits::ALL_INH;
         } else {
