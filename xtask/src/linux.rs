@@ -1,6 +1,7 @@
 //! Linux 6.12 kernel and initramfs builds, QEMU boots, the perf demo
 //! (`cargo xtask run`) and the Linux-in-QEMU end-to-end tests.
 
+mod dt;
 mod e2e;
 mod initramfs;
 mod kernel;
@@ -8,7 +9,8 @@ mod qemu;
 
 use crate::util::step;
 use anyhow::{bail, Result};
-use qemu::{Boot, Firmware, Outcome};
+use dt::{Chosen, NoisyNeighbour};
+use qemu::{Boot, Firmware, Machine, Outcome};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,10 +26,19 @@ pub struct RunArgs {
     /// OpenSBI 1.5.1).
     #[arg(long)]
     pub bios: Option<std::path::PathBuf>,
+    /// Steal time to inject, in percent (1-90; 0 = off): our firmware's
+    /// noisy neighbour takes this share of every 10 ms period on each hart
+    /// (DT `/chosen rvpmu,noisy-neighbour`), and the demo also prints the
+    /// steal share Linux reports in /proc/stat over a busy interval.
+    #[arg(long, default_value_t = 0, value_name = "PERCENT")]
+    pub steal: u32,
 }
 
 /// Iterations of the demo's fixed loop (2 instructions each).
 pub const DEMO_ITERS: u64 = 10_000_000;
+/// Guest milliseconds of the busy interval over which steal is measured
+/// (under icount: 10^9 instructions per second of guest time).
+pub const STEAL_BUSY_MS: u64 = 2000;
 
 /// The kernel and the initramfs, built (or taken from the cache).
 struct Guest {
@@ -42,12 +53,20 @@ impl Guest {
         Ok(Guest { kernel, initramfs })
     }
 
-    fn boot(&self, firmware: &Firmware, smp: u32, args: &str, timeout_s: u64) -> Result<Outcome> {
+    fn boot(
+        &self,
+        firmware: &Firmware,
+        smp: u32,
+        chosen: Chosen,
+        args: &str,
+        timeout_s: u64,
+    ) -> Result<Outcome> {
         Boot {
             firmware,
             image: &self.kernel.image,
             initrd: &self.initramfs.archive,
-            smp,
+            machine: Machine { smp },
+            chosen,
             args: args.to_string(),
             timeout: Duration::from_secs(timeout_s),
         }
@@ -87,19 +106,38 @@ pub fn run(a: RunArgs) -> Result<()> {
     if a.smp == 0 || a.smp > 4 {
         bail!("--smp {}: the kernel is built for 1 to 4 harts", a.smp);
     }
+    let noisy = match a.steal {
+        0 => None,
+        p => {
+            Some(NoisyNeighbour::from_percent(p).map_err(|e| anyhow::anyhow!("--steal {p}: {e}"))?)
+        }
+    };
     crate::setup::ensure_host()?;
     let firmware = chosen_firmware(&a.bios)?;
     let guest = Guest::build()?;
+    let chosen = Chosen {
+        noisy_neighbour: noisy,
+        ..Chosen::NONE
+    };
+    let mut args = format!("rvpmu.mode=demo rvpmu.iters={DEMO_ITERS}");
+    if noisy.is_some() {
+        args.push_str(&format!(" rvpmu.busy_ms={STEAL_BUSY_MS}"));
+    }
     step(&format!(
-        "booting Linux on {} ({} hart(s), icount), demo scenario",
-        firmware.name, a.smp
-    ));
-    let out = guest.boot(
-        &firmware,
+        "booting Linux on {} ({} hart(s), icount), demo scenario{}",
+        firmware.name,
         a.smp,
-        &format!("rvpmu.mode=demo rvpmu.iters={DEMO_ITERS}"),
-        120,
-    )?;
+        match noisy {
+            Some(n) => format!(
+                ", noisy neighbour {} us of every {} us, then a {STEAL_BUSY_MS} ms busy interval (guest time; slow under icount)",
+                n.busy_us, n.period_us
+            ),
+            None => String::new(),
+        }
+    ));
+    // The injector's M-mode spin is slow to emulate under icount.
+    let timeout = if noisy.is_some() { 600 } else { 120 };
+    let out = guest.boot(&firmware, a.smp, chosen, &args, timeout)?;
     if out.timed_out || out.done.as_deref() != Some("ok") {
         bail!(
             "the guest did not finish the demo ({}); console tail:\n{}",
@@ -112,6 +150,13 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
     let rows = e2e::demo_rows(&out);
+    let steal = out.scenario("steal").first().map(|r| (*r).clone());
+    if noisy.is_some() && steal.is_none() {
+        bail!(
+            "the guest printed no steal result; console tail:\n{}",
+            out.tail(40)
+        );
+    }
     if a.json {
         let v = serde_json::json!({
             "firmware": firmware.name,
@@ -124,6 +169,11 @@ pub fn run(a: RunArgs) -> Result<()> {
                 "time_enabled_ns": r.enabled, "time_running_ns": r.running,
                 "error": r.error, "meaning": e2e::meaning(&r.event),
             })).collect::<Vec<_>>(),
+            "steal": noisy.map(|n| serde_json::json!({
+                "busy_us": n.busy_us, "period_us": n.period_us,
+                "expected_share": n.share(), "busy_ms": STEAL_BUSY_MS,
+                "guest": steal,
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -135,6 +185,31 @@ pub fn run(a: RunArgs) -> Result<()> {
             "workload: {DEMO_ITERS} iterations of a 2-instruction loop + 4 x 1024-page load/store walk (user mode)\n"
         );
         e2e::print_demo_table(&rows);
+        if let (Some(n), Some(r)) = (noisy, &steal) {
+            println!(
+                "\nsteal: the noisy neighbour takes {} us of every {} us ({:.1}% of a busy hart)",
+                n.busy_us,
+                n.period_us,
+                n.share() * 100.0
+            );
+            println!(
+                "       Linux (/proc/stat, steal / all time over a {STEAL_BUSY_MS} ms busy interval on every CPU): {}",
+                e2e::steal_cells(r)
+                    .iter()
+                    .map(e2e::StealCell::describe)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            println!(
+                "       kernel: \"SBI STA extension detected\": {}, \"Computing paravirt steal-time\": {}",
+                r["sta_detected"], r["steal_computing"]
+            );
+            if r["sta_detected"] != true {
+                println!(
+                    "       (this firmware offers no SBI STA, so Linux cannot see steal time)"
+                );
+            }
+        }
     }
     Ok(())
 }

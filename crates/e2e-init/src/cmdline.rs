@@ -15,6 +15,9 @@ pub enum Mode {
     Stress,
     /// Per-CPU firmware event counts while one CPU sends fences and IPIs.
     FwEvents,
+    /// Steal time from /proc/stat over a busy interval on every CPU (and,
+    /// with `rvpmu.hotplug=1`, again after cpu1 went offline and online).
+    Steal,
 }
 
 impl Mode {
@@ -25,6 +28,7 @@ impl Mode {
             "sampling" => Mode::Sampling,
             "stress" => Mode::Stress,
             "fwevents" => Mode::FwEvents,
+            "steal" => Mode::Steal,
             _ => return None,
         })
     }
@@ -37,6 +41,7 @@ impl Mode {
             Mode::Sampling => "sampling",
             Mode::Stress => "stress",
             Mode::FwEvents => "fwevents",
+            Mode::Steal => "steal",
         }
     }
 }
@@ -51,6 +56,14 @@ pub struct Params {
     pub period: u64,
     /// Open/read/close rounds of the stress scenario (over all CPUs).
     pub rounds: u64,
+    /// Guest milliseconds of the busy interval over which steal time is
+    /// measured (`rvpmu.busy_ms`): the steal scenario uses
+    /// [`Params::STEAL_MS`] when absent; the demo measures steal only when
+    /// it is given.
+    pub busy_ms: Option<u64>,
+    /// `rvpmu.hotplug=1`: the steal scenario also takes cpu1 offline and
+    /// online and measures again.
+    pub hotplug: bool,
 }
 
 impl Params {
@@ -60,7 +73,12 @@ impl Params {
         iters: 10_000_000,
         period: 1_000_000,
         rounds: 1000,
+        busy_ms: None,
+        hotplug: false,
     };
+
+    /// Busy interval of the steal scenario when `rvpmu.busy_ms` is absent.
+    pub const STEAL_MS: u64 = 2000;
 
     /// Parse a kernel command line.
     pub fn parse(cmdline: &str) -> Result<Params, String> {
@@ -84,12 +102,22 @@ impl Params {
             match key {
                 "mode" => {
                     p.mode = Mode::from_word(value).ok_or_else(|| {
-                        format!("`{word}`: mode must be boot, demo, sampling, stress or fwevents")
+                        format!(
+                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents or steal"
+                    )
                     })?
                 }
                 "iters" => p.iters = number()?,
                 "period" => p.period = number()?,
                 "rounds" => p.rounds = number()?,
+                "busy_ms" => p.busy_ms = Some(number()?),
+                "hotplug" => {
+                    p.hotplug = match value {
+                        "0" => false,
+                        "1" => true,
+                        _ => return Err(format!("`{word}`: must be 0 or 1")),
+                    }
+                }
                 _ => return Err(format!("`{word}`: unknown parameter rvpmu.{key}")),
             }
         }
@@ -115,6 +143,10 @@ mod tests {
         .unwrap();
         assert_eq!(p.mode, Mode::Sampling);
         assert_eq!((p.iters, p.period, p.rounds), (30_000_000, 5, 7));
+        let p = Params::parse("rvpmu.mode=steal rvpmu.busy_ms=1500 rvpmu.hotplug=1").unwrap();
+        assert_eq!(p.mode, Mode::Steal);
+        assert_eq!((p.busy_ms, p.hotplug), (Some(1500), true));
+        assert!(!Params::parse("rvpmu.hotplug=0").unwrap().hotplug);
     }
 
     #[test]
@@ -125,5 +157,8 @@ mod tests {
         assert!(Params::parse("rvpmu.iters").is_err());
         assert!(Params::parse("rvpmu.colour=red").is_err());
         assert!(Params::parse("rvpmu.iters=-1").is_err());
+        assert!(Params::parse("rvpmu.busy_ms=0").is_err());
+        assert!(Params::parse("rvpmu.hotplug=yes").is_err());
+        assert!(Params::parse("rvpmu.hotplug=2").is_err());
     }
 }

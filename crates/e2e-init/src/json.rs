@@ -33,6 +33,18 @@ impl Obj {
         self
     }
 
+    /// Add a number with a fraction (`null` when not finite: JSON has no
+    /// NaN or infinity).
+    pub fn f64(mut self, k: &str, v: f64) -> Obj {
+        self.key(k);
+        if v.is_finite() {
+            let _ = write!(self.out, "{v}");
+        } else {
+            self.out.push_str("null");
+        }
+        self
+    }
+
     /// Add a boolean.
     pub fn bool(mut self, k: &str, v: bool) -> Obj {
         self.key(k);
@@ -91,11 +103,13 @@ mod tests {
         let s = Obj::new()
             .str("name", "a\"b\\c\n")
             .bool("ok", true)
+            .f64("share", 0.25)
+            .f64("nan", f64::NAN)
             .raw("list", &array(&[inner.clone(), inner]))
             .finish();
         assert_eq!(
             s,
-            r#"{"name":"a\"b\\c\u000a","ok":true,"list":[{"n":3},{"n":3}]}"#
+            r#"{"name":"a\"b\\c\u000a","ok":true,"share":0.25,"nan":null,"list":[{"n":3},{"n":3}]}"#
         );
     }
 }

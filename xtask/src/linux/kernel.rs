@@ -29,7 +29,7 @@ impl Kernel {
 }
 
 /// FNV-1a, enough to name cache directories (not a security boundary).
-fn fnv64(parts: &[&[u8]]) -> u64 {
+pub(super) fn fnv64(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for &b in p.iter().chain(std::iter::once(&0xffu8)) {

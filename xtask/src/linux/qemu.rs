@@ -1,5 +1,6 @@
 //! Booting the kernel under QEMU virt and collecting what /init reports.
 
+use super::dt::Chosen;
 use anyhow::{Context, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,12 +30,41 @@ impl Firmware {
     }
 }
 
+/// The emulated machine: everything that shapes the guest and its DT.
+/// One place, so the DT dumped for `-dtb` matches the machine booted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Machine {
+    pub smp: u32,
+}
+
+impl Machine {
+    /// QEMU options for this machine, icount included (exact counts).
+    pub fn args(&self) -> Vec<String> {
+        [
+            "-machine",
+            "virt",
+            "-cpu",
+            "rv64,sscofpmf=true",
+            "-smp",
+            &self.smp.to_string(),
+            "-m",
+            "256M",
+            "-icount",
+            "shift=0,sleep=off",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
 /// One guest boot: what to boot and how long it may take.
 pub struct Boot<'a> {
     pub firmware: &'a Firmware,
     pub image: &'a Path,
     pub initrd: &'a Path,
-    pub smp: u32,
+    pub machine: Machine,
+    /// rvpmu-fw switches added to QEMU's DT (`-dtb`); none: QEMU's own DT.
+    pub chosen: Chosen,
     /// Extra kernel command line words (e.g. `rvpmu.mode=demo`).
     pub args: String,
     /// Wall-clock limit; a guest that hangs is killed and reported.
@@ -71,23 +101,24 @@ impl Outcome {
     }
 }
 
+/// The kernel command line of a boot with these extra words.
+pub fn kernel_command_line(args: &str) -> String {
+    format!("console=ttyS0 earlycon=sbi {args}")
+}
+
 impl Boot<'_> {
     pub fn command_line(&self) -> String {
-        format!("console=ttyS0 earlycon=sbi {}", self.args)
+        kernel_command_line(&self.args)
     }
 
     pub fn run(&self) -> Result<Outcome> {
         let mut cmd = Command::new("qemu-system-riscv64");
-        cmd.args(["-machine", "virt", "-cpu", "rv64,sscofpmf=true"])
-            .args([
-                "-smp",
-                &self.smp.to_string(),
-                "-m",
-                "256M",
-                "-nographic",
-                "-no-reboot",
-            ])
-            .args(["-icount", "shift=0,sleep=off"])
+        cmd.args(self.machine.args());
+        if !self.chosen.is_none() {
+            cmd.arg("-dtb")
+                .arg(super::dt::custom_dtb(&self.machine, &self.chosen)?);
+        }
+        cmd.args(["-nographic", "-no-reboot"])
             .arg("-bios")
             .arg(&self.firmware.path)
             .arg("-kernel")

@@ -2,6 +2,7 @@
 
 mod perf;
 mod scenarios;
+mod steal;
 mod sys;
 mod workload;
 

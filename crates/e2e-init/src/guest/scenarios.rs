@@ -17,6 +17,7 @@ pub fn run(p: &Params) -> Result<(), String> {
         Mode::Sampling => sampling(p),
         Mode::Stress => stress(p),
         Mode::FwEvents => fwevents(),
+        Mode::Steal => super::steal::steal(p),
     }
 }
 
@@ -232,6 +233,9 @@ fn demo(p: &Params) -> Result<(), String> {
                 .raw("events", &array(&items))
                 .finish(),
         );
+    }
+    if let Some(ms) = p.busy_ms {
+        super::steal::demo_steal(ms)?;
     }
     Ok(())
 }
