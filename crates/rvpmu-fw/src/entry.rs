@@ -47,6 +47,15 @@ extern "C" {
 // the hart's trap frame and `trap_handler` runs on the stack below it. A trap
 // taken in M-mode is either an expected fault of a guarded access (the frame's
 // `recover` holds where to resume; a1 gets mcause) or a firmware bug.
+//
+// Fast path: an ecall from S-mode (mcause 9 is never raised by M-mode code)
+// with a non-legacy EID. `ecall_fast` is an extern "C" function, so the ABI
+// preserves sp, gp, tp and s0-s11 for us: only the registers a call may
+// clobber are saved (sp, ra, t0-t6, a2-a7; a0/a1 carry the answer), in
+// their frame slots, and mscratch points back at the frame as on the full
+// path. Legacy calls need the full frame (a fault reading a hart mask is
+// redirected to S-mode), as do all other traps. Guarded accesses (which
+// use the frame's mstatus) are never made on the fast path.
 core::arch::global_asm!(
     ".section .text",
     ".balign 4",
@@ -54,7 +63,50 @@ core::arch::global_asm!(
     "{trap_entry}:",
     "   csrrw sp, mscratch, sp",
     "   sd t0, {scratch}(sp)",
-    "   csrr t0, mstatus",
+    "   csrr t0, mcause",
+    "   addi t0, t0, -{ecall_s}",
+    "   bnez t0, 1f",
+    "   li t0, {legacy_last}",
+    "   bleu a7, t0, 1f",
+    "   csrrw t0, mscratch, sp",
+    "   sd t0, 2*8(sp)",
+    "   ld t0, {scratch}(sp)",
+    "   sd x1, 1*8(sp)",
+    "   sd x5, 5*8(sp)",
+    "   sd x6, 6*8(sp)",
+    "   sd x7, 7*8(sp)",
+    "   sd x12, 12*8(sp)",
+    "   sd x13, 13*8(sp)",
+    "   sd x14, 14*8(sp)",
+    "   sd x15, 15*8(sp)",
+    "   sd x16, 16*8(sp)",
+    "   sd x17, 17*8(sp)",
+    "   sd x28, 28*8(sp)",
+    "   sd x29, 29*8(sp)",
+    "   sd x30, 30*8(sp)",
+    "   sd x31, 31*8(sp)",
+    "   call {ecall_fast}",
+    "   csrr t0, mepc",
+    "   addi t0, t0, 4",
+    "   csrw mepc, t0",
+    "   ld x1, 1*8(sp)",
+    "   ld x5, 5*8(sp)",
+    "   ld x6, 6*8(sp)",
+    "   ld x7, 7*8(sp)",
+    "   ld x12, 12*8(sp)",
+    "   ld x13, 13*8(sp)",
+    "   ld x14, 14*8(sp)",
+    "   ld x15, 15*8(sp)",
+    "   ld x16, 16*8(sp)",
+    "   ld x17, 17*8(sp)",
+    "   ld x28, 28*8(sp)",
+    "   ld x29, 29*8(sp)",
+    "   ld x30, 30*8(sp)",
+    "   ld x31, 31*8(sp)",
+    "   ld x2, 2*8(sp)",
+    "   mret",
+    // Full path.
+    "1: csrr t0, mstatus",
     "   srli t0, t0, 11",
     "   andi t0, t0, 3",
     "   addi t0, t0, -3",
@@ -157,6 +209,9 @@ core::arch::global_asm!(
     "   j 6b",
     trap_entry = sym trap_entry,
     handler = sym crate::trap::trap_handler,
+    ecall_fast = sym crate::sbi::ecall_fast,
+    ecall_s = const crate::csr::CAUSE_SUPERVISOR_ECALL,
+    legacy_last = const crate::sbi::LEGACY_LAST_EID,
     fatal = sym crate::trap::m_mode_trap,
     scratch = const offset_of!(TrapFrame, scratch),
     mepc = const offset_of!(TrapFrame, mepc),

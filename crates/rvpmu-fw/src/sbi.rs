@@ -57,42 +57,141 @@ const fn err(e: usize) -> Ret {
     (e, 0)
 }
 
-/// Handle an ecall from S-mode.
+/// The highest legacy (SBI v0.1) EID; these take the full-frame path.
+pub const LEGACY_LAST_EID: usize = legacy::LEGACY_SHUTDOWN;
+
+/// (error, value) in the C ABI: returned in a0/a1 to the trap entry.
+#[repr(C)]
+pub struct SbiRet {
+    pub error: usize,
+    pub value: usize,
+}
+
+impl From<Ret> for SbiRet {
+    #[inline(always)]
+    fn from((error, value): Ret) -> SbiRet {
+        SbiRet { error, value }
+    }
+}
+
+/// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
+/// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
+/// answer goes back in a0/a1; the entry code advances mepc. Only what the
+/// C ABI lets this function clobber was saved, so nothing here may need
+/// the trap frame (see `entry.rs`).
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn ecall_fast(
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    fid: usize,
+    eid: usize,
+) -> SbiRet {
+    extension(eid)(a0, a1, a2, a3, a4, a5, fid)
+}
+
+/// Handle an ecall from S-mode with the full trap frame saved (legacy
+/// calls; any other EID is answered as on the fast path).
 pub fn ecall(f: &mut TrapFrame) {
     let eid = f.regs[17];
     let fid = f.regs[16];
     let a = [
         f.regs[10], f.regs[11], f.regs[12], f.regs[13], f.regs[14], f.regs[15],
     ];
-    if eid <= legacy::LEGACY_SHUTDOWN {
+    if eid <= LEGACY_LAST_EID {
         return legacy_call(f, eid, a);
     }
-    let (error, value) = match eid {
-        base::EID_BASE => base_call(fid, a[0]),
-        time::EID_TIME if fid == time::SET_TIMER => {
-            crate::timer::set_timer(a[0] as u64);
-            ok(0)
-        }
-        spi::EID_SPI if fid == spi::SEND_IPI => send_ipi(a[0], a[1]),
-        rfnc::EID_RFNC => rfence(fid, a),
-        hsm::EID_HSM => hsm_call(f, fid, a),
-        srst::EID_SRST if fid == srst::SYSTEM_RESET => system_reset(a[0], a[1]),
-        dbcn::EID_DBCN => dbcn_call(fid, a),
-        rvpmu::ecall::EID_PMU => {
-            let r = rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a);
-            (r.error, r.value)
-        }
-        rvpmu::ecall::EID_STA => {
-            let perf = &mut machine::local().perf;
-            let r = rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a);
-            (r.error, r.value)
-        }
-        _ => err(RET_ERR_NOT_SUPPORTED),
-    };
-    f.regs[A0] = error;
-    f.regs[A1] = value;
+    let r = extension(eid)(a[0], a[1], a[2], a[3], a[4], a[5], fid);
+    f.regs[A0] = r.error;
+    f.regs[A1] = r.value;
     f.mepc += 4;
 }
+
+/// One extension's calls: a0..a5 and the FID, in the registers they
+/// arrived in, so that dispatch is a compare tree over the EID and a tail
+/// call. Each extension is its own function: the cheap calls pay for no
+/// register saves the expensive ones need.
+type Extension = extern "C" fn(usize, usize, usize, usize, usize, usize, usize) -> SbiRet;
+
+#[inline(always)]
+fn extension(eid: usize) -> Extension {
+    match eid {
+        rvpmu::ecall::EID_PMU => pmu_ext,
+        base::EID_BASE => base_ext,
+        time::EID_TIME => time_ext,
+        rvpmu::ecall::EID_STA => sta_ext,
+        spi::EID_SPI => spi_ext,
+        rfnc::EID_RFNC => rfnc_ext,
+        hsm::EID_HSM => hsm_ext,
+        srst::EID_SRST => srst_ext,
+        dbcn::EID_DBCN => dbcn_ext,
+        _ => unsupported_ext,
+    }
+}
+
+/// Declares an `Extension` function named `$name` over `$a` (the six
+/// argument registers) and `$fid`.
+macro_rules! extension_fn {
+    ($name:ident, |$a:ident, $fid:ident| $body:expr) => {
+        #[allow(clippy::too_many_arguments)]
+        extern "C" fn $name(
+            a0: usize,
+            a1: usize,
+            a2: usize,
+            a3: usize,
+            a4: usize,
+            a5: usize,
+            $fid: usize,
+        ) -> SbiRet {
+            #[allow(unused_variables)]
+            let $a = [a0, a1, a2, a3, a4, a5];
+            $body
+        }
+    };
+}
+
+extension_fn!(pmu_ext, |a, fid| {
+    let r = rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a);
+    SbiRet {
+        error: r.error,
+        value: r.value,
+    }
+});
+extension_fn!(sta_ext, |a, fid| {
+    let perf = &mut machine::local().perf;
+    let r = rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a);
+    SbiRet {
+        error: r.error,
+        value: r.value,
+    }
+});
+extension_fn!(base_ext, |a, fid| base_call(fid, a[0]).into());
+extension_fn!(time_ext, |a, fid| {
+    if fid != time::SET_TIMER {
+        return err(RET_ERR_NOT_SUPPORTED).into();
+    }
+    crate::timer::set_timer(a[0] as u64);
+    ok(0).into()
+});
+extension_fn!(spi_ext, |a, fid| {
+    if fid != spi::SEND_IPI {
+        return err(RET_ERR_NOT_SUPPORTED).into();
+    }
+    send_ipi(a[0], a[1]).into()
+});
+extension_fn!(rfnc_ext, |a, fid| rfence(fid, a).into());
+extension_fn!(hsm_ext, |a, fid| hsm_call(fid, a).into());
+extension_fn!(srst_ext, |a, fid| {
+    if fid != srst::SYSTEM_RESET {
+        return err(RET_ERR_NOT_SUPPORTED).into();
+    }
+    system_reset(a[0], a[1]).into()
+});
+extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a).into());
+extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED).into());
 
 fn probe(eid: usize) -> bool {
     match eid {
@@ -205,7 +304,7 @@ fn rfence(fid: usize, a: [usize; 6]) -> Ret {
     ok(0)
 }
 
-fn hsm_call(f: &mut TrapFrame, fid: usize, a: [usize; 6]) -> Ret {
+fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
     let me = hartid();
     let p = platform();
     let ram = &p.ram;
@@ -244,7 +343,6 @@ fn hsm_call(f: &mut TrapFrame, fid: usize, a: [usize; 6]) -> Ret {
                         return err(RET_ERR_INVALID_ADDRESS);
                     }
                     machine::suspend(me);
-                    let _ = f;
                     // SAFETY: resuming S-mode at the address it gave.
                     unsafe { crate::entry::enter_supervisor(me, a[2], a[1]) }
                 }
