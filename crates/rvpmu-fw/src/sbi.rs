@@ -8,7 +8,7 @@ use crate::platform::Features;
 use crate::trap::{redirect, TrapFrame, A0, A1};
 use rvpmu::mem::SupervisorMemory;
 use sbi_spec::binary::{
-    RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
+    SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
 };
 use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
@@ -48,31 +48,21 @@ pub const IMPL_VERSION: usize = {
         | num(env!("CARGO_PKG_VERSION_PATCH"))
 };
 
-/// (error, value) as returned in a0/a1.
-pub type Ret = (usize, usize);
-const fn ok(v: usize) -> Ret {
-    (RET_SUCCESS, v)
+/// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
+/// path takes it back from `ecall_fast` in those registers).
+pub type Ret = SbiRet;
+const fn ok(value: usize) -> Ret {
+    SbiRet {
+        error: RET_SUCCESS,
+        value,
+    }
 }
-const fn err(e: usize) -> Ret {
-    (e, 0)
+const fn err(error: usize) -> Ret {
+    SbiRet { error, value: 0 }
 }
 
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
 pub const LEGACY_LAST_EID: usize = legacy::LEGACY_SHUTDOWN;
-
-/// (error, value) in the C ABI: returned in a0/a1 to the trap entry.
-#[repr(C)]
-pub struct SbiRet {
-    pub error: usize,
-    pub value: usize,
-}
-
-impl From<Ret> for SbiRet {
-    #[inline(always)]
-    fn from((error, value): Ret) -> SbiRet {
-        SbiRet { error, value }
-    }
-}
 
 /// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
 /// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
@@ -154,44 +144,36 @@ macro_rules! extension_fn {
 }
 
 extension_fn!(pmu_ext, |a, fid| {
-    let r = rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a);
-    SbiRet {
-        error: r.error,
-        value: r.value,
-    }
+    rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a)
 });
 extension_fn!(sta_ext, |a, fid| {
     let perf = &mut machine::local().perf;
-    let r = rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a);
-    SbiRet {
-        error: r.error,
-        value: r.value,
-    }
+    rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
 });
-extension_fn!(base_ext, |a, fid| base_call(fid, a[0]).into());
+extension_fn!(base_ext, |a, fid| base_call(fid, a[0]));
 extension_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
-        return err(RET_ERR_NOT_SUPPORTED).into();
+        return err(RET_ERR_NOT_SUPPORTED);
     }
     crate::timer::set_timer(a[0] as u64);
-    ok(0).into()
+    ok(0)
 });
 extension_fn!(spi_ext, |a, fid| {
     if fid != spi::SEND_IPI {
-        return err(RET_ERR_NOT_SUPPORTED).into();
+        return err(RET_ERR_NOT_SUPPORTED);
     }
-    send_ipi(a[0], a[1]).into()
+    send_ipi(a[0], a[1])
 });
-extension_fn!(rfnc_ext, |a, fid| rfence(fid, a).into());
-extension_fn!(hsm_ext, |a, fid| hsm_call(fid, a).into());
+extension_fn!(rfnc_ext, |a, fid| rfence(fid, a));
+extension_fn!(hsm_ext, |a, fid| hsm_call(fid, a));
 extension_fn!(srst_ext, |a, fid| {
     if fid != srst::SYSTEM_RESET {
-        return err(RET_ERR_NOT_SUPPORTED).into();
+        return err(RET_ERR_NOT_SUPPORTED);
     }
-    system_reset(a[0], a[1]).into()
+    system_reset(a[0], a[1])
 });
-extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a).into());
-extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED).into());
+extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a));
+extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
 fn probe(eid: usize) -> bool {
     match eid {
