@@ -8,7 +8,10 @@
 //! is the number of trace sources: the most threads traced at once (the
 //! Nexus SRC field is sized for it).
 //!
-//! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`.
+//! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`;
+//! `HPMTRACE_STAGE_BYTES=<n>[K|M]` sets the per-thread staging buffer
+//! records wait in until they are encoded (default: the trace buffer size
+//! within 64 KiB..16 MiB).
 //!
 //! Host without hardware counters: when the environment variable
 //! `HPMTRACE_SW_FALLBACK=1` is set, hardware events the machine lacks are
@@ -50,10 +53,9 @@ fn sw_fallback() -> bool {
     )
 }
 
-/// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
-/// built unchanged can record more than it asked for.
-fn buffer_override() -> Option<usize> {
-    let v = std::env::var("HPMTRACE_BUFFER_BYTES").ok()?;
+/// A byte count from environment variable `name`: `<n>[K|M]`.
+fn env_bytes(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
     let v = v.trim();
     let (num, mul) = match v.as_bytes().last()? {
         b'K' | b'k' => (&v[..v.len() - 1], 1 << 10),
@@ -63,10 +65,24 @@ fn buffer_override() -> Option<usize> {
     match num.parse::<usize>() {
         Ok(n) if n > 0 => Some(n.saturating_mul(mul)),
         _ => {
-            eprintln!("hpmtrace: ignoring HPMTRACE_BUFFER_BYTES={v:?} (expected a positive number with optional K or M)");
+            eprintln!(
+                "hpmtrace: ignoring {name}={v:?} (expected a positive number with optional K or M)"
+            );
             None
         }
     }
+}
+
+/// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
+/// built unchanged can record more than it asked for.
+fn buffer_override() -> Option<usize> {
+    env_bytes("HPMTRACE_BUFFER_BYTES")
+}
+
+/// `HPMTRACE_STAGE_BYTES=<n>[K|M]`: the per-thread staging buffer (see
+/// [`crate::collect::Config::stage_bytes`]); at least 4K.
+fn stage_override() -> usize {
+    env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0)
 }
 
 fn event_of(e: &perfEvent) -> Option<Event> {
@@ -152,6 +168,7 @@ unsafe fn init(
         events,
         channel: chan as u8,
         buffer_bytes,
+        stage_bytes: stage_override(),
         max_threads: cores,
         software_fallback: sw_fallback(),
         mode,

@@ -1,11 +1,21 @@
 //! The Linux collector behind the C API and [`crate::session`]: one
 //! process-wide configuration, one trace stream per traced thread.
 //!
-//! Hot path (every record): one relaxed atomic load to see whether tracing
-//! is on, a thread-local access, a clock read, one counter-group read and
-//! the encoding into the thread's own buffer. No lock, no allocation, no
-//! shared cache line written: each thread owns its stream, which is
-//! published to the writer thread with a release store of its length.
+//! Hot path (every record, [`hook`] and [`record`]): one relaxed atomic
+//! load to see whether tracing is on, two thread-local accesses without
+//! lazy initialisation (a re-entrancy flag and a pointer to the thread's
+//! state), a clock read, the counter reads, and a raw sample of
+//! `4 + counters` words stored into the thread's preallocated staging
+//! buffer ([`crate::stage`]). No lock, no allocation, no system call unless
+//! a counter needs one, no shared cache line written except the thread's
+//! own published fill level.
+//!
+//! Encoding (Delta/DeltaXOR state, Nexus framing into the trace buffer)
+//! happens later, with the bytes encoding at once would give: when the
+//! staging buffer fills (on the recording thread), and for every thread at
+//! trace-off and when the trace is read or written. Each stream's encoder
+//! sits behind its own mutex; the owning thread only takes it to drain a
+//! full staging buffer.
 //!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
@@ -13,19 +23,17 @@
 //! [`Stats::untraced_threads`]). The `.rtd` file is the per-source streams
 //! one after the other, each starting with its own full timestamp.
 
-use crate::counters::{
-    assign_slots, build_header, timestamp_position, Clock, CounterSource, SlotError,
-};
-use crate::encoder::Encoder;
+use crate::counters::{assign_slots, build_header, timestamp_position, Clock, SlotError};
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
 use crate::linux::{software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock};
 use crate::rtd::{RtdConfig, RtdWriter};
-use crate::sink::{ByteSink, Stopped};
+use crate::sink::VecBuffer;
+use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How records are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +60,10 @@ pub struct Config {
     pub channel: u8,
     /// Trace buffer per thread, bytes; stops on wrap.
     pub buffer_bytes: usize,
+    /// Staging buffer per thread for raw samples, bytes (0: the trace
+    /// buffer size, clamped to 64 KiB..16 MiB). Samples are encoded when
+    /// it fills and when the trace is turned off, read or written.
+    pub stage_bytes: usize,
     /// Most threads traced at once (sets the SRC field width).
     pub max_threads: u32,
     /// Count software events in place of hardware events the machine
@@ -64,6 +76,12 @@ pub struct Config {
 /// Default per-thread buffer when the caller gives 0 (the SRAM choice on
 /// hardware, which has no Linux meaning).
 pub const DEFAULT_BUFFER_BYTES: usize = 1 << 20;
+
+/// Bounds of the default staging buffer (see [`Config::stage_bytes`]).
+pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(16 << 20);
+
+/// Smallest staging buffer accepted (a sample has at most 36 words).
+pub const MIN_STAGE_BYTES: usize = 4096;
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
 pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
@@ -111,79 +129,155 @@ struct Collector {
     header: Header,
     perf_events: Vec<(usize, Event)>,
     ts_pos: Option<usize>,
-    n: usize,
     rtd: RtdConfig,
     buffer_bytes: usize,
+    stage_words: usize,
     max_threads: u32,
     mode: Mode,
     id: u64,
 }
 
-/// One thread's trace buffer, readable by other threads up to `published`.
-struct StreamBuf {
+/// The encoding side of a stream (behind the stream's mutex).
+struct Encoding {
+    replay: Replay,
+    writer: RtdWriter<VecBuffer>,
+    /// Staged words already encoded.
+    consumed: usize,
+}
+
+/// One thread's trace: its staging buffer (written by the thread alone)
+/// and its encoder and trace buffer.
+struct Stream {
     src: u16,
-    data: Box<[UnsafeCell<u8>]>,
-    published: AtomicUsize,
-    dropped: AtomicU64,
-    wide_overflows: AtomicU64,
-    records: AtomicU64,
+    stage: Box<[UnsafeCell<u64>]>,
+    /// Words of `stage` holding complete samples, published by the owning
+    /// thread with a release store. Reset to 0 only under `enc`'s lock.
+    filled: AtomicUsize,
+    enc: Mutex<Encoding>,
 }
 
-// Bytes past `published` are written only by the owning thread; bytes
-// before it are never written again.
-unsafe impl Sync for StreamBuf {}
+// Words at and past `filled` are written only by the owning thread, words
+// below it are read only under `enc`'s lock and never written until the
+// owner, holding that lock, resets `filled` to 0.
+unsafe impl Sync for Stream {}
+unsafe impl Send for Stream {}
 
-struct SharedBuf {
-    buf: Arc<StreamBuf>,
-    len: usize,
-}
+impl Stream {
+    fn lock(&self) -> MutexGuard<'_, Encoding> {
+        self.enc.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-impl ByteSink for SharedBuf {
-    #[inline]
-    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
-        let end = self.len + bytes.len();
-        if end > self.buf.data.len() || self.buf.dropped.load(Ordering::Relaxed) != 0 {
-            self.buf.dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(Stopped);
+    /// Encode the published samples not encoded yet. With `reset` (owning
+    /// thread only) the staging buffer is emptied afterwards.
+    fn drain(&self, enc: &mut Encoding, reset: bool) {
+        let filled = self.filled.load(Ordering::Acquire);
+        if filled > enc.consumed {
+            // SAFETY: [consumed, filled) holds published samples the owner
+            // no longer writes (see the Sync impl).
+            let words = unsafe {
+                std::slice::from_raw_parts(
+                    (self.stage.as_ptr() as *const u64).add(enc.consumed),
+                    filled - enc.consumed,
+                )
+            };
+            let Encoding { replay, writer, .. } = enc;
+            let _ = replay.replay(writer, words);
+            enc.consumed = filled;
         }
-        // SAFETY: [len, end) is past `published`, so only this thread
-        // touches it; UnsafeCell<u8> has u8's layout.
-        unsafe {
-            let dst = self.buf.data.as_ptr().add(self.len) as *mut u8;
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len());
+        if reset {
+            enc.consumed = 0;
+            self.filled.store(0, Ordering::Release);
         }
-        self.len = end;
-        self.buf.published.store(end, Ordering::Release);
-        Ok(())
     }
 }
 
-struct ThreadState {
+/// A thread's recording state, reached through [`LOCAL`].
+struct Local {
     collector: u64,
-    group: Option<PerfGroup>,
-    enc: Encoder,
-    writer: RtdWriter<SharedBuf>,
+    /// Generation whose header this thread has staged.
     generation: u64,
-    readings: [u64; MAX_COUNTERS],
-    _timer: Option<ThreadTimer>,
+    stage: *mut u64,
+    /// Local copy of `stream.filled`.
+    filled: usize,
+    /// Stage capacity, words.
+    cap: usize,
+    /// Words per sample.
+    words: usize,
+    group: PerfGroup,
+    stream: Arc<Stream>,
+    timer: Option<ThreadTimer>,
+}
+
+impl Local {
+    /// Stage one sample. The caller holds this thread's [`BUSY`] flag.
+    #[inline(always)]
+    fn push(&mut self, tag: u64, a0: u64, a1: u64) {
+        if self.filled + self.words > self.cap {
+            self.drain_full();
+        }
+        let ts = TraceClock.now();
+        // SAFETY: [filled, filled + words) lies inside the stage (checked
+        // above; cap >= words) and past the published part, so only this
+        // thread touches it.
+        let s = unsafe { std::slice::from_raw_parts_mut(self.stage.add(self.filled), self.words) };
+        s[0] = tag;
+        s[1] = a0;
+        s[2] = a1;
+        s[3] = ts;
+        self.group.read_members(&mut s[SAMPLE_HEAD_WORDS..]);
+        self.filled += self.words;
+        self.stream.filled.store(self.filled, Ordering::Release);
+    }
+
+    /// The staging buffer is full: encode it (rare, so out of line).
+    #[cold]
+    #[inline(never)]
+    fn drain_full(&mut self) {
+        let mut enc = self.stream.lock();
+        self.stream.drain(&mut enc, true);
+        self.filled = 0;
+    }
 }
 
 static COLLECTOR: AtomicPtr<Collector> = AtomicPtr::new(std::ptr::null_mut());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-/// Tracing on (any mode).
-static ON: AtomicBool = AtomicBool::new(false);
-/// Tracing on and mode is function entry/exit: the hooks' only check.
-static HOOKS_ON: AtomicBool = AtomicBool::new(false);
+/// Trace-on generations; never reused, so a thread whose staged header
+/// carries the current generation belongs to the current collector.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Current generation while tracing is on (any mode), else 0.
+static ON_GEN: AtomicU64 = AtomicU64::new(0);
+/// Current generation while tracing is on in function entry/exit mode,
+/// else 0: the hooks' only shared load.
+static HOOK_GEN: AtomicU64 = AtomicU64::new(0);
 static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
-static STREAMS: Mutex<Vec<Arc<StreamBuf>>> = Mutex::new(Vec::new());
+static STREAMS: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 
 thread_local! {
-    static STATE: UnsafeCell<Option<Box<ThreadState>>> = const { UnsafeCell::new(None) };
-    /// Set while this thread is inside the collector, so a timer signal
-    /// arriving then is dropped instead of re-entering.
+    // Both have const initialisers and no destructor, so an access is a
+    // plain thread-pointer-relative load: no lazy-initialisation check.
+    /// This thread's state (owned; freed by [`GUARD`] at thread exit).
+    static LOCAL: Cell<*mut Local> = const { Cell::new(std::ptr::null_mut()) };
+    /// Set while this thread is inside the collector, so a signal handler
+    /// (the sampling timer, or instrumented code it calls) arriving then
+    /// is dropped instead of re-entering.
     static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// Collector id this thread found no free source in (not retried).
+    static UNTRACED_IN: Cell<u64> = const { Cell::new(0) };
+    /// Registered when [`LOCAL`] is first set; frees it at thread exit.
+    static GUARD: LocalGuard = const { LocalGuard };
+}
+
+struct LocalGuard;
+
+impl Drop for LocalGuard {
+    fn drop(&mut self) {
+        let p = LOCAL.with(|l| l.replace(std::ptr::null_mut()));
+        if !p.is_null() {
+            // SAFETY: LOCAL owns the box; it is no longer reachable.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 fn collector() -> Option<&'static Collector> {
@@ -191,6 +285,20 @@ fn collector() -> Option<&'static Collector> {
     // SAFETY: collectors are leaked, never freed (a process configures a
     // handful at most), so the reference stays valid.
     unsafe { p.as_ref() }
+}
+
+/// Run `f` with this thread's [`BUSY`] flag set; `None` if it already was
+/// (re-entered from a signal handler).
+#[inline(always)]
+fn exclusive<R>(f: impl FnOnce() -> R) -> Option<R> {
+    if BUSY.with(|b| b.replace(true)) {
+        return None;
+    }
+    compiler_fence(Ordering::SeqCst);
+    let r = f();
+    compiler_fence(Ordering::SeqCst);
+    BUSY.with(|b| b.set(false));
+    Some(r)
 }
 
 /// Install a configuration (tracing stays off). Replaces any previous one;
@@ -204,6 +312,9 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     }
     if cfg.events.len() > MAX_COUNTERS {
         return Err(Error::Slots(SlotError::TooManyEvents));
+    }
+    if cfg.stage_bytes != 0 && cfg.stage_bytes < MIN_STAGE_BYTES {
+        return Err(Error::BadArgument("stage_bytes must be 0 or at least 4096"));
     }
     let slots = assign_slots(&cfg.events).map_err(Error::Slots)?;
     // Decide per event what is really counted: probe on this thread.
@@ -239,6 +350,8 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     }
     let header = build_header(cfg.count_type, &chosen);
     let ts_pos = timestamp_position(&header);
+    // Counters read per record: every position but the timestamp's, in
+    // record order (the sample layout of crate::stage).
     let perf_events: Vec<(usize, Event)> = header
         .iter()
         .enumerate()
@@ -247,8 +360,17 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         .collect();
     // The group as a whole must open too (group constraints).
     PerfGroup::open(&perf_events).map_err(Error::Open)?;
+    let buffer_bytes = if cfg.buffer_bytes == 0 {
+        DEFAULT_BUFFER_BYTES
+    } else {
+        cfg.buffer_bytes
+    };
+    let stage_bytes = if cfg.stage_bytes == 0 {
+        buffer_bytes.clamp(*DEFAULT_STAGE_BYTES.start(), *DEFAULT_STAGE_BYTES.end())
+    } else {
+        cfg.stage_bytes
+    };
     let c = Collector {
-        n: header.iter().count(),
         header,
         perf_events,
         ts_pos,
@@ -257,11 +379,8 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
             src_bits: RtdConfig::src_bits_for(cfg.max_threads),
             timestamp_bits: TIMESTAMP_BITS,
         },
-        buffer_bytes: if cfg.buffer_bytes == 0 {
-            DEFAULT_BUFFER_BYTES
-        } else {
-            cfg.buffer_bytes
-        },
+        buffer_bytes,
+        stage_words: stage_bytes / 8,
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -272,15 +391,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     UNTRACED.store(0, Ordering::Relaxed);
     COLLECTOR.store(Box::into_raw(Box::new(c)), Ordering::Release);
     if let Mode::Timer { interval_us } = cfg.mode {
-        install_timer_handler()?;
-        with_state(|st| {
-            let t =
-                ThreadTimer::start(crate::linux::gettid(), libc::SIGPROF, interval_us.max(100))?;
-            st._timer = Some(t);
-            Ok::<(), io::Error>(())
-        })
-        .unwrap_or(Ok(()))
-        .map_err(Error::Io)?;
+        attach_timer_to_current_thread(interval_us)?;
     }
     Ok(())
 }
@@ -290,119 +401,131 @@ pub fn header() -> Option<Header> {
     collector().map(|c| c.header)
 }
 
-fn new_state(c: &Collector) -> Option<Box<ThreadState>> {
+fn new_local(c: &Collector) -> Option<Box<Local>> {
     let src = NEXT_SRC.fetch_add(1, Ordering::Relaxed);
     if src >= c.max_threads {
         UNTRACED.fetch_add(1, Ordering::Relaxed);
+        UNTRACED_IN.with(|u| u.set(c.id));
         return None;
     }
     let group = PerfGroup::open(&c.perf_events).ok()?;
-    let mut data = Vec::with_capacity(c.buffer_bytes);
-    data.resize_with(c.buffer_bytes, || UnsafeCell::new(0u8));
+    let replay = Replay::new(c.header, c.ts_pos);
+    let words = replay.sample_words();
+    let cap = c.stage_words.max(words);
+    let mut stage = Vec::with_capacity(cap);
+    stage.resize_with(cap, || UnsafeCell::new(0u64));
     // The zeroed allocation may be lazily mapped: touch every page now so
     // page faults happen here, not in the middle of traced code.
-    for page in data.chunks(4096) {
+    for page in stage.chunks(512) {
         // SAFETY: writing our own, not yet shared, buffer.
         unsafe { std::ptr::write_volatile(page[0].get(), 0) };
     }
-    let buf = Arc::new(StreamBuf {
+    let stream = Arc::new(Stream {
         src: src as u16,
-        data: data.into_boxed_slice(),
-        published: AtomicUsize::new(0),
-        dropped: AtomicU64::new(0),
-        wide_overflows: AtomicU64::new(0),
-        records: AtomicU64::new(0),
+        stage: stage.into_boxed_slice(),
+        filled: AtomicUsize::new(0),
+        enc: Mutex::new(Encoding {
+            replay,
+            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(c.buffer_bytes)),
+            consumed: 0,
+        }),
     });
     STREAMS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push(buf.clone());
-    Some(Box::new(ThreadState {
+        .push(stream.clone());
+    Some(Box::new(Local {
         collector: c.id,
-        group: Some(group),
-        enc: Encoder::new(c.header),
-        writer: RtdWriter::new(c.rtd, src as u16, SharedBuf { buf, len: 0 }),
         generation: 0,
-        readings: [0; MAX_COUNTERS],
-        _timer: None,
+        stage: stream.stage.as_ptr() as *mut u64,
+        filled: 0,
+        cap,
+        words,
+        group,
+        stream,
+        timer: None,
     }))
 }
 
-/// Run `f` on this thread's state, creating it if needed. `None` when the
-/// thread is not traced, the collector is absent or the thread is exiting.
-#[inline]
-fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    let c = collector()?;
-    STATE
-        .try_with(|cell| {
-            // SAFETY: only this thread touches its STATE, and BUSY keeps
-            // signal handlers from re-entering while a borrow is live.
-            let slot = unsafe { &mut *cell.get() };
-            match slot {
-                Some(st) if st.collector == c.id => {}
-                _ => *slot = new_state(c),
-            }
-            slot.as_deref_mut().map(f)
-        })
-        .ok()
-        .flatten()
+/// This thread's state for collector `c`, created (allocating) when
+/// missing or stale if `create`. Call with [`BUSY`] set.
+fn local_for(c: &Collector, create: bool) -> Option<&'static mut Local> {
+    let p = LOCAL.with(|l| l.get());
+    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
+    if let Some(l) = unsafe { p.as_mut() } {
+        if l.collector == c.id {
+            return Some(l);
+        }
+    }
+    if !create || UNTRACED_IN.with(|u| u.get()) == c.id {
+        return None;
+    }
+    // Registering the guard fails once the thread is exiting: trace no
+    // more then (nothing would free the state).
+    GUARD.try_with(|_| ()).ok()?;
+    let new = new_local(c).map_or(std::ptr::null_mut(), Box::into_raw);
+    LOCAL.with(|l| l.set(new));
+    if !p.is_null() {
+        // SAFETY: the old state was owned by LOCAL, which no longer
+        // points to it.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    // SAFETY: just created, owned by LOCAL.
+    unsafe { new.as_mut() }
 }
 
-#[inline]
-fn read_all(st: &mut ThreadState, c: &Collector) -> u64 {
-    let ts = TraceClock.now();
-    if let Some(g) = st.group.as_mut() {
-        g.read(&mut st.readings[..c.n]);
+/// The per-record fast path: this thread's state is current, so only the
+/// sample is stored.
+#[inline(always)]
+fn stage_record(gen: u64, tag: u64, a0: u64, a1: u64) {
+    if BUSY.with(|b| b.replace(true)) {
+        return;
     }
-    if let Some(p) = c.ts_pos {
-        st.readings[p] = ts;
+    compiler_fence(Ordering::SeqCst);
+    let p = LOCAL.with(|l| l.get());
+    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
+    match unsafe { p.as_mut() } {
+        Some(l) if l.generation == gen => l.push(tag, a0, a1),
+        _ => record_slow(gen, tag, a0, a1, true),
     }
-    ts
+    compiler_fence(Ordering::SeqCst);
+    BUSY.with(|b| b.set(false));
+}
+
+/// First record of a thread or of a trace-on: create the state and stage
+/// the header. Called with BUSY set.
+#[cold]
+#[inline(never)]
+fn record_slow(gen: u64, tag: u64, a0: u64, a1: u64, create: bool) {
+    let Some(c) = collector() else { return };
+    let Some(l) = local_for(c, create) else {
+        return;
+    };
+    if l.generation != gen {
+        l.push(TAG_TRACE_ON, 0, 0);
+        l.generation = gen;
+    }
+    l.push(tag, a0, a1);
 }
 
 /// Write one record for the calling thread (if tracing is on).
 #[inline]
 pub fn record(kind: RecordType, a0: u64, a1: u64) {
-    if !ON.load(Ordering::Relaxed) {
+    let gen = ON_GEN.load(Ordering::Relaxed);
+    if gen == 0 {
         return;
     }
-    record_slow(kind, a0, a1)
-}
-
-#[inline(never)]
-fn record_slow(kind: RecordType, a0: u64, a1: u64) {
-    if BUSY.try_with(|b| b.replace(true)).unwrap_or(true) {
-        return;
-    }
-    if let Some(c) = collector() {
-        with_state(|st| {
-            let ts = read_all(st, c);
-            let gen = GENERATION.load(Ordering::Acquire);
-            if st.generation != gen {
-                let _ = st.enc.trace_on(&mut st.writer, &st.readings[..c.n], ts);
-                st.generation = gen;
-            }
-            let _ = st
-                .enc
-                .record(&mut st.writer, kind, [a0, a1], &st.readings[..c.n], ts);
-            let s = st.enc.stats();
-            let b = &st.writer.inner().buf;
-            b.records.store(s.records, Ordering::Relaxed);
-            if s.wide_overflows != 0 {
-                b.wide_overflows.store(s.wide_overflows, Ordering::Relaxed);
-            }
-        });
-    }
-    let _ = BUSY.try_with(|b| b.set(false));
+    stage_record(gen, kind.as_u8() as u64, a0, a1);
 }
 
 /// Function entry/exit hook body.
 #[inline(always)]
 pub fn hook(kind: RecordType, this_fn: usize, call_site: usize) {
-    if !HOOKS_ON.load(Ordering::Relaxed) {
+    let gen = HOOK_GEN.load(Ordering::Relaxed);
+    if gen == 0 {
         return;
     }
-    record_slow(kind, this_fn as u64, call_site as u64);
+    stage_record(gen, kind.as_u8() as u64, this_fn as u64, call_site as u64);
 }
 
 /// Start recording: every traced thread writes a header (the calling
@@ -410,29 +533,54 @@ pub fn hook(kind: RecordType, this_fn: usize, call_site: usize) {
 pub fn trace_on() -> Result<(), Error> {
     let c = collector().ok_or(Error::NotInitialized)?;
     let gen = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
-    let _ = BUSY.try_with(|b| b.set(true));
-    with_state(|st| {
-        let ts = read_all(st, c);
-        let _ = st.enc.trace_on(&mut st.writer, &st.readings[..c.n], ts);
-        st.generation = gen;
+    exclusive(|| {
+        if let Some(l) = local_for(c, true) {
+            l.push(TAG_TRACE_ON, 0, 0);
+            l.generation = gen;
+        }
     });
-    let _ = BUSY.try_with(|b| b.set(false));
-    ON.store(true, Ordering::Release);
-    HOOKS_ON.store(c.mode == Mode::FuncEntryExit, Ordering::Release);
+    ON_GEN.store(gen, Ordering::Release);
+    HOOK_GEN.store(
+        if c.mode == Mode::FuncEntryExit {
+            gen
+        } else {
+            0
+        },
+        Ordering::Release,
+    );
     Ok(())
 }
 
-/// Stop recording (state is kept; `trace_on` writes a new header).
+/// Stop recording (state is kept; `trace_on` writes a new header) and
+/// encode what every thread staged.
 pub fn trace_off() {
-    HOOKS_ON.store(false, Ordering::Release);
-    ON.store(false, Ordering::Release);
+    HOOK_GEN.store(0, Ordering::Release);
+    ON_GEN.store(0, Ordering::Release);
+    drain_all();
 }
 
 /// Whether tracing is on.
 pub fn is_on() -> bool {
-    ON.load(Ordering::Relaxed)
+    ON_GEN.load(Ordering::Relaxed) != 0
 }
 
+fn streams_by_src() -> Vec<Arc<Stream>> {
+    let mut v = STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    v.sort_by_key(|s| s.src);
+    v
+}
+
+/// Encode the staged samples of every stream (the calling thread is marked
+/// busy meanwhile, so its signal handlers do not stage into a locked
+/// stream).
+fn drain_all() {
+    exclusive(|| {
+        for s in streams_by_src() {
+            let mut enc = s.lock();
+            s.drain(&mut enc, false);
+        }
+    });
+}
 /// Collection statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -450,35 +598,38 @@ pub struct Stats {
     pub untraced_threads: u64,
 }
 
-/// Current statistics.
+/// Current statistics (staged samples are encoded first).
 pub fn stats() -> Stats {
-    let streams = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
     let mut s = Stats {
-        streams: streams.len(),
         untraced_threads: UNTRACED.load(Ordering::Relaxed),
         ..Default::default()
     };
-    for b in streams.iter() {
-        s.records += b.records.load(Ordering::Relaxed);
-        s.bytes += b.published.load(Ordering::Acquire) as u64;
-        s.dropped_messages += b.dropped.load(Ordering::Relaxed);
-        s.wide_overflows += b.wide_overflows.load(Ordering::Relaxed);
-    }
+    exclusive(|| {
+        for b in streams_by_src() {
+            let mut enc = b.lock();
+            b.drain(&mut enc, false);
+            let e = enc.replay.encoder().stats();
+            s.streams += 1;
+            s.records += e.records;
+            s.wide_overflows += e.wide_overflows;
+            s.bytes += enc.writer.inner().data().len() as u64;
+            s.dropped_messages += enc.writer.inner().dropped();
+        }
+    });
     s
 }
 
-/// The recorded trace: every stream's valid bytes, in source order.
+/// The recorded trace: every stream's valid bytes, in source order (staged
+/// samples are encoded first).
 pub fn snapshot() -> Vec<u8> {
-    let mut streams: Vec<Arc<StreamBuf>> =
-        STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    streams.sort_by_key(|b| b.src);
     let mut out = Vec::new();
-    for b in streams {
-        let n = b.published.load(Ordering::Acquire);
-        // SAFETY: bytes below `published` are complete and never rewritten.
-        let bytes = unsafe { std::slice::from_raw_parts(b.data.as_ptr() as *const u8, n) };
-        out.extend_from_slice(bytes);
-    }
+    exclusive(|| {
+        for b in streams_by_src() {
+            let mut enc = b.lock();
+            b.drain(&mut enc, false);
+            out.extend_from_slice(enc.writer.inner().data());
+        }
+    });
     out
 }
 
@@ -500,33 +651,43 @@ pub fn rtd_config() -> Option<RtdConfig> {
 
 /// Start the sampling timer for the calling thread (timer mode).
 pub fn attach_timer_to_current_thread(interval_us: u64) -> Result<(), Error> {
+    let c = collector().ok_or(Error::NotInitialized)?;
     install_timer_handler()?;
-    with_state(|st| {
-        st._timer = Some(ThreadTimer::start(
-            crate::linux::gettid(),
-            libc::SIGPROF,
-            interval_us.max(100),
-        )?);
-        Ok::<(), io::Error>(())
+    exclusive(|| {
+        let l = local_for(c, true).ok_or(Error::BadArgument(
+            "this thread is not traced (max_threads reached)",
+        ))?;
+        l.timer = Some(
+            ThreadTimer::start(crate::linux::gettid(), libc::SIGPROF, interval_us.max(100))
+                .map_err(Error::Io)?,
+        );
+        Ok(())
     })
-    .ok_or(Error::NotInitialized)?
-    .map_err(Error::Io)
+    .unwrap_or(Err(Error::Busy))
 }
 
 extern "C" fn on_timer(_sig: i32, _info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
-    if !ON.load(Ordering::Relaxed) {
+    let gen = ON_GEN.load(Ordering::Relaxed);
+    if gen == 0 {
         return;
     }
     // SAFETY: uc is this SA_SIGINFO handler's context argument.
     let pc = unsafe { crate::linux::interrupted_pc(uc) };
     // Only threads that already have state are sampled: creating one
     // allocates, which is not allowed in a signal handler.
-    let has_state = STATE
-        .try_with(|cell| unsafe { (*cell.get()).is_some() })
-        .unwrap_or(false);
-    if has_state {
-        record_slow(RecordType::Isr, pc, 0);
+    if BUSY.with(|b| b.replace(true)) {
+        return;
     }
+    compiler_fence(Ordering::SeqCst);
+    let p = LOCAL.with(|l| l.get());
+    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
+    match unsafe { p.as_mut() } {
+        Some(l) if l.generation == gen => l.push(RecordType::Isr.as_u8() as u64, pc, 0),
+        Some(_) => record_slow(gen, RecordType::Isr.as_u8() as u64, pc, 0, false),
+        None => {}
+    }
+    compiler_fence(Ordering::SeqCst);
+    BUSY.with(|b| b.set(false));
 }
 
 fn install_timer_handler() -> Result<(), Error> {

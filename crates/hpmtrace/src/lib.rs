@@ -10,20 +10,21 @@
 //! source and collectors, the safe session API, the C API and the decoder.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod capi;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod collect;
+pub mod counters;
 #[cfg(feature = "std")]
 pub mod decode;
 pub mod encoder;
 pub mod format;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod linux;
 #[cfg(feature = "std")]
 pub mod nexus;
 pub mod rtd;
-pub mod sink;
-pub mod counters;
-#[cfg(all(feature = "std", target_os = "linux"))]
-pub mod linux;
-#[cfg(all(feature = "std", target_os = "linux"))]
-pub mod collect;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod session;
-#[cfg(all(feature = "std", target_os = "linux"))]
-pub mod capi;
+pub mod sink;
+pub mod stage;

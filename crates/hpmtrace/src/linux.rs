@@ -9,10 +9,12 @@
 //! `PERF_TYPE_SOFTWARE`.
 //!
 //! All counters of a thread form one group read with one `read()`
-//! (`PERF_FORMAT_GROUP`). When the kernel lets user space read a counter
-//! directly (`cap_user_rdpmc` in the perf mmap page, x86 `rdpmc` or RISC-V
-//! counter CSRs with `perf_user_access`), that path is used instead and no
-//! system call is made.
+//! (`PERF_FORMAT_GROUP`). When every counter of the group can be read from
+//! user space, that path is used instead and no system call is made: a
+//! hardware counter the kernel lets user space read (`cap_user_rdpmc` in
+//! the perf mmap page: x86 `rdpmc`, RISC-V counter CSRs with the sysctl
+//! `kernel.perf_user_access`), or a software event whose perf page is exact
+//! while the thread runs ([`UserRead::PageCount`]).
 
 use crate::counters::{Clock, CounterSource};
 use crate::format::{hw, Event};
@@ -41,6 +43,8 @@ pub mod sw {
     pub const CPU_MIGRATIONS: u16 = 4;
     /// minor page faults.
     pub const PAGE_FAULTS_MIN: u16 = 5;
+    /// cgroup-switches (context switches into another cgroup).
+    pub const CGROUP_SWITCHES: u16 = 11;
 }
 
 /// perf's `(type, config)` for an event, or `None` if it has no perf
@@ -160,14 +164,56 @@ struct MmapPage {
 }
 
 const CAP_USER_RDPMC: u64 = 1 << 2;
+const PAGE_BYTES: usize = 4096;
+
+/// How a group member is read without a system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserRead {
+    /// A hardware counter the kernel lets user space read
+    /// (`cap_user_rdpmc`): the page's `offset` plus `rdpmc` (x86-64) or the
+    /// counter CSR (RISC-V, `perf_user_access`) named by the page's `index`.
+    Counter,
+    /// A software event that only counts while its thread is switched out
+    /// (context-switches, cgroup-switches: the kernel counts them in
+    /// `perf_event_task_sched_out`). The kernel rewrites the page's
+    /// `offset` with the event count every time it schedules the event in
+    /// again (`perf_swevent_add`), so whenever the thread itself runs, the
+    /// page holds the exact count.
+    PageCount,
+}
+
+/// The system-call-free read method of `event`, given its perf page's
+/// capabilities and index, if it has one. Time-based software events
+/// (task-clock, cpu-clock) and in-thread software events (page faults,
+/// migrations, which the kernel counts after its last page update) have
+/// none: their page value would be stale.
+pub fn user_read_method(event: Event, capabilities: u64, index: u32) -> Option<UserRead> {
+    match event {
+        Event::LinuxSoftware {
+            code: sw::CONTEXT_SWITCHES | sw::CGROUP_SWITCHES,
+        } => Some(UserRead::PageCount),
+        Event::LinuxSoftware { .. } => None,
+        _ if cfg!(any(target_arch = "x86_64", target_arch = "riscv64"))
+            && capabilities & CAP_USER_RDPMC != 0
+            && index != 0 =>
+        {
+            Some(UserRead::Counter)
+        }
+        _ => None,
+    }
+}
 
 /// One thread's counter group.
+///
+/// All members are read with one `read()` of the group leader
+/// (`PERF_FORMAT_GROUP`), unless every member can be read from its perf
+/// page ([`UserRead`]); then no system call is made.
 pub struct PerfGroup {
     fds: Vec<i32>,
     /// Record position of each group member, in group order.
     positions: Vec<usize>,
-    /// mmap pages (one per member) when every member is user-readable.
-    pages: Vec<*const MmapPage>,
+    /// Page and read method of each member, when every member has one.
+    user: Vec<(*const MmapPage, UserRead)>,
     buf: Vec<u64>,
 }
 
@@ -208,7 +254,7 @@ impl PerfGroup {
         let mut g = PerfGroup {
             fds: Vec::new(),
             positions: Vec::new(),
-            pages: Vec::new(),
+            user: Vec::new(),
             buf: Vec::new(),
         };
         for &(pos, event) in events {
@@ -223,24 +269,24 @@ impl PerfGroup {
             g.positions.push(pos);
         }
         g.buf = vec![0; 1 + g.fds.len()];
-        g.map_pages();
+        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
+        g.map_pages(&evs);
         Ok(g)
     }
 
     /// Map the perf pages; keep them only if every member can be read from
     /// user space (otherwise one group read is cheaper than mixing).
-    fn map_pages(&mut self) {
-        if !cfg!(any(target_arch = "x86_64", target_arch = "riscv64")) || self.fds.is_empty() {
+    fn map_pages(&mut self, events: &[Event]) {
+        if self.fds.is_empty() {
             return;
         }
-        let page = 4096;
-        let mut pages = Vec::new();
-        for &fd in &self.fds {
+        let mut user = Vec::new();
+        for (&fd, &event) in self.fds.iter().zip(events) {
             // SAFETY: mapping one read-only page of a perf fd.
             let p = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    page,
+                    PAGE_BYTES,
                     libc::PROT_READ,
                     libc::MAP_SHARED,
                     fd,
@@ -250,58 +296,131 @@ impl PerfGroup {
             if p == libc::MAP_FAILED {
                 break;
             }
-            pages.push(p as *const MmapPage);
+            let p = p as *const MmapPage;
+            // SAFETY: p is a live perf mmap page; fields read volatile.
+            let (caps, index) = unsafe {
+                (
+                    std::ptr::read_volatile(&(*p).capabilities),
+                    std::ptr::read_volatile(&(*p).index),
+                )
+            };
+            match user_read_method(event, caps, index) {
+                Some(how) => user.push((p, how)),
+                None => {
+                    // SAFETY: unmapping what we just mapped.
+                    unsafe { libc::munmap(p as *mut _, PAGE_BYTES) };
+                    break;
+                }
+            }
         }
-        let usable = pages.len() == self.fds.len()
-            && pages.iter().all(|&p| {
-                // SAFETY: p is a live perf mmap page.
-                let m = unsafe { &*p };
-                m.capabilities & CAP_USER_RDPMC != 0
-                    && unsafe { std::ptr::read_volatile(&m.index) } != 0
-            });
-        if usable {
-            self.pages = pages;
+        if user.len() == self.fds.len() {
+            self.user = user;
         } else {
-            for p in pages {
+            for (p, _) in user {
                 // SAFETY: unmapping what we mapped above.
-                unsafe { libc::munmap(p as *mut _, page) };
+                unsafe { libc::munmap(p as *mut _, PAGE_BYTES) };
             }
         }
     }
 
     /// True when reads avoid system calls.
     pub fn user_space_reads(&self) -> bool {
-        !self.pages.is_empty()
+        !self.user.is_empty()
     }
 
-    fn read_mmap(p: *const MmapPage) -> Option<u64> {
-        // The kernel's seqlock protocol for the perf user page.
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// True for a group without members.
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
+    }
+
+    /// Read a member from its page with the kernel's seqlock protocol;
+    /// `None` when the counter is not user readable right now.
+    #[inline(always)]
+    fn read_page(p: *const MmapPage, how: UserRead) -> Option<u64> {
         loop {
             // SAFETY: p is a live perf mmap page; fields read volatile.
             unsafe {
                 let seq = std::ptr::read_volatile(&(*p).lock);
                 std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-                let idx = std::ptr::read_volatile(&(*p).index);
-                let offset = std::ptr::read_volatile(&(*p).offset);
-                let caps = std::ptr::read_volatile(&(*p).capabilities);
-                if idx == 0 || caps & CAP_USER_RDPMC == 0 {
-                    return None;
-                }
-                let width = std::ptr::read_volatile(&(*p).pmc_width) as u32;
-                let mut pmc = read_pmc(idx - 1);
-                if (1..64).contains(&width) {
-                    pmc = ((pmc << (64 - width)) as i64 >> (64 - width)) as u64;
-                }
+                let offset = std::ptr::read_volatile(&(*p).offset) as u64;
+                let value = match how {
+                    UserRead::PageCount => offset,
+                    UserRead::Counter => {
+                        let idx = std::ptr::read_volatile(&(*p).index);
+                        let caps = std::ptr::read_volatile(&(*p).capabilities);
+                        if idx == 0 || caps & CAP_USER_RDPMC == 0 {
+                            return None;
+                        }
+                        let width = std::ptr::read_volatile(&(*p).pmc_width) as u32;
+                        let mut pmc = read_pmc(idx - 1);
+                        if (1..64).contains(&width) {
+                            pmc = ((pmc << (64 - width)) as i64 >> (64 - width)) as u64;
+                        }
+                        offset.wrapping_add(pmc)
+                    }
+                };
                 std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
                 if std::ptr::read_volatile(&(*p).lock) == seq {
-                    return Some((offset as u64).wrapping_add(pmc));
+                    return Some(value);
                 }
             }
         }
     }
+
+    /// Read every member, in group order, into `out[0..len()]` (what the
+    /// collector's hot path stores). Members `out` has no room for are
+    /// skipped; on a failed read `out` is left unchanged.
+    #[inline]
+    pub fn read_members(&mut self, out: &mut [u64]) {
+        if !self.user.is_empty() {
+            let mut ok = true;
+            for (o, &(p, how)) in out.iter_mut().zip(self.user.iter()) {
+                match Self::read_page(p, how) {
+                    Some(v) => *o = v,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                return;
+            }
+        }
+        self.read_syscall(out);
+    }
+
+    /// The group read system call.
+    #[inline(never)]
+    fn read_syscall(&mut self, out: &mut [u64]) {
+        let Some(&leader) = self.fds.first() else {
+            return;
+        };
+        let bytes = self.buf.len() * 8;
+        // SAFETY: buf has room for `bytes` bytes: nr + one value per member.
+        let n = unsafe { libc::read(leader, self.buf.as_mut_ptr() as *mut libc::c_void, bytes) };
+        if n as usize == bytes {
+            for (o, v) in out.iter_mut().zip(&self.buf[1..]) {
+                *o = *v;
+            }
+        }
+    }
+
+    /// Read every member with the group read system call, whatever
+    /// [`PerfGroup::user_space_reads`] says (to check the user-space path
+    /// against the kernel, and to time the system call).
+    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
+        self.read_syscall(out);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn read_pmc(idx: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdpmc of a counter the kernel advertised as user readable.
@@ -312,8 +431,10 @@ fn read_pmc(idx: u32) -> u64 {
 }
 
 #[cfg(target_arch = "riscv64")]
+#[inline(always)]
 fn read_pmc(idx: u32) -> u64 {
-    // On RISC-V the perf page index is the counter number + 1.
+    // The perf page index is the counter number + 1; `idx` is already the
+    // counter number (0 cycle, 2 instret, 3.. hpmcounterN).
     crate::counters::read_user_counter(idx as u8)
 }
 
@@ -325,30 +446,15 @@ fn read_pmc(_idx: u32) -> u64 {
 impl CounterSource for PerfGroup {
     #[inline]
     fn read(&mut self, out: &mut [u64]) {
-        if !self.pages.is_empty() {
-            let mut ok = true;
-            for (k, &p) in self.pages.iter().enumerate() {
-                match Self::read_mmap(p) {
-                    Some(v) => out[self.positions[k]] = v,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok {
-                return;
-            }
+        let mut v = [0u64; crate::format::MAX_COUNTERS];
+        let n = self.fds.len().min(v.len());
+        for (k, &pos) in self.positions.iter().enumerate().take(n) {
+            v[k] = out.get(pos).copied().unwrap_or(0);
         }
-        let Some(&leader) = self.fds.first() else {
-            return;
-        };
-        let bytes = self.buf.len() * 8;
-        // SAFETY: buf has room for `bytes` bytes: nr + one value per member.
-        let n = unsafe { libc::read(leader, self.buf.as_mut_ptr() as *mut libc::c_void, bytes) };
-        if n as usize == bytes {
-            for (k, &pos) in self.positions.iter().enumerate() {
-                out[pos] = self.buf[1 + k];
+        self.read_members(&mut v[..n]);
+        for (k, &pos) in self.positions.iter().enumerate().take(n) {
+            if let Some(o) = out.get_mut(pos) {
+                *o = v[k];
             }
         }
     }
@@ -356,9 +462,9 @@ impl CounterSource for PerfGroup {
 
 impl Drop for PerfGroup {
     fn drop(&mut self) {
-        for p in self.pages.drain(..) {
+        for (p, _) in self.user.drain(..) {
             // SAFETY: unmapping our own page.
-            unsafe { libc::munmap(p as *mut _, 4096) };
+            unsafe { libc::munmap(p as *mut _, PAGE_BYTES) };
         }
         for &fd in &self.fds {
             // SAFETY: closing our own fd.
@@ -554,5 +660,80 @@ mod tests {
         g.read(&mut b);
         assert!(b[0] > a[0], "task-clock advances: {a:?} -> {b:?}");
         assert!(b[1] > a[1], "page faults counted: {a:?} -> {b:?}");
+    }
+
+    #[test]
+    fn context_switches_read_from_the_page_equal_the_kernel_count() {
+        let mut g = PerfGroup::open(&[
+            (
+                0,
+                Event::LinuxSoftware {
+                    code: sw::CONTEXT_SWITCHES,
+                },
+            ),
+            (
+                1,
+                Event::LinuxSoftware {
+                    code: sw::CGROUP_SWITCHES,
+                },
+            ),
+        ])
+        .expect("software perf events must open on the host");
+        assert!(
+            g.user_space_reads(),
+            "context/cgroup switches are page readable"
+        );
+        let mut prev = [0u64; 2];
+        g.read_members_syscall(&mut prev);
+        for i in 0..100 {
+            // Blocking switches this thread out (at least one switch).
+            std::thread::sleep(std::time::Duration::from_micros(20 + i));
+            let mut page = [u64::MAX; 2];
+            g.read_members(&mut page);
+            let mut kernel = [u64::MAX; 2];
+            g.read_members_syscall(&mut kernel);
+            assert_eq!(page, kernel, "after sleep {i}");
+            assert!(
+                page[0] > prev[0],
+                "a sleep switches out: {prev:?} -> {page:?}"
+            );
+            prev = page;
+        }
+    }
+
+    #[test]
+    fn stale_page_events_are_read_with_the_system_call() {
+        for code in [
+            sw::TASK_CLOCK,
+            sw::CPU_CLOCK,
+            sw::PAGE_FAULTS,
+            sw::CPU_MIGRATIONS,
+        ] {
+            let e = Event::LinuxSoftware { code };
+            assert_eq!(user_read_method(e, CAP_USER_RDPMC, 1), None);
+            let g = PerfGroup::open(&[
+                (
+                    0,
+                    Event::LinuxSoftware {
+                        code: sw::CONTEXT_SWITCHES,
+                    },
+                ),
+                (1, e),
+            ])
+            .expect("software perf events must open on the host");
+            assert!(
+                !g.user_space_reads(),
+                "one stale member: the whole group uses read()"
+            );
+        }
+        let cycles = Event::General {
+            code: hw::CPU_CYCLES,
+        };
+        assert_eq!(user_read_method(cycles, 0, 1), None);
+        assert_eq!(user_read_method(cycles, CAP_USER_RDPMC, 0), None);
+        assert_eq!(
+            user_read_method(cycles, CAP_USER_RDPMC, 3),
+            Some(UserRead::Counter)
+        );
     }
 }

@@ -55,6 +55,14 @@ impl SessionBuilder {
         self.cfg.buffer_bytes = b;
         self
     }
+    /// Per-thread staging buffer for raw samples in bytes (default: the
+    /// trace buffer size within 64 KiB..16 MiB; at least 4096). Samples
+    /// are encoded into the trace buffer when it fills, at pause and when
+    /// the trace is read or written.
+    pub fn stage_bytes(mut self, b: usize) -> Self {
+        self.cfg.stage_bytes = b;
+        self
+    }
     /// Most threads traced at once (default 1).
     pub fn max_threads(mut self, n: u32) -> Self {
         self.cfg.max_threads = n;
@@ -108,6 +116,7 @@ impl Session {
                 events: Vec::new(),
                 channel: DEFAULT_CHANNEL,
                 buffer_bytes: 0,
+                stage_bytes: 0,
                 max_threads: 1,
                 software_fallback: false,
                 mode: Mode::Manual,
