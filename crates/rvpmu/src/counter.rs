@@ -224,6 +224,7 @@ impl CounterLayout {
     }
 
     /// Map a caller's index to its canonical index, if it is in range.
+    #[inline]
     fn canonical(&self, idx: u64) -> Option<usize> {
         let n = self.canonical_count() as u64;
         if idx < n {
@@ -266,16 +267,16 @@ impl CounterLayout {
 
     /// Validate `counter_idx_base` + `counter_idx_mask`: a non-empty mask
     /// whose every member is a valid counter, with no arithmetic overflow.
+    #[inline]
     pub fn set(&self, base: u64, mask: u64) -> Result<CounterSet, Error> {
-        if mask == 0 {
-            return Err(Error::InvalidParam);
-        }
-        let top = 63 - mask.leading_zeros() as u64;
-        let last = base.checked_add(top).ok_or(Error::InvalidParam)?;
         let cbase = self.canonical(base).ok_or(Error::InvalidParam)?;
-        // The whole set must fall inside one window (canonical or alias).
-        let clast = self.canonical(last).ok_or(Error::InvalidParam)?;
-        if clast - cbase != top as usize {
+        // The whole set must fall inside the window `base` is in
+        // (canonical or alias): every member below `canonical_count`.
+        // `room` is at least 1 and below 64 (MAX_CANONICAL), and the
+        // windows are far apart, so `base + top` neither overflows nor
+        // reaches the other window.
+        let room = self.canonical_count() - cbase;
+        if mask == 0 || mask >> room != 0 {
             return Err(Error::InvalidParam);
         }
         let set = CounterSet { base, cbase, mask };
@@ -285,6 +286,11 @@ impl CounterLayout {
         Ok(set)
     }
 }
+
+/// Most canonical indices a layout can have; below 64 so that a counter
+/// set is one shift of the caller's mask.
+const MAX_CANONICAL: usize = HW_SLOTS + NUM_FW;
+const _: () = assert!(MAX_CANONICAL < 64 && MAX_CANONICAL <= MAX_COUNTERS);
 
 #[cfg(test)]
 mod tests {

@@ -239,10 +239,15 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         Ok(self.layout.info(idx)?.encode())
     }
 
-    /// Whether canonical counter `c` is configured: mapped by
-    /// config_matching, or a fixed counter (always set up for its event).
+    /// Counters that are configured: mapped by config_matching, or a fixed
+    /// counter (always set up for its event).
+    fn configured_mask(&self) -> u64 {
+        self.allocated | 1 << CYCLE | 1 << INSTRET
+    }
+
+    /// Whether canonical counter `c` is configured.
     fn configured(&self, c: usize) -> bool {
-        self.allocated & (1 << c) != 0 || c == CYCLE || c == INSTRET
+        self.configured_mask() & (1 << c) != 0
     }
 
     /// Inhibit bits the caller asked for, reduced to modes that exist.
@@ -472,7 +477,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             return Err(Error::InvalidParam);
         }
         let set = self.layout.set(base, mask)?;
-        if BitIter(set.members()).any(|c| !self.configured(c)) {
+        if set.members() & !self.configured_mask() != 0 {
             return Err(Error::InvalidParam);
         }
         let shmem = if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
