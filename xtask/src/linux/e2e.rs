@@ -182,6 +182,8 @@ pub struct StealCell {
     /// Absolute steal at the start and the end of the interval.
     pub before: Option<u64>,
     pub after: Option<u64>,
+    /// Chunks of the guest's busy loop that ran: its own progress.
+    pub loop_chunks: Option<u64>,
 }
 
 impl StealCell {
@@ -215,6 +217,7 @@ pub fn steal_cells(r: &Value) -> Vec<StealCell> {
             delta: c["steal"].as_u64().zip(c["total"].as_u64()),
             before: c["steal_before"].as_u64(),
             after: c["steal_after"].as_u64(),
+            loop_chunks: c["loop_chunks"].as_u64(),
         })
         .collect()
 }
@@ -975,7 +978,9 @@ fn steal_checks(s: &mut Suite, guest: &Guest) -> Vec<(String, String)> {
     let mut summary = Vec::new();
     let peer = s.fw.is_opensbi();
 
-    // Injector off: no steal at all.
+    // Injector off: no steal at all. Its busy-loop progress on cpu0 is the
+    // reference for the guest's own view of the time withheld below.
+    let mut progress_off = None;
     if !peer {
         if let Some(out) = s.boot(guest, "steal off -smp 1", 1, &args(""), STEAL_TIMEOUT_S) {
             let cells = steal_result(&out, "busy")
@@ -993,6 +998,10 @@ fn steal_checks(s: &mut Suite, guest: &Guest) -> Vec<(String, String)> {
                 &describe_cells(&cells),
                 Some(&out),
             );
+            progress_off = cells
+                .iter()
+                .find(|c| c.cpu == "cpu0")
+                .and_then(|c| c.loop_chunks);
             summary.push(("off, -smp 1".to_string(), describe_cells(&cells)));
         }
     }
@@ -1002,8 +1011,9 @@ fn steal_checks(s: &mut Suite, guest: &Guest) -> Vec<(String, String)> {
     if let Some(out) = s.boot_with(guest, &label, 1, on, None, &args(""), STEAL_TIMEOUT_S) {
         let r = steal_result(&out, "busy");
         let (det, comp) = (
-            out.console.contains("SBI STA extension detected"),
-            out.console.contains("Computing paravirt steal-time"),
+            out.console.contains("riscv-pv: SBI STA extension detected"),
+            out.console
+                .contains("riscv-pv: Computing paravirt steal-time"),
         );
         let guest_saw =
             r.is_some_and(|r| r["sta_detected"] == true && r["steal_computing"] == true);
@@ -1024,6 +1034,24 @@ fn steal_checks(s: &mut Suite, guest: &Guest) -> Vec<(String, String)> {
             &describe_cells(&cells),
             Some(&out),
         );
+        // Independent of the STA record: the guest's busy loop must lose
+        // the share the firmware withholds (one hart: all instructions of
+        // the interval are that hart's).
+        let progress = cells
+            .iter()
+            .find(|c| c.cpu == "cpu0")
+            .and_then(|c| c.loop_chunks);
+        if let (Some(off), Some(on)) = (progress_off, progress) {
+            let lost = 1.0 - on as f64 / off.max(1) as f64;
+            s.check(
+                &format!("{label}: the guest's own progress drops by the withheld share"),
+                (lost - want).abs() <= STEAL_TOLERANCE,
+                false,
+                &format!("busy-loop progress lost vs the injector-off boot: {expect_share}"),
+                &format!("{:.1}% ({on} vs {off} loop chunks)", lost * 100.0),
+                Some(&out),
+            );
+        }
         summary.push((format!("{STEAL_PERCENT}%, -smp 1"), describe_cells(&cells)));
     }
     if peer {

@@ -26,38 +26,48 @@ fn read_stat() -> Result<Vec<CpuLine>, String> {
     procstat::parse(&text)
 }
 
-/// Spin in user mode until `deadline` (guest time: under icount one
-/// instruction is one nanosecond, so this is a fixed amount of work too).
-fn busy_until(deadline: Instant) {
+/// Iterations of the fixed loop between two clock reads of a busy thread.
+const CHUNK: u64 = 10_000;
+
+/// Spin in user mode until `deadline`; returns how many [`CHUNK`]s ran: the
+/// guest's own progress on that CPU, which shrinks with the time withheld.
+fn busy_until(deadline: Instant) -> u64 {
+    let mut chunks = 0;
     while Instant::now() < deadline {
-        rvpmu_alu_loop(10_000);
+        rvpmu_alu_loop(CHUNK);
+        chunks += 1;
     }
+    chunks
 }
 
-/// One busy thread pinned to each of `cpus` for `ms` guest milliseconds.
-fn busy_all(cpus: &[u32], ms: u64) -> Result<(), String> {
+/// One busy thread pinned to each of `cpus` for `ms` guest milliseconds;
+/// returns each thread's chunk count, in the order of `cpus`.
+fn busy_all(cpus: &[u32], ms: u64) -> Result<Vec<u64>, String> {
     let deadline = Instant::now() + Duration::from_millis(ms);
     let handles: Vec<_> = cpus
         .iter()
         .map(|&c| {
-            std::thread::spawn(move || -> Result<(), String> {
+            std::thread::spawn(move || -> Result<u64, String> {
                 sys::pin_to_cpu(c).map_err(|e| format!("pin to cpu{c}: {e}"))?;
-                busy_until(deadline);
-                Ok(())
+                Ok(busy_until(deadline))
             })
         })
         .collect();
-    for h in handles {
-        h.join()
-            .unwrap_or_else(|_| Err("busy thread panicked".into()))?;
-    }
-    Ok(())
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("busy thread panicked".into()))
+        })
+        .collect()
 }
 
 /// /proc/stat before and after a busy interval on `cpus`.
 struct Interval {
     ms: u64,
     cpus: Vec<u32>,
+    /// Chunks of the busy loop each CPU ran (order of `cpus`).
+    chunks: Vec<u64>,
     before: Vec<CpuLine>,
     after: Vec<CpuLine>,
 }
@@ -65,11 +75,12 @@ struct Interval {
 impl Interval {
     fn measure(cpus: &[u32], ms: u64) -> Result<Interval, String> {
         let before = read_stat()?;
-        busy_all(cpus, ms)?;
+        let chunks = busy_all(cpus, ms)?;
         let after = read_stat()?;
         Ok(Interval {
             ms,
             cpus: cpus.to_vec(),
+            chunks,
             before,
             after,
         })
@@ -83,6 +94,17 @@ impl Interval {
     fn item(&self, cpu: Option<u32>) -> (String, String) {
         let name = cpu.map(|c| format!("cpu{c}")).unwrap_or("all".into());
         let mut o = Obj::new().str("cpu", &name);
+        let chunks = match cpu {
+            Some(c) => self
+                .cpus
+                .iter()
+                .position(|&x| x == c)
+                .map(|i| self.chunks[i]),
+            None => Some(self.chunks.iter().sum()),
+        };
+        if let Some(n) = chunks {
+            o = o.u64("loop_chunks", n);
+        }
         for (key, lines) in [("steal_before", &self.before), ("steal_after", &self.after)] {
             if let Some(v) = Self::abs_steal(lines, cpu) {
                 o = o.u64(key, v);
@@ -126,6 +148,7 @@ impl Interval {
             .str("scenario", "steal")
             .str("phase", phase)
             .u64("ms", self.ms)
+            .u64("chunk_iters", CHUNK)
             .raw("cpus", &array(&items))
     }
 }
