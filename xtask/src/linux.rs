@@ -187,7 +187,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         e2e::print_demo_table(&rows);
         if let (Some(n), Some(r)) = (noisy, &steal) {
             println!(
-                "\nsteal: the noisy neighbour takes {} us of every {} us ({:.1}% of a busy hart)",
+                "\nsteal: DT asks the firmware's noisy neighbour (rvpmu-fw) for {} us of every {} us ({:.1}% of a busy hart)",
                 n.busy_us,
                 n.period_us,
                 n.share() * 100.0
