@@ -446,8 +446,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                     self.hw
                         .write_event(i, self.programs[i].event_reg & !bits::OF);
                 }
-                let inh = self.hw.read_inhibit();
-                self.hw.write_inhibit(inh & !(1 << i));
+                self.hw.uninhibit(1 << i);
             }
             Counter::Fw(f) => self.fw_running |= 1 << f,
         }
@@ -457,8 +456,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         self.started &= !(1 << c);
         match self.layout.kind(c) {
             Counter::Hw(i) => {
-                let inh = self.hw.read_inhibit();
-                self.hw.write_inhibit(inh | 1 << i);
+                self.hw.inhibit(1 << i);
             }
             Counter::Fw(f) => self.fw_running &= !(1 << f),
         }

@@ -38,6 +38,16 @@ pub trait Hpm {
     fn write_inhibit(&mut self, v: u32);
     /// Write `mcyclecfg` (i = 0) or `minstretcfg` (i = 2); Smcntrpmf only.
     fn write_fixed_cfg(&mut self, i: usize, v: u64);
+    /// Set `bits` in `mcountinhibit` (stop those counters).
+    fn inhibit(&mut self, bits: u32) {
+        let v = self.read_inhibit();
+        self.write_inhibit(v | bits);
+    }
+    /// Clear `bits` in `mcountinhibit` (let those counters count).
+    fn uninhibit(&mut self, bits: u32) {
+        let v = self.read_inhibit();
+        self.write_inhibit(v & !bits);
+    }
     /// Implemented bits of a present counter, found by writing all ones and
     /// reading back (the counter's value is restored).
     fn probe_width(&mut self, i: usize) -> u8 {
@@ -74,52 +84,91 @@ pub mod csr {
         }
     }
 
-    // Each CSR number must be an immediate, so accesses dispatch over a
-    // table generated per index.
-    macro_rules! gen_access {
-        ($name_r:ident, $name_w:ident, $base:literal) => {
-            fn $name_r(i: usize) -> u64 {
+    // Each CSR number must be an immediate, so an access by index enters a
+    // table of `csrr`/`csrw` + return pairs (8 bytes each, no compressed
+    // instructions) at 8 * index. The routines touch only a0, t0 and ra,
+    // and the inline asm that calls them says so: the engine keeps its
+    // values in registers across an access (a Rust call would clobber all
+    // caller-saved registers and cost spills), and the index's low five
+    // bits select the entry, so no index can jump outside a table.
+    macro_rules! csr_table {
+        ($name:literal, $op:literal) => {
+            csr_table!($name, $op, "");
+        };
+        ($name:literal, $op:literal, $tail:literal) => {
+            core::arch::global_asm!(
+                ".pushsection .text.rvpmu_csr_table, \"ax\"",
+                ".option push",
+                ".option norvc",
+                ".balign 8",
+                concat!(".globl ", $name),
+                concat!($name, ":"),
+                "   andi a0, a0, 31",
+                "   slli a0, a0, 3",
+                "1: auipc t0, %pcrel_hi(2f)",
+                "   addi t0, t0, %pcrel_lo(1b)",
+                "   add t0, t0, a0",
+                "   jr t0",
+                ".balign 8",
+                "2:",
+                ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+                concat!("   ", $op, "\\n", $tail),
+                "   jalr zero, 0(ra)",
+                ".endr",
+                ".option pop",
+                ".popsection",
+            );
+        };
+    }
+    // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
+    csr_table!("rvpmu_csrr_counter", "csrr a0, 0xB00 + ");
+    csr_table!("rvpmu_csrw_counter", "csrw 0xB00 + ", ", a1");
+    csr_table!("rvpmu_csrr_event", "csrr a0, 0x320 + ");
+    csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", a1");
+
+    macro_rules! csr_read_fn {
+        ($fn_name:ident, $table:literal) => {
+            #[inline(always)]
+            fn $fn_name(i: usize) -> u64 {
                 let v: u64;
-                macro_rules! arm {
-                    ($n:literal) => {
-                        unsafe { core::arch::asm!(concat!("csrr {0}, ", $base, " + ", $n), out(reg) v) }
-                    };
-                }
-                match i {
-                    0 => arm!(0), 1 => arm!(1), 2 => arm!(2), 3 => arm!(3),
-                    4 => arm!(4), 5 => arm!(5), 6 => arm!(6), 7 => arm!(7),
-                    8 => arm!(8), 9 => arm!(9), 10 => arm!(10), 11 => arm!(11),
-                    12 => arm!(12), 13 => arm!(13), 14 => arm!(14), 15 => arm!(15),
-                    16 => arm!(16), 17 => arm!(17), 18 => arm!(18), 19 => arm!(19),
-                    20 => arm!(20), 21 => arm!(21), 22 => arm!(22), 23 => arm!(23),
-                    24 => arm!(24), 25 => arm!(25), 26 => arm!(26), 27 => arm!(27),
-                    28 => arm!(28), 29 => arm!(29), 30 => arm!(30), _ => arm!(31),
-                }
+                // SAFETY: M-mode CSR read through the table (see above);
+                // the asm names every register the routine touches.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("call ", $table),
+                        inlateout("a0") i as u64 => v,
+                        out("t0") _,
+                        out("ra") _,
+                        options(nostack),
+                    )
+                };
                 v
-            }
-            fn $name_w(i: usize, v: u64) {
-                macro_rules! arm {
-                    ($n:literal) => {
-                        unsafe { core::arch::asm!(concat!("csrw ", $base, " + ", $n, ", {0}"), in(reg) v) }
-                    };
-                }
-                match i {
-                    0 => arm!(0), 1 => arm!(1), 2 => arm!(2), 3 => arm!(3),
-                    4 => arm!(4), 5 => arm!(5), 6 => arm!(6), 7 => arm!(7),
-                    8 => arm!(8), 9 => arm!(9), 10 => arm!(10), 11 => arm!(11),
-                    12 => arm!(12), 13 => arm!(13), 14 => arm!(14), 15 => arm!(15),
-                    16 => arm!(16), 17 => arm!(17), 18 => arm!(18), 19 => arm!(19),
-                    20 => arm!(20), 21 => arm!(21), 22 => arm!(22), 23 => arm!(23),
-                    24 => arm!(24), 25 => arm!(25), 26 => arm!(26), 27 => arm!(27),
-                    28 => arm!(28), 29 => arm!(29), 30 => arm!(30), _ => arm!(31),
-                }
             }
         };
     }
-
-    // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
-    gen_access!(read_mcounter, write_mcounter, "0xB00");
-    gen_access!(read_mevent, write_mevent, "0x320");
+    macro_rules! csr_write_fn {
+        ($fn_name:ident, $table:literal) => {
+            #[inline(always)]
+            fn $fn_name(i: usize, v: u64) {
+                // SAFETY: M-mode CSR write through the table (see above);
+                // the asm names every register the routine touches.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("call ", $table),
+                        inlateout("a0") i => _,
+                        in("a1") v,
+                        out("t0") _,
+                        out("ra") _,
+                        options(nostack),
+                    )
+                };
+            }
+        };
+    }
+    csr_read_fn!(read_mcounter, "rvpmu_csrr_counter");
+    csr_write_fn!(write_mcounter, "rvpmu_csrw_counter");
+    csr_read_fn!(read_mevent, "rvpmu_csrr_event");
+    csr_write_fn!(write_mevent, "rvpmu_csrw_event");
 
     impl Hpm for CsrHpm {
         fn read_counter(&self, i: usize) -> u64 {
@@ -147,6 +196,12 @@ pub mod csr {
         }
         fn write_inhibit(&mut self, v: u32) {
             unsafe { core::arch::asm!("csrw 0x320, {0}", in(reg) v as u64) };
+        }
+        fn inhibit(&mut self, bits: u32) {
+            unsafe { core::arch::asm!("csrs 0x320, {0}", in(reg) bits as u64) };
+        }
+        fn uninhibit(&mut self, bits: u32) {
+            unsafe { core::arch::asm!("csrc 0x320, {0}", in(reg) bits as u64) };
         }
         fn write_fixed_cfg(&mut self, i: usize, v: u64) {
             match i {
