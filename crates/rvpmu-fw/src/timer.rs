@@ -72,6 +72,21 @@ pub fn poll_mtimer() {
     }
 }
 
+/// Keep the hart in M-mode until `time` reaches `deadline`, asleep in
+/// `wfi` on its M timer (under icount QEMU then runs the other harts up to
+/// the deadline instead of letting a spinning hart overshoot it), still
+/// serving other harts' IPI and fence requests. The caller reprograms
+/// mtimecmp afterwards.
+pub fn sleep_until(me: usize, deadline: u64) {
+    write_mtimecmp(me, deadline);
+    csr_set!(mie, MIP_MTIP);
+    while (csr_read!(time) as u64) < deadline {
+        // SAFETY: wfi only stalls; MTIP or MSIP (enabled in mie) wakes us.
+        unsafe { core::arch::asm!("wfi") };
+        crate::machine::process_messages(me, true);
+    }
+}
+
 /// Start the noisy neighbour (if configured) for a hart entering S-mode.
 pub fn arm_steal(me: usize) {
     local().steal_deadline = crate::steal::first_deadline();
