@@ -3,12 +3,14 @@
 //! values come from the spec text (seed 000) and FACTS 3-5.
 
 use rvpmu::dt::{EventMap, RangeRow, RawRow, SelectorRow};
-use rvpmu::ecall;
 use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::bits;
 use rvpmu::sim::{BufMemory, HwWrite, Mode, SimHart};
-use rvpmu::{Error, Pmu, PmuConfig};
+use rvpmu::{Error, Pmu};
+
+mod common;
+use common::{call, config, qemu, qemu_map, sscofpmf, P};
 
 const NUM: usize = 0;
 const INFO: usize = 1;
@@ -38,89 +40,6 @@ const INSTRUCTIONS: u64 = 0x2;
 const DTLB_READ_MISS: u64 = 0x10019;
 const FW_SET_TIMER: u64 = 0xF0005;
 const FW_IPI_SENT: u64 = 0xF0006;
-
-/// QEMU virt's node (FACTS 3): cycles -> 0,3..18; instructions -> 2,3..18;
-/// three TLB events -> 3..18; no selectors, no raw rows.
-fn qemu_map() -> &'static EventMap {
-    let m = EventMap::from_rows(
-        &[],
-        &[
-            RangeRow {
-                first: 0x01,
-                last: 0x01,
-                counters: 0x7fff9,
-            },
-            RangeRow {
-                first: 0x02,
-                last: 0x02,
-                counters: 0x7fffc,
-            },
-            RangeRow {
-                first: 0x10019,
-                last: 0x10019,
-                counters: 0x7fff8,
-            },
-            RangeRow {
-                first: 0x1001b,
-                last: 0x1001b,
-                counters: 0x7fff8,
-            },
-            RangeRow {
-                first: 0x10021,
-                last: 0x10021,
-                counters: 0x7fff8,
-            },
-        ],
-        &[],
-        None,
-    )
-    .expect("valid rows");
-    Box::leak(Box::new(m))
-}
-
-fn config(map: &'static EventMap, isa: IsaFeatures, alias: bool) -> PmuConfig<'static> {
-    PmuConfig {
-        map,
-        isa,
-        fw_events: FwEventSet::all_standard(),
-        snapshot: true,
-        alias_window: alias,
-    }
-}
-
-fn sscofpmf() -> IsaFeatures {
-    IsaFeatures {
-        sscofpmf: true,
-        smcntrpmf: false,
-        h: true,
-    }
-}
-
-type P = Pmu<'static, SimHart, BufMemory>;
-
-fn qemu() -> P {
-    let hw = SimHart::qemu_virt();
-    let present = hw.present();
-    Pmu::new(
-        config(qemu_map(), sscofpmf(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    )
-}
-
-fn call(p: &mut P, fid: usize, a: &[u64]) -> Result<u64, Error> {
-    let mut regs = [0usize; 6];
-    for (r, v) in regs.iter_mut().zip(a) {
-        *r = *v as usize;
-    }
-    let r = ecall::pmu(p, fid, regs);
-    if r.error == 0 {
-        Ok(r.value as u64)
-    } else {
-        Err(Error::from_code(r.error as isize).expect("a known SBI error code"))
-    }
-}
 
 const SHMEM: u64 = 0x8008_0000; // supervisor-owned, page aligned
 const FW_MEM: u64 = 0x8000_0000; // the firmware's own memory
@@ -892,5 +811,9 @@ fn overflow_bitmap_is_zero_without_sscofpmf() {
     let idx = call(&mut p, CFG, &[0, 0x7fff8, AUTO_START, DTLB_READ_MISS, 0]).unwrap();
     p.mem_mut().poke(SHMEM, &u64::MAX.to_le_bytes()); // supervisor junk
     call(&mut p, STOP, &[idx, 1, TAKE_SNAPSHOT]).unwrap();
-    assert_eq!(p.mem().peek_u64(SHMEM), 0, "Table 16: must be zero without Sscofpmf");
+    assert_eq!(
+        p.mem().peek_u64(SHMEM),
+        0,
+        "Table 16: must be zero without Sscofpmf"
+    );
 }

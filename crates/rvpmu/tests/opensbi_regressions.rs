@@ -1,14 +1,13 @@
 //! One named test per item of OpenSBI's PMU bug history (FACTS 5) and per
 //! OpenSBI 1.5.1 deviation FACTS 9 lists, so none can come back here.
 
-use rvpmu::dt::{EventMap, RangeRow};
-use rvpmu::ecall;
 use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hart::IsaFeatures;
 use rvpmu::sim::{BufMemory, HwWrite, Mode, SimHart};
-use rvpmu::{Error, Pmu, PmuConfig};
+use rvpmu::{Error, Pmu};
 
-type P = Pmu<'static, SimHart, BufMemory>;
+mod common;
+use common::{call, config, qemu, qemu_map, P};
 
 const CFG: usize = 2;
 const START: usize = 3;
@@ -21,67 +20,14 @@ const SINH: u64 = 1 << 6;
 const RESET: u64 = 1;
 const SET_INIT_VALUE: u64 = 1;
 
-fn map() -> &'static EventMap {
-    let m = EventMap::from_rows(
-        &[],
-        &[
-            RangeRow {
-                first: 1,
-                last: 1,
-                counters: 0x7fff9,
-            },
-            RangeRow {
-                first: 2,
-                last: 2,
-                counters: 0x7fffc,
-            },
-            RangeRow {
-                first: 0x10019,
-                last: 0x10019,
-                counters: 0x7fff8,
-            },
-        ],
-        &[],
-        None,
-    )
-    .expect("valid rows");
-    Box::leak(Box::new(m))
-}
-
 fn pmu_with(hw: SimHart, isa: IsaFeatures) -> P {
     let present = hw.present();
-    let cfg = PmuConfig {
-        map: map(),
-        isa,
-        fw_events: FwEventSet::all_standard(),
-        snapshot: true,
-        alias_window: false,
-    };
-    Pmu::new(cfg, hw, BufMemory::virt(), present)
-}
-
-fn qemu() -> P {
-    pmu_with(
-        SimHart::qemu_virt(),
-        IsaFeatures {
-            sscofpmf: true,
-            smcntrpmf: false,
-            h: false,
-        },
+    Pmu::new(
+        config(qemu_map(), isa, false),
+        hw,
+        BufMemory::virt(),
+        present,
     )
-}
-
-fn call(p: &mut P, fid: usize, a: &[u64]) -> Result<u64, Error> {
-    let mut regs = [0usize; 6];
-    for (r, v) in regs.iter_mut().zip(a) {
-        *r = *v as usize;
-    }
-    let r = ecall::pmu(p, fid, regs);
-    if r.error == 0 {
-        Ok(r.value as u64)
-    } else {
-        Err(Error::from_code(r.error as isize).unwrap())
-    }
 }
 
 /// 2026 security fix: SKIP_MATCH with counter_idx_base + highest mask bit
