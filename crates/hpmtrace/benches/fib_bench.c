@@ -4,6 +4,7 @@
  * (-DUSE_HPMTRACE, ncnt counters), and for uftrace. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #ifdef USE_HPMTRACE
 #include "sifive_linux_perf.h"
@@ -28,8 +29,14 @@ int __attribute__((no_instrument_function)) main(int argc, char **argv)
 {
   unsigned long n = argc > 1 ? strtoul(argv[1], 0, 0) : 24;
 #ifdef USE_HPMTRACE
-  int ncnt = argc > 2 ? atoi(argv[2]) : 2;
-  perfEvent ev[6] = {
+  /* argv[2] picks the counters: "1" timestamp only; "2" / "6" timestamp +
+   * 1 / 5 software events read with the read() system call; "2u" / "6u"
+   * timestamp + 1 / 5 software events read from their perf pages without
+   * a system call (context-switches and cgroup-switches, the software
+   * events whose page value is exact while the thread runs; 6u lists
+   * them more than once, each slot is its own perf event). */
+  const char *set = argc > 2 ? argv[2] : "2";
+  perfEvent syscall_read[6] = {
     { .type = perfEventHWGeneral, .code = HW_TIMESTAMP },
     { .type = perfEventLinuxSW, .code = SW_TASK_CLOCK },
     { .type = perfEventLinuxSW, .code = SW_PAGE_FAULTS },
@@ -37,6 +44,18 @@ int __attribute__((no_instrument_function)) main(int argc, char **argv)
     { .type = perfEventLinuxSW, .code = SW_CPU_MIGRATIONS },
     { .type = perfEventLinuxSW, .code = SW_CPU_CLOCK },
   };
+  perfEvent page_read[6] = {
+    { .type = perfEventHWGeneral, .code = HW_TIMESTAMP },
+    { .type = perfEventLinuxSW, .code = SW_CONTEXT_SWITCHES },
+    { .type = perfEventLinuxSW, .code = SW_CGROUP_SWITCHES },
+    { .type = perfEventLinuxSW, .code = SW_CONTEXT_SWITCHES },
+    { .type = perfEventLinuxSW, .code = SW_CGROUP_SWITCHES },
+    { .type = perfEventLinuxSW, .code = SW_CONTEXT_SWITCHES },
+  };
+  int ncnt = atoi(set);
+  perfEvent *ev = strchr(set, 'u') ? page_read : syscall_read;
+  if (ncnt < 1 || ncnt > 6)
+    return 2;
   if (perfInit(1, 0) || perfFuncEntryExitInit(ev, ncnt, 6, perfCount_Delta, 512u << 20) || perfTraceOn())
     return 1;
 #endif

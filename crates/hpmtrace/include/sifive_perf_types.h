@@ -27,6 +27,7 @@
 #define SW_PAGE_FAULTS      2
 #define SW_CONTEXT_SWITCHES 3
 #define SW_CPU_MIGRATIONS   4
+#define SW_CGROUP_SWITCHES  11
 
 #define PERF_MAX_CORES   8
 #define PERF_MAX_CNTRS   32

@@ -217,14 +217,17 @@ impl Local {
         }
         let ts = TraceClock.now();
         // SAFETY: [filled, filled + words) lies inside the stage (checked
-        // above; cap >= words) and past the published part, so only this
-        // thread touches it.
-        let s = unsafe { std::slice::from_raw_parts_mut(self.stage.add(self.filled), self.words) };
-        s[0] = tag;
-        s[1] = a0;
-        s[2] = a1;
-        s[3] = ts;
-        self.group.read_members(&mut s[SAMPLE_HEAD_WORDS..]);
+        // above; cap >= words >= SAMPLE_HEAD_WORDS) and past the published
+        // part, so only this thread touches it.
+        let s = unsafe {
+            let p = self.stage.add(self.filled);
+            p.write(tag);
+            p.add(1).write(a0);
+            p.add(2).write(a1);
+            p.add(3).write(ts);
+            std::slice::from_raw_parts_mut(p.add(SAMPLE_HEAD_WORDS), self.words - SAMPLE_HEAD_WORDS)
+        };
+        self.group.read_members(s);
         self.filled += self.words;
         self.stream.filled.store(self.filled, Ordering::Release);
     }
@@ -426,7 +429,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         filled: AtomicUsize::new(0),
         enc: Mutex::new(Encoding {
             replay,
-            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(c.buffer_bytes)),
+            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
             consumed: 0,
         }),
     });

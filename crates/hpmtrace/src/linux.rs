@@ -377,6 +377,9 @@ impl PerfGroup {
     /// skipped; on a failed read `out` is left unchanged.
     #[inline]
     pub fn read_members(&mut self, out: &mut [u64]) {
+        if self.fds.is_empty() {
+            return;
+        }
         if !self.user.is_empty() {
             let mut ok = true;
             for (o, &(p, how)) in out.iter_mut().zip(self.user.iter()) {

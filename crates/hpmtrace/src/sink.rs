@@ -119,6 +119,18 @@ impl VecBuffer {
             dropped: 0,
         }
     }
+    /// Like [`VecBuffer::with_capacity`], with every page of the buffer
+    /// written once, so appending never takes a page fault (the memory may
+    /// be mapped lazily by the OS).
+    pub fn prefaulted(capacity: usize) -> Self {
+        let mut b = Self::with_capacity(capacity);
+        for page in b.data.spare_capacity_mut().chunks_mut(4096) {
+            // SAFETY: writing a byte of our own spare capacity; volatile so
+            // the store is not optimised away.
+            unsafe { std::ptr::write_volatile(page[0].as_mut_ptr(), 0) };
+        }
+        b
+    }
     /// Valid trace bytes.
     pub fn data(&self) -> &[u8] {
         &self.data
