@@ -17,7 +17,7 @@
 //! the hot path (every function entry and exit) and in `no_std` builds, and
 //! the tests check both produce identical bytes.
 
-use crate::format::{width_mask, ItcWrite};
+use crate::format::{width_mask, IdTag, ItcWrite, WriteSize};
 use crate::sink::{ByteSink, Sink, Stopped};
 
 /// TCODE of a Data Acquisition message.
@@ -111,20 +111,58 @@ pub struct RtdWriter<B> {
     /// Timestamp state as of the last successful flush, restored when the
     /// sink refuses the staged bytes (they never reach the trace).
     flushed_ts: Option<u64>,
-    stage: [u8; STAGE],
+    /// The Data Acquisition messages' first field (TCODE, SRC, IDTAG) for
+    /// each write size ([`size_index`]): constant per writer, packed once.
+    first: [[u8; 16]; 3],
+    first_len: [u8; 3],
+    /// Staged messages; 16 spare bytes for the whole-array copy of `first`.
+    stage: [u8; STAGE + 16],
     len: usize,
     out: B,
+}
+
+/// Index of a write size in [`RtdWriter`]'s first-field table.
+#[inline(always)]
+fn size_index(size: WriteSize) -> usize {
+    match size {
+        WriteSize::Bits32 => 0,
+        WriteSize::Bits16 => 1,
+        WriteSize::Bits8 => 2,
+    }
 }
 
 impl<B: ByteSink> RtdWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
     pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
+        let mut first = [[0u8; 16]; 3];
+        let mut first_len = [0u8; 3];
+        for size in [WriteSize::Bits32, WriteSize::Bits16, WriteSize::Bits8] {
+            let sb = cfg.src_bits as u32;
+            let tag = IdTag::new(cfg.channel, size).0 as u64;
+            // TCODE(6) SRC(sb), then IDTAG continuing the same slices
+            // (at most 64 bits: 11 slices).
+            let v = TCODE_DATA_ACQUISITION as u64
+                | (src as u64 & width_mask(sb as u8)) << 6
+                | tag << (6 + sb);
+            let mut at = 0;
+            let i = size_index(size);
+            push_field(
+                &mut first[i],
+                &mut at,
+                v,
+                (6 + sb as usize) / 6 + 1,
+                MSEO_END_FIELD,
+            );
+            first_len[i] = at as u8;
+        }
         RtdWriter {
             cfg,
             src,
             last_ts: None,
             flushed_ts: None,
-            stage: [0; STAGE],
+            first,
+            first_len,
+            stage: [0; STAGE + 16],
             len: 0,
             out,
         }
@@ -191,20 +229,11 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
             }
         };
         self.room()?;
-        let sb = self.cfg.src_bits as u32;
-        let tag = w.idtag(self.cfg.channel).0 as u64;
-        // TCODE(6) SRC(sb), then IDTAG continuing the same slices.
-        let first = TCODE_DATA_ACQUISITION as u64
-            | (self.src as u64 & width_mask(sb as u8)) << 6
-            | tag << (6 + sb);
+        let i = size_index(w.size);
         let mut at = self.len;
-        push_field(
-            &mut self.stage,
-            &mut at,
-            first,
-            (6 + sb as usize) / 6 + 1,
-            MSEO_END_FIELD,
-        );
+        // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
+        self.stage[at..at + 16].copy_from_slice(&self.first[i]);
+        at += self.first_len[i] as usize;
         push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
         push_field(&mut self.stage, &mut at, prev ^ ts, 1, MSEO_END_MESSAGE);
         self.len = at;
