@@ -80,7 +80,7 @@ pub extern "C" fn ecall_fast(
     fid: usize,
     eid: usize,
 ) -> SbiRet {
-    extension(eid)(a0, a1, a2, a3, a4, a5, fid)
+    dispatch(a0, a1, a2, a3, a4, a5, fid, eid)
 }
 
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
@@ -94,7 +94,7 @@ pub fn ecall(f: &mut TrapFrame) {
     if eid <= LEGACY_LAST_EID {
         return legacy_call(f, eid, a);
     }
-    let r = extension(eid)(a[0], a[1], a[2], a[3], a[4], a[5], fid);
+    let r = dispatch(a[0], a[1], a[2], a[3], a[4], a[5], fid, eid);
     f.regs[A0] = r.error;
     f.regs[A1] = r.value;
     f.mepc += 4;
@@ -106,20 +106,58 @@ pub fn ecall(f: &mut TrapFrame) {
 /// register saves the expensive ones need.
 type Extension = extern "C" fn(usize, usize, usize, usize, usize, usize, usize) -> SbiRet;
 
+/// Call the extension serving `eid`. PMU calls (the ones perf makes
+/// while it samples) are recognised with one compare: the other extensions
+/// are looked up in a separate function, where the compiler's search tree
+/// cannot absorb the PMU compare.
 #[inline(always)]
-fn extension(eid: usize) -> Extension {
+#[allow(clippy::too_many_arguments)]
+fn dispatch(
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    fid: usize,
+    eid: usize,
+) -> SbiRet {
+    if eid == rvpmu::ecall::EID_PMU {
+        pmu_ext(a0, a1, a2, a3, a4, a5, fid)
+    } else {
+        other_ext(a0, a1, a2, a3, a4, a5, fid, eid)
+    }
+}
+
+#[inline(always)]
+fn other_extension(eid: usize) -> Extension {
     match eid {
-        rvpmu::ecall::EID_PMU => pmu_ext,
-        base::EID_BASE => base_ext,
         time::EID_TIME => time_ext,
-        rvpmu::ecall::EID_STA => sta_ext,
         spi::EID_SPI => spi_ext,
         rfnc::EID_RFNC => rfnc_ext,
+        base::EID_BASE => base_ext,
+        rvpmu::ecall::EID_STA => sta_ext,
         hsm::EID_HSM => hsm_ext,
         srst::EID_SRST => srst_ext,
         dbcn::EID_DBCN => dbcn_ext,
         _ => unsupported_ext,
     }
+}
+
+/// Every extension but PMU: `ecall_fast`'s signature, the EID included.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+extern "C" fn other_ext(
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    fid: usize,
+    eid: usize,
+) -> SbiRet {
+    other_extension(eid)(a0, a1, a2, a3, a4, a5, fid)
 }
 
 /// Declares an `Extension` function named `$name` over `$a` (the six

@@ -407,12 +407,14 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
+    #[inline]
     fn unlisten(&mut self, f: usize) {
         if let FwSel::Event(Event::Firmware(e)) = self.fw_sel[f] {
             self.fw_listen[e as usize] &= !(1 << f);
         }
     }
 
+    #[inline]
     fn write_event_reg(&mut self, i: usize, reg: u64) {
         if i >= 3 {
             self.hw.write_event(i, reg & !bits::OF);
@@ -421,6 +423,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
+    #[inline]
     fn write_value(&mut self, c: usize, v: u64) {
         match self.layout.kind(c) {
             Counter::Hw(i) => self.hw.write_counter(i as usize, v),
@@ -428,6 +431,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
+    #[inline]
     fn read_value(&self, c: usize) -> u64 {
         match self.layout.kind(c) {
             Counter::Hw(i) => self.hw.read_counter(i as usize),
@@ -435,6 +439,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
+    #[inline]
     fn start_one(&mut self, c: usize) {
         self.started |= 1 << c;
         match self.layout.kind(c) {
@@ -452,6 +457,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
+    #[inline]
     fn stop_one(&mut self, c: usize) {
         self.started &= !(1 << c);
         match self.layout.kind(c) {
@@ -478,30 +484,54 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         if set.members() & !self.configured_mask() != 0 {
             return Err(Error::InvalidParam);
         }
-        let shmem = if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
-            Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
+        // The common paths make no calls (CSR accesses are inline asm), so
+        // they need no callee-saved registers; reading the snapshot does.
+        let already = if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
+            let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
+            self.start_from_snapshot(&set, area)?
+        } else if flags.contains(CounterStartFlags::INIT_VALUE) {
+            self.start_members(&set, |_, _| Ok(Some(initial_value)))?
         } else {
-            None
+            self.start_members(&set, |_, _| Ok(None))?
         };
+        if already {
+            Err(Error::AlreadyStarted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Start every stopped member of `set`, first giving it the value
+    /// `value` returns for it (None: keep its value). Returns whether some
+    /// member was already started; an error from `value` stops the loop.
+    #[inline(always)]
+    fn start_members(
+        &mut self,
+        set: &CounterSet,
+        mut value: impl FnMut(&Self, usize) -> Result<Option<u64>, Error>,
+    ) -> Result<bool, Error> {
         let mut already = false;
         for (j, c) in set.iter() {
             if self.started & (1 << c) != 0 {
                 already = true;
                 continue;
             }
-            if flags.contains(CounterStartFlags::INIT_VALUE) {
-                self.write_value(c, initial_value);
-            } else if let Some(area) = shmem {
-                let v = snapshot::read_value(&self.mem, area, j).map_err(|_| Error::Failed)?;
+            if let Some(v) = value(self, j)? {
                 self.write_value(c, v);
             }
             self.start_one(c);
         }
-        if already {
-            Err(Error::AlreadyStarted)
-        } else {
-            Ok(())
-        }
+        Ok(already)
+    }
+
+    /// `start_members` with the values from the snapshot area.
+    #[inline(never)]
+    fn start_from_snapshot(&mut self, set: &CounterSet, area: u64) -> Result<bool, Error> {
+        self.start_members(set, |pmu, j| {
+            snapshot::read_value(&pmu.mem, area, j)
+                .map(Some)
+                .map_err(|_| Error::Failed)
+        })
     }
 
     /// FID 4.
@@ -521,9 +551,21 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 already = true;
             }
         }
+        // As in counter_start: only the snapshot path makes calls.
         if let Some(area) = shmem {
-            self.take_snapshot(area, &set)?;
+            return self.stop_tail_with_snapshot(&set, flags, already, area);
         }
+        self.stop_tail(&set, flags, already)
+    }
+
+    /// The end of counter_stop: RESET, then the answer.
+    #[inline(always)]
+    fn stop_tail(
+        &mut self,
+        set: &CounterSet,
+        flags: CounterStopFlags,
+        already: bool,
+    ) -> Result<(), Error> {
         if flags.contains(CounterStopFlags::RESET) {
             for c in BitIter(set.members()) {
                 self.release(c);
@@ -534,6 +576,19 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         } else {
             Ok(())
         }
+    }
+
+    /// The end of counter_stop with TAKE_SNAPSHOT.
+    #[inline(never)]
+    fn stop_tail_with_snapshot(
+        &mut self,
+        set: &CounterSet,
+        flags: CounterStopFlags,
+        already: bool,
+        area: u64,
+    ) -> Result<(), Error> {
+        self.take_snapshot(area, set)?;
+        self.stop_tail(set, flags, already)
     }
 
     fn take_snapshot(&mut self, area: u64, set: &CounterSet) -> Result<(), Error> {
@@ -559,6 +614,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// Drop the counter-to-event mapping of a stopped counter.
+    #[inline]
     fn release(&mut self, c: usize) {
         self.allocated &= !(1 << c);
         match self.layout.kind(c) {
