@@ -16,7 +16,7 @@ use hpmtrace::session::Session;
 use hpmtrace::sink::VecBuffer;
 
 enum Item {
-    Header(HeaderInfo),
+    Header(Box<HeaderInfo>),
     Record(Record),
 }
 
@@ -34,7 +34,7 @@ fn decode(bytes: &[u8], rtd: RtdConfig) -> Vec<Item> {
         bytes,
         cfg,
         &mut |o| match o {
-            Output::Header(h) => items.push(Item::Header(*h)),
+            Output::Header(h) => items.push(Item::Header(Box::new(*h))),
             Output::Record(r) => items.push(Item::Record(r.clone())),
             Output::Error(e) => errors.push(e.to_string()),
         },
