@@ -121,8 +121,14 @@ fn run(count_type: CountType) {
     work(0);
     s.mark();
     std::thread::scope(|sc| {
-        sc.spawn(|| work(1));
-        sc.spawn(|| work(2));
+        let a = sc.spawn(|| work(1));
+        let b = sc.spawn(|| work(2));
+        // Encode the workers' staged samples while they record (the
+        // reader drains under each stream's lock, the owner when full).
+        while !(a.is_finished() && b.is_finished()) {
+            let _ = s.stats();
+            std::thread::yield_now();
+        }
     });
     // A second header mid-trace on the main thread.
     s.pause();
