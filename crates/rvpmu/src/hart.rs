@@ -58,6 +58,7 @@ impl FwEventSet {
             platform: [None; MAX_EXTRA_FW_EVENTS],
         }
     }
+    #[inline(always)]
     fn contains(&self, ev: &Event) -> bool {
         match *ev {
             Event::Firmware(f) => self.standard & (1 << f as u32) != 0,
@@ -91,10 +92,27 @@ struct HwProgram {
     event_reg: u64,
 }
 
+/// The firmware event a firmware counter is mapped to (only firmware
+/// events are ever mapped to firmware counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FwSel {
     None,
-    Event(Event),
+    Standard(FwEvent),
+    Impl(u16),
+    Platform(u64),
+}
+
+impl FwSel {
+    /// The selector for a firmware event (None for a hardware event).
+    #[inline(always)]
+    fn of(ev: &Event) -> FwSel {
+        match *ev {
+            Event::Firmware(e) => FwSel::Standard(e),
+            Event::FirmwareImpl(c) => FwSel::Impl(c),
+            Event::FirmwarePlatform(d) => FwSel::Platform(d),
+            _ => FwSel::None,
+        }
+    }
 }
 
 /// One hart's PMU: engine state plus its two seams.
@@ -221,7 +239,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     fn record_matching(&mut self, ev: Event) {
         for i in BitIter(self.fw_running as u64) {
-            if self.fw_sel[i] == FwSel::Event(ev) {
+            if self.fw_sel[i] == FwSel::of(&ev) {
                 self.fw_value[i] = self.fw_value[i].wrapping_add(1);
             }
         }
@@ -315,9 +333,15 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         event_idx: u64,
         event_data: u64,
     ) -> Result<u64, Error> {
+        // The flags, the set and the event all answer INVALID_PARAM when
+        // malformed, so the order of the checks does not show: the event
+        // is decoded first, while the least is live across the call.
+        let decoded = Event::decode(event_idx, event_data);
         let flags = CounterCfgFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
         let set = self.layout.set(base, mask)?;
-        let ev = Event::decode(event_idx, event_data)?;
+        // By reference: moving the event out of the Result costs a
+        // field-by-field copy.
+        let ev = decoded.as_ref().map_err(|e| *e)?;
 
         let c = if flags.contains(CounterCfgFlags::SKIP_MATCH) {
             let c = set.first();
@@ -325,29 +349,65 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 return Err(Error::InvalidParam);
             }
             c
+        } else if ev.is_hardware() {
+            // Out of line: the event map lookups are calls, and the
+            // registers they need would otherwise be saved for every event.
+            self.match_hw(&set, ev, flags)?
         } else {
-            let c = self.find_counter(&set, &ev, flags)?;
-            self.program(c, ev, flags);
-            c
+            self.match_event::<false>(&set, ev, flags)?
         };
+        Ok(self.matched(&set, c, flags))
+    }
 
+    /// `match_event` for hardware events.
+    #[inline(never)]
+    fn match_hw(
+        &mut self,
+        set: &CounterSet,
+        ev: &Event,
+        flags: CounterCfgFlags,
+    ) -> Result<usize, Error> {
+        self.match_event::<true>(set, ev, flags)
+    }
+
+    /// Find a free counter in `set` for `ev` and program it. `HW` is
+    /// `ev.is_hardware()`, known to the caller (so that each path is
+    /// compiled without the other).
+    #[inline(always)]
+    fn match_event<const HW: bool>(
+        &mut self,
+        set: &CounterSet,
+        ev: &Event,
+        flags: CounterCfgFlags,
+    ) -> Result<usize, Error> {
+        let c = self.find_counter::<HW>(set, ev, flags)?;
+        self.program(c, ev, flags);
+        Ok(c)
+    }
+
+    /// The end of config_matching once counter `c` is chosen: CLEAR_VALUE,
+    /// AUTO_START, and the caller's index.
+    #[inline(always)]
+    fn matched(&mut self, set: &CounterSet, c: usize, flags: CounterCfgFlags) -> u64 {
         if flags.contains(CounterCfgFlags::CLEAR_VALUE) {
             self.write_value(c, 0);
         }
         if flags.contains(CounterCfgFlags::AUTO_START) && self.started & (1 << c) == 0 {
             self.start_one(c);
         }
-        Ok(set.caller_index(c))
+        set.caller_index(c)
     }
 
-    fn find_counter(
+    #[inline(always)]
+    fn find_counter<const HW: bool>(
         &self,
         set: &CounterSet,
         ev: &Event,
         flags: CounterCfgFlags,
     ) -> Result<usize, Error> {
+        debug_assert_eq!(HW, ev.is_hardware());
         let free = set.members() & !self.allocated & !self.started;
-        let candidates = if ev.is_hardware() {
+        let candidates = if HW {
             let mut m = free & self.hw_candidates(ev);
             if self.requested_inhibit(flags) != 0 {
                 // Never fall back to a counter that would ignore the filters.
@@ -378,16 +438,13 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// Map canonical counter `c` to `ev` (the counter is stopped).
-    fn program(&mut self, c: usize, ev: Event, flags: CounterCfgFlags) {
+    #[inline(always)]
+    fn program(&mut self, c: usize, ev: &Event, flags: CounterCfgFlags) {
         self.allocated |= 1 << c;
         match self.layout.kind(c) {
             Counter::Hw(i) => {
                 let i = i as usize;
-                let mut reg = if i >= 3 {
-                    self.cfg.map.selector(&ev)
-                } else {
-                    0
-                };
+                let mut reg = if i >= 3 { self.cfg.map.selector(ev) } else { 0 };
                 if self.can_filter(i) {
                     // M-mode is always inhibited: firmware activity is not the
                     // supervisor's to measure (the spec lets us override).
@@ -399,17 +456,18 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             Counter::Fw(f) => {
                 let f = f as usize;
                 self.unlisten(f);
-                self.fw_sel[f] = FwSel::Event(ev);
-                if let Event::Firmware(e) = ev {
+                let sel = FwSel::of(ev);
+                self.fw_sel[f] = sel;
+                if let FwSel::Standard(e) = sel {
                     self.fw_listen[e as usize] |= 1 << f;
                 }
             }
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlisten(&mut self, f: usize) {
-        if let FwSel::Event(Event::Firmware(e)) = self.fw_sel[f] {
+        if let FwSel::Standard(e) = self.fw_sel[f] {
             self.fw_listen[e as usize] &= !(1 << f);
         }
     }
@@ -685,7 +743,9 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         let Some(addr) = shmem_address(lo, hi)? else {
             return Err(Error::InvalidAddress);
         };
-        let size = num.checked_mul(ei::ENTRY_SIZE).ok_or(Error::InvalidAddress)?;
+        let size = num
+            .checked_mul(ei::ENTRY_SIZE)
+            .ok_or(Error::InvalidAddress)?;
         if !self.mem.owns(addr, size) {
             return Err(Error::InvalidAddress);
         }
