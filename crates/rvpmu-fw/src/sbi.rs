@@ -182,7 +182,7 @@ macro_rules! extension_fn {
 }
 
 extension_fn!(pmu_ext, |a, fid| {
-    rvpmu::ecall::pmu(&mut machine::local().perf.pmu, fid, a)
+    rvpmu::ecall::pmu(crate::trap::hart_pmu(), fid, a)
 });
 extension_fn!(sta_ext, |a, fid| {
     let perf = &mut machine::local().perf;

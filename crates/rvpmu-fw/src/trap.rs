@@ -19,6 +19,28 @@ pub struct TrapFrame {
     pub recover: usize,
     /// Scratch for the entry code.
     pub scratch: usize,
+    /// This hart's PMU engine once `hart_pmu` has looked it up (null until
+    /// then; `_start` clears it).
+    pub pmu: *mut crate::pmu::HartPmu,
+}
+
+/// The calling hart's PMU engine, for the SBI call path. Finding it in the
+/// hart table costs a bounds check and a multiply; the trap frame (at
+/// mscratch while a trap is handled) keeps it after the first lookup.
+#[inline(always)]
+pub fn hart_pmu() -> &'static mut crate::pmu::HartPmu {
+    let f = csr_read!(mscratch) as *mut TrapFrame;
+    // SAFETY: mscratch points at this hart's trap frame whenever a trap
+    // is handled; the cached pointer is to this hart's own state, which
+    // only this hart touches and which lives for the whole run.
+    unsafe {
+        let mut p = (*f).pmu;
+        if p.is_null() {
+            p = &mut machine::local().perf.pmu;
+            (*f).pmu = p;
+        }
+        &mut *p
+    }
 }
 
 pub const A0: usize = 10;
