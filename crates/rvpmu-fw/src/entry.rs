@@ -54,10 +54,11 @@ extern "C" {
 // with a non-legacy EID. `ecall_fast` is an extern "C" function, so the ABI
 // preserves sp, gp, tp and s0-s11 for us: only the registers a call may
 // clobber are saved (sp, ra, t0-t6, a2-a7; a0/a1 carry the answer), in
-// their frame slots, and mscratch points back at the frame as on the full
-// path. Legacy calls need the full frame (a fault reading a hart mask is
-// redirected to S-mode), as do all other traps. Guarded accesses (which
-// use the frame's mstatus) are never made on the fast path.
+// their frame slots (t0 stays in `scratch`), and mscratch points back at
+// the frame as on the full path. Legacy calls need the full frame (a fault
+// reading a hart mask is redirected to S-mode), as do all other traps.
+// Guarded accesses (which use the frame's mstatus, and whose faults reuse
+// `scratch`) are never made on the fast path.
 core::arch::global_asm!(
     ".section .text",
     ".balign 4",
@@ -72,9 +73,7 @@ core::arch::global_asm!(
     "   bleu a7, t0, 1f",
     "   csrrw t0, mscratch, sp",
     "   sd t0, 2*8(sp)",
-    "   ld t0, {scratch}(sp)",
     "   sd x1, 1*8(sp)",
-    "   sd x5, 5*8(sp)",
     "   sd x6, 6*8(sp)",
     "   sd x7, 7*8(sp)",
     "   sd x12, 12*8(sp)",
@@ -92,7 +91,7 @@ core::arch::global_asm!(
     "   addi t0, t0, 4",
     "   csrw mepc, t0",
     "   ld x1, 1*8(sp)",
-    "   ld x5, 5*8(sp)",
+    "   ld x5, {scratch}(sp)",
     "   ld x6, 6*8(sp)",
     "   ld x7, 7*8(sp)",
     "   ld x12, 12*8(sp)",
