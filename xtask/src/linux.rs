@@ -6,6 +6,7 @@ mod e2e;
 mod initramfs;
 mod kernel;
 mod qemu;
+pub mod trace;
 
 use crate::util::step;
 use anyhow::{bail, Result};

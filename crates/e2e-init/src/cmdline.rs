@@ -18,6 +18,8 @@ pub enum Mode {
     /// Steal time from /proc/stat over a busy interval on every CPU (and,
     /// with `rvpmu.hotplug=1`, again after cpu1 went offline and online).
     Steal,
+    /// Run the instrumented /fib (hpmtrace's C API) and copy its trace out.
+    Trace,
 }
 
 impl Mode {
@@ -29,6 +31,7 @@ impl Mode {
             "stress" => Mode::Stress,
             "fwevents" => Mode::FwEvents,
             "steal" => Mode::Steal,
+            "trace" => Mode::Trace,
             _ => return None,
         })
     }
@@ -42,6 +45,7 @@ impl Mode {
             Mode::Stress => "stress",
             Mode::FwEvents => "fwevents",
             Mode::Steal => "steal",
+            Mode::Trace => "trace",
         }
     }
 }
@@ -103,7 +107,7 @@ impl Params {
                 "mode" => {
                     p.mode = Mode::from_word(value).ok_or_else(|| {
                         format!(
-                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents or steal"
+                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents, steal or trace"
                     )
                     })?
                 }
@@ -147,6 +151,7 @@ mod tests {
         assert_eq!(p.mode, Mode::Steal);
         assert_eq!((p.busy_ms, p.hotplug), (Some(1500), true));
         assert!(!Params::parse("rvpmu.hotplug=0").unwrap().hotplug);
+        assert_eq!(Params::parse("rvpmu.mode=trace").unwrap().mode, Mode::Trace);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `/init` of the end-to-end initramfs: a static riscv64 Linux program that
 //! runs one perf scenario chosen on the kernel command line
-//! (`rvpmu.mode=boot|demo|sampling|stress|fwevents|steal`), prints a human report
+//! (`rvpmu.mode=boot|demo|sampling|stress|fwevents|steal|trace`), prints a human report
 //! and `RVPMU-RESULT {json}` lines for `cargo xtask`, then powers off.
 //!
 //! On any other target the program only explains itself: it is a guest

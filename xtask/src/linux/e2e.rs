@@ -404,6 +404,11 @@ fn complaints(console: &str) -> Vec<&str> {
     split_complaints(console, None).1
 }
 
+/// [`complaints`], owned, for other xtask modules booting the guest.
+pub fn kernel_complaints(console: &str) -> Vec<String> {
+    complaints(console).into_iter().map(String::from).collect()
+}
+
 /// [`complaints`], split into the lines of `known` (only after its marker
 /// line) and all others.
 fn split_complaints<'a>(

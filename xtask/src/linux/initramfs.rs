@@ -5,7 +5,7 @@
 use super::kernel::Kernel;
 use crate::util::{cargo, root, run, step};
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Rust target of the guest program.
@@ -23,6 +23,12 @@ fn out_dir() -> PathBuf {
 
 /// Build e2e-init for the guest and pack it.
 pub fn build(kernel: &Kernel) -> Result<Initramfs> {
+    build_with(kernel, &out_dir(), &[])
+}
+
+/// [`build`], with `extra` files (guest path, host file; mode 0755) next
+/// to /init, packed in `dir` (so the plain e2e initramfs stays as it is).
+pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Result<Initramfs> {
     step("building /init (crates/e2e-init, static riscv64 Linux binary)");
     run(cargo().args([
         "build",
@@ -36,25 +42,28 @@ pub fn build(kernel: &Kernel) -> Result<Initramfs> {
     if !init_elf.exists() {
         bail!("cargo built e2e-init but {} is missing", init_elf.display());
     }
-    let dir = out_dir();
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(dir)?;
     let stripped = dir.join("init");
     run(Command::new("riscv64-linux-gnu-strip")
         .arg("-o")
         .arg(&stripped)
         .arg(&init_elf))?;
     let list = dir.join("initramfs.list");
-    std::fs::write(
-        &list,
-        format!(
-            "dir /dev 0755 0 0\n\
-             nod /dev/console 0600 0 0 c 5 1\n\
-             dir /proc 0755 0 0\n\
-             dir /sys 0755 0 0\n\
-             file /init {} 0755 0 0\n",
-            stripped.display()
-        ),
-    )?;
+    let mut entries = format!(
+        "dir /dev 0755 0 0\n\
+         nod /dev/console 0600 0 0 c 5 1\n\
+         dir /proc 0755 0 0\n\
+         dir /sys 0755 0 0\n\
+         file /init {} 0755 0 0\n",
+        stripped.display()
+    );
+    for (guest, host) in extra {
+        if !guest.starts_with('/') || guest.contains(char::is_whitespace) {
+            bail!("initramfs path {guest:?} must be absolute and without spaces");
+        }
+        entries.push_str(&format!("file {guest} {} 0755 0 0\n", host.display()));
+    }
+    std::fs::write(&list, entries)?;
     let cpio = Command::new(kernel.gen_init_cpio())
         .args(["-t", "0"])
         .arg(&list)

@@ -4,6 +4,7 @@ mod perf;
 mod scenarios;
 mod steal;
 mod sys;
+mod trace;
 mod workload;
 
 use crate::cmdline::Params;

@@ -36,6 +36,7 @@ struct Attr {
 const _: () = assert!(std::mem::size_of::<Attr>() == 136);
 
 const TYPE_HARDWARE: u32 = 0;
+const TYPE_SOFTWARE: u32 = 1;
 const TYPE_HW_CACHE: u32 = 3;
 const TYPE_RAW: u32 = 4;
 
@@ -43,6 +44,7 @@ const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_PINNED: u64 = 1 << 2;
 const FLAG_EXCLUDE_USER: u64 = 1 << 4;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
 
 const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
@@ -61,6 +63,14 @@ pub enum Kind {
     DtlbLoadMisses,
     DtlbStoreMisses,
     ItlbLoadMisses,
+    /// Linux's task-clock software event: ns the task ran (under icount
+    /// shift=0 one ns per instruction, every privilege mode).
+    TaskClock,
+    /// Any `PERF_TYPE_HARDWARE` event by perf config (`PERF_COUNT_HW_*`).
+    Hardware(u64),
+    /// A `PERF_TYPE_RAW` event: config bits 63:62 = 0 select an SBI raw
+    /// event with this event_data (riscv-pmu-sbi).
+    Raw(u64),
     /// An SBI firmware event (SBI PMU spec, event type 15), by code.
     Firmware(FwEvent),
 }
@@ -171,13 +181,12 @@ impl Event {
             Kind::DtlbLoadMisses => "dTLB-load-misses",
             Kind::DtlbStoreMisses => "dTLB-store-misses",
             Kind::ItlbLoadMisses => "iTLB-load-misses",
+            Kind::TaskClock => "task-clock",
+            Kind::Hardware(c) => return with_filter(format!("hw:{c}"), self.filter),
+            Kind::Raw(c) => return with_filter(format!("raw:{c:#x}"), self.filter),
             Kind::Firmware(f) => f.name(),
         };
-        match self.filter {
-            Filter::All => base.to_string(),
-            Filter::User => format!("{base}:u"),
-            Filter::Kernel => format!("{base}:k"),
-        }
+        with_filter(base.to_string(), self.filter)
     }
 
     fn attr(&self) -> Attr {
@@ -189,6 +198,9 @@ impl Event {
             Kind::DtlbLoadMisses => (TYPE_HW_CACHE, 3 | (1 << 16)),
             Kind::DtlbStoreMisses => (TYPE_HW_CACHE, 3 | (1 << 8) | (1 << 16)),
             Kind::ItlbLoadMisses => (TYPE_HW_CACHE, 4 | (1 << 16)),
+            Kind::TaskClock => (TYPE_SOFTWARE, 1),
+            Kind::Hardware(c) => (TYPE_HARDWARE, c),
+            Kind::Raw(c) => (TYPE_RAW, c),
             Kind::Firmware(f) => (TYPE_RAW, (0b10 << 62) | f as u64),
         };
         let mut flags = FLAG_DISABLED;
@@ -211,6 +223,14 @@ impl Event {
     }
 }
 
+fn with_filter(base: String, filter: Filter) -> String {
+    match filter {
+        Filter::All => base,
+        Filter::User => format!("{base}:u"),
+        Filter::Kernel => format!("{base}:k"),
+    }
+}
+
 /// Where an event counts: perf_event_open's (pid, cpu) pair.
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
@@ -218,6 +238,8 @@ pub enum Target {
     ThisThread,
     /// Everything on one CPU (needs root, which /init is).
     Cpu(i32),
+    /// Another process (its first thread), on any CPU.
+    Process(libc::pid_t),
 }
 
 /// An open perf event (closed on drop).
@@ -238,6 +260,7 @@ fn sys_open(attr: &Attr, target: Target, group: libc::c_int) -> io::Result<libc:
     let (pid, cpu) = match target {
         Target::ThisThread => (0, -1),
         Target::Cpu(c) => (-1, c),
+        Target::Process(p) => (p, -1),
     };
     // SAFETY: attr points to a fully initialised perf_event_attr of the size
     // it declares; the kernel only reads it.
@@ -264,6 +287,52 @@ impl Counter {
     pub fn open(event: Event, target: Target, group: Option<&Counter>) -> io::Result<Counter> {
         let fd = sys_open(&event.attr(), target, group.map_or(-1, |g| g.fd))?;
         Ok(Counter { fd, event })
+    }
+
+    /// Open a counting event on another process that starts counting when
+    /// that process calls execve (`enable_on_exec`): counts the new
+    /// program from its first instruction, nothing of the fork before.
+    pub fn open_on_exec(event: Event, pid: libc::pid_t) -> io::Result<Counter> {
+        let mut attr = event.attr();
+        attr.flags |= FLAG_ENABLE_ON_EXEC;
+        let fd = sys_open(&attr, Target::Process(pid), -1)?;
+        Ok(Counter { fd, event })
+    }
+
+    /// Whether the kernel lets user space read this (enabled) counter
+    /// directly: `cap_user_rdpmc` (bit 2 of `capabilities`) and a non-zero
+    /// `index` in the event's perf mmap page. On RISC-V that is what
+    /// `kernel.perf_user_access` grants; trace libraries read the counter
+    /// CSR then instead of calling read().
+    pub fn user_readable(&self) -> io::Result<bool> {
+        // SAFETY: mapping one read-only page of our perf fd; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                self.fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // perf_event_mmap_page: u32 version, compat_version, lock, index;
+        // i64 offset; u64 time_enabled, time_running, capabilities.
+        // SAFETY: the page is mapped and at least 48 bytes long; the kernel
+        // updates it concurrently, hence volatile reads.
+        let (index, caps) = unsafe {
+            let b = p as *const u8;
+            (
+                std::ptr::read_volatile(b.add(12) as *const u32),
+                std::ptr::read_volatile(b.add(40) as *const u64),
+            )
+        };
+        // SAFETY: unmapping the page mapped above.
+        unsafe { libc::munmap(p, PAGE) };
+        Ok(caps & (1 << 2) != 0 && index != 0)
     }
 
     fn ioctl(&self, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {

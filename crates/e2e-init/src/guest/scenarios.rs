@@ -18,6 +18,7 @@ pub fn run(p: &Params) -> Result<(), String> {
         Mode::Stress => stress(p),
         Mode::FwEvents => fwevents(),
         Mode::Steal => super::steal::steal(p),
+        Mode::Trace => super::trace::trace(),
     }
 }
 
