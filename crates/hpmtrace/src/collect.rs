@@ -25,7 +25,9 @@
 
 use crate::counters::{assign_slots, build_header, timestamp_position, Clock, SlotError};
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
-use crate::linux::{software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock};
+use crate::linux::{
+    check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
+};
 use crate::rtd::{RtdConfig, RtdWriter};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
@@ -335,8 +337,8 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
             ));
             continue;
         }
-        let counted = match PerfGroup::open(&[(0, e)]) {
-            Ok(_) => e,
+        let counted = match PerfGroup::open(&[(0, e)]).and_then(|_| check_group_runs(&[e])) {
+            Ok(()) => e,
             Err(err) if cfg.software_fallback => {
                 let s = software_stand_in(e);
                 PerfGroup::open(&[(0, s)]).map_err(|_| Error::Open(err))?;
@@ -361,8 +363,10 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         .filter(|(_, (_, c))| !c.event.is_timestamp())
         .map(|(pos, (_, c))| (pos, c.event))
         .collect();
-    // The group as a whole must open too (group constraints).
+    // The group as a whole must open and be scheduled too (group constraints).
     PerfGroup::open(&perf_events).map_err(Error::Open)?;
+    let group: Vec<Event> = perf_events.iter().map(|&(_, e)| e).collect();
+    check_group_runs(&group).map_err(Error::Open)?;
     let buffer_bytes = if cfg.buffer_bytes == 0 {
         DEFAULT_BUFFER_BYTES
     } else {

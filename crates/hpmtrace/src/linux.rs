@@ -116,11 +116,15 @@ struct PerfEventAttr {
 }
 
 fn perf_event_open(ty: u32, config: u64, group_fd: i32) -> io::Result<i32> {
+    perf_event_open_with(ty, config, group_fd, PERF_FORMAT_GROUP)
+}
+
+fn perf_event_open_with(ty: u32, config: u64, group_fd: i32, read_format: u64) -> io::Result<i32> {
     let attr = PerfEventAttr {
         ty,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
-        read_format: PERF_FORMAT_GROUP,
+        read_format,
         // Software events fire in the kernel on the thread's behalf (page
         // faults, switches): excluding the kernel would hide them all.
         flags: if ty == PERF_TYPE_SOFTWARE {
@@ -245,6 +249,69 @@ impl std::fmt::Display for OpenError {
         }
         Ok(())
     }
+}
+
+const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+
+/// Open `events` together for a moment and check that the kernel really
+/// schedules them. `perf_event_open` accepts some events that no counter
+/// can count (a raw event the platform has no mapping for is only matched
+/// to a counter when the group is scheduled); such a member keeps its whole
+/// group from ever counting, silently. Names the member to blame.
+pub fn check_group_runs(events: &[Event]) -> Result<(), OpenError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let fmt = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    let mut fds: Vec<i32> = Vec::new();
+    let close = |fds: &[i32]| {
+        for &fd in fds {
+            // SAFETY: closing descriptors this function opened.
+            unsafe { libc::close(fd) };
+        }
+    };
+    for &event in events {
+        let Some((ty, config)) = perf_attr_of(event) else {
+            close(&fds);
+            return Err(OpenError {
+                event,
+                error: io::Error::from_raw_os_error(libc::ENOENT),
+            });
+        };
+        let leader = fds.first().copied().unwrap_or(-1);
+        match perf_event_open_with(ty, config, leader, fmt) {
+            Ok(fd) => fds.push(fd),
+            Err(error) => {
+                close(&fds);
+                return Err(OpenError { event, error });
+            }
+        }
+    }
+    // Give the scheduler a moment of this thread's CPU time.
+    let mut x = 0u64;
+    for i in 0..200_000u64 {
+        x = std::hint::black_box(x.wrapping_add(i));
+    }
+    let mut buf = vec![0u64; 3 + events.len()];
+    // SAFETY: reading a group into a buffer sized for nr + 2 times + values.
+    let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len() * 8) };
+    close(&fds);
+    let running = buf[2];
+    if n > 0 && running > 0 {
+        return Ok(());
+    }
+    // Find the member that cannot run even alone; else blame the group.
+    for &e in events.iter().filter(|_| events.len() > 1) {
+        check_group_runs(&[e])?;
+    }
+    Err(OpenError {
+        event: *events.last().unwrap(),
+        error: io::Error::new(
+            io::ErrorKind::Unsupported,
+            "opened, but the kernel never schedules it: no counter can count it here (together with the others)",
+        ),
+    })
 }
 
 impl PerfGroup {
