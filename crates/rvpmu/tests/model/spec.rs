@@ -669,8 +669,10 @@ impl Hart {
                 let want = if members & (1 << j) != 0 {
                     let c = set.iter().find(|m| m.0 == j).unwrap().1;
                     self.p.sscofpmf && c >= 3 && !self.p.is_fw(c) && self.ovf[c]
-                } else {
+                } else if self.p.sscofpmf {
                     ob >> j & 1 == 1 // other counters' bits are left alone
+                } else {
+                    false // Table 16: without Sscofpmf the bitmap must be zero
                 };
                 if got != want {
                     return Err(format!(
