@@ -292,14 +292,20 @@ pub fn parse<'a>(
                 p.hart_limit = p.hart_limit.max(id + 1);
             }
         } else if node.name == "cpus" {
-            if let Some(hz) = node.property("timebase-frequency").and_then(|v| v.as_usize()) {
+            if let Some(hz) = node
+                .property("timebase-frequency")
+                .and_then(|v| v.as_usize())
+            {
                 p.timebase_hz = hz as u64;
             }
         } else if node.name == "chosen" {
             if let Some(v) = node.property("rvpmu,noisy-neighbour") {
                 p.noisy = crate::steal::Noisy::from_cells(v.value);
             }
-            if let Some(v) = node.property("rvpmu,pmu-snapshot").and_then(|v| v.as_usize()) {
+            if let Some(v) = node
+                .property("rvpmu,pmu-snapshot")
+                .and_then(|v| v.as_usize())
+            {
                 p.pmu_snapshot = v != 0;
             }
             let start = node

@@ -188,7 +188,9 @@ fn start_stop(c: &mut Criterion) {
 fn fw_read_and_record(c: &mut Criterion) {
     let map = tiny();
     let mut p = pmu(&map);
-    c.bench_function("fw_read", |b| b.iter(|| call(&mut p, FW_READ, [FW0, 0, 0, 0, 0, 0])));
+    c.bench_function("fw_read", |b| {
+        b.iter(|| call(&mut p, FW_READ, [FW0, 0, 0, 0, 0, 0]))
+    });
 
     let mut g = c.benchmark_group("record");
     for listeners in [0u64, 1, 16] {
@@ -202,7 +204,9 @@ fn fw_read_and_record(c: &mut Criterion) {
     }
     let mut p = pmu(&map);
     call(&mut p, CFG, [FW0, 1, 4, 0xF0100, 0, 0]);
-    g.bench_function("impl_event_1_counter", |b| b.iter(|| p.record_impl(black_box(256))));
+    g.bench_function("impl_event_1_counter", |b| {
+        b.iter(|| p.record_impl(black_box(256)))
+    });
     g.finish();
 }
 

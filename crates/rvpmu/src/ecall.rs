@@ -88,8 +88,29 @@ pmu_fn!(num_counters, |a0, a1, a2, a3, a4, pmu| Ok(
 ));
 pmu_fn!(counter_get_info, |idx, a1, a2, a3, a4, pmu| pmu
     .counter_get_info(idx));
-pmu_fn!(config_matching, |base, mask, flags, idx, data, pmu| pmu
-    .counter_config_matching(base, mask, flags, idx, data));
+/// FID 2: the two paths of `Pmu::counter_config_matching`, each its own
+/// function reached by a tail call.
+#[inline(never)]
+extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
+    base: u64,
+    mask: u64,
+    flags: u64,
+    idx: u64,
+    data: u64,
+    pmu: &mut Pmu<'_, H, M>,
+) -> SbiRet {
+    if Pmu::<H, M>::standard_fw_request(flags, idx, data).is_some() {
+        config_matching_fw(base, mask, flags, idx, data, pmu)
+    } else {
+        config_matching_general(base, mask, flags, idx, data, pmu)
+    }
+}
+pmu_fn!(config_matching_fw, |base, mask, flags, idx, data, pmu| pmu
+    .config_standard_fw(base, mask, flags, idx as u16));
+pmu_fn!(
+    config_matching_general,
+    |base, mask, flags, idx, data, pmu| pmu.config_general(base, mask, flags, idx, data)
+);
 pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu| pmu
     .counter_start(base, mask, flags, value)
     .map(|_| 0));

@@ -8,7 +8,7 @@ use crate::counter::{
     BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
 use crate::dt::EventMap;
-use crate::event::{Event, FwEvent, FW_EVENT_COUNT};
+use crate::event::{kind, Event, FwEvent, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::{shmem_address, SupervisorMemory};
 use crate::snapshot::{self, SNAPSHOT_SIZE};
@@ -325,7 +325,83 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// FID 2: find a free counter in the set able to count the event,
     /// program it and return its index (in the caller's index space).
+    #[inline(always)]
     pub fn counter_config_matching(
+        &mut self,
+        base: u64,
+        mask: u64,
+        flags: u64,
+        event_idx: u64,
+        event_data: u64,
+    ) -> Result<u64, Error> {
+        match Self::standard_fw_request(flags, event_idx, event_data) {
+            Some(code) => self.config_standard_fw(base, mask, flags, code),
+            None => self.config_general(base, mask, flags, event_idx, event_data),
+        }
+    }
+
+    /// The firmware event code (0..=21) when a config_matching request
+    /// names a standard firmware event with valid flags and no SKIP_MATCH
+    /// (what Linux asks for every firmware event it counts). Such requests
+    /// take a path of their own, [`Self::config_standard_fw`]: firmware
+    /// events are cheap for any firmware to map, and the general path's
+    /// event decode and hardware lookups would cost more than the rest of
+    /// the call. Both paths give the same answers (the reference model in
+    /// tests/model.rs drives both).
+    #[inline(always)]
+    pub(crate) fn standard_fw_request(flags: u64, event_idx: u64, event_data: u64) -> Option<u16> {
+        let code = event_idx ^ (kind::FIRMWARE as u64) << 16;
+        let no_skip = (CounterCfgFlags::all().bits() & !CounterCfgFlags::SKIP_MATCH.bits()) as u64;
+        (code < FW_EVENT_COUNT as u64 && event_data == 0 && flags & !no_skip == 0)
+            .then_some(code as u16)
+    }
+
+    /// config_matching for standard firmware event `code` (0..=21) with
+    /// valid flags that do not include SKIP_MATCH, as
+    /// [`Self::standard_fw_request`] found it.
+    #[inline(always)]
+    pub(crate) fn config_standard_fw(
+        &mut self,
+        base: u64,
+        mask: u64,
+        flags: u64,
+        code: u16,
+    ) -> Result<u64, Error> {
+        let set = self.layout.set(base, mask)?;
+        let Some(ev) = FwEvent::from_code(code) else {
+            return Err(Error::InvalidParam);
+        };
+        if self.cfg.fw_events.standard & (1 << code) == 0 {
+            return Err(Error::NotSupported);
+        }
+        let free = set.members() & self.layout.fw_mask() & !self.allocated & !self.started;
+        if free == 0 {
+            return Err(Error::NotSupported);
+        }
+        let c = free.trailing_zeros() as usize;
+        // `c` is a firmware counter, so `f < NUM_FW`; the modulo says so
+        // to the compiler (no bounds checks below).
+        let f = (c - self.layout.fw_base()) % NUM_FW;
+        self.allocated |= 1 << c;
+        self.unlisten(f);
+        self.fw_sel[f] = FwSel::Standard(ev);
+        self.fw_listen[ev as usize] |= 1 << f;
+        // `matched`, specialised: no CSR path, nothing out of line.
+        let flags = CounterCfgFlags::from_bits_retain(flags as usize);
+        if flags.contains(CounterCfgFlags::CLEAR_VALUE) {
+            self.fw_value[f] = 0;
+        }
+        if flags.contains(CounterCfgFlags::AUTO_START) {
+            self.started |= 1 << c;
+            self.fw_running |= 1 << f;
+        }
+        Ok(set.caller_index(c))
+    }
+
+    /// config_matching for every request (see
+    /// [`Self::counter_config_matching`]).
+    #[inline(always)]
+    pub(crate) fn config_general(
         &mut self,
         base: u64,
         mask: u64,

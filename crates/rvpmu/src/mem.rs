@@ -297,6 +297,10 @@ mod tests {
         drop(m);
         assert_eq!(buf[0], 0xAA, "nothing outside the range was written");
         assert_eq!(buf[255], 0xAA);
-        assert_eq!(buf[(a - base) as usize + 21], 0xAA, "zero stopped at its length");
+        assert_eq!(
+            buf[(a - base) as usize + 21],
+            0xAA,
+            "zero stopped at its length"
+        );
     }
 }

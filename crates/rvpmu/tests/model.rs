@@ -97,7 +97,16 @@ fn platform() -> impl Strategy<Value = Platform> {
         raw,
     )
         .prop_map(
-            |((present, width, sscofpmf, smcntrpmf, h), snapshot, alias, fw_std, imp, plat, rs, raw)| {
+            |(
+                (present, width, sscofpmf, smcntrpmf, h),
+                snapshot,
+                alias,
+                fw_std,
+                imp,
+                plat,
+                rs,
+                raw,
+            )| {
                 let mut p = Platform {
                     present,
                     width,
@@ -107,8 +116,18 @@ fn platform() -> impl Strategy<Value = Platform> {
                     snapshot,
                     alias,
                     fw_std,
-                    fw_impl: IMPL_POOL.iter().zip(&imp).filter(|x| *x.1).map(|x| *x.0).collect(),
-                    fw_platform: PLAT_POOL.iter().zip(&plat).filter(|x| *x.1).map(|x| *x.0).collect(),
+                    fw_impl: IMPL_POOL
+                        .iter()
+                        .zip(&imp)
+                        .filter(|x| *x.1)
+                        .map(|x| *x.0)
+                        .collect(),
+                    fw_platform: PLAT_POOL
+                        .iter()
+                        .zip(&plat)
+                        .filter(|x| *x.1)
+                        .map(|x| *x.0)
+                        .collect(),
                     ranges: vec![],
                     selectors: vec![],
                     raw: vec![],
@@ -355,19 +374,31 @@ fn build_map(p: &Platform) -> EventMap {
     let sel: Vec<SelectorRow> = p
         .selectors
         .iter()
-        .map(|&(event_idx, selector)| SelectorRow { event_idx, selector })
+        .map(|&(event_idx, selector)| SelectorRow {
+            event_idx,
+            selector,
+        })
         .collect();
     let rng: Vec<RangeRow> = p
         .ranges
         .iter()
-        .map(|&(first, last, counters)| RangeRow { first, last, counters })
+        .map(|&(first, last, counters)| RangeRow {
+            first,
+            last,
+            counters,
+        })
         .collect();
     let raw: Vec<RawRow> = p
         .raw
         .iter()
-        .map(|&(select, mask, counters)| RawRow { select, mask, counters })
+        .map(|&(select, mask, counters)| RawRow {
+            select,
+            mask,
+            counters,
+        })
         .collect();
-    EventMap::from_rows(&sel, &rng, &raw, None).unwrap_or_else(|e| panic!("generated DT rows refused: {e:?}\n{p:#?}"))
+    EventMap::from_rows(&sel, &rng, &raw, None)
+        .unwrap_or_else(|e| panic!("generated DT rows refused: {e:?}\n{p:#?}"))
 }
 
 fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart, BufMemory> {
@@ -419,7 +450,8 @@ impl<'m> Run<'m> {
                 flags,
                 ref entries,
             } => {
-                for (k, &(idx, out, data)) in entries.iter().enumerate().take(num.min(64) as usize) {
+                for (k, &(idx, out, data)) in entries.iter().enumerate().take(num.min(64) as usize)
+                {
                     let at = lo.wrapping_add(16 * k as u64);
                     if in_buffer(at, 16) {
                         let mem = self.pmu.mem_mut();
@@ -432,7 +464,8 @@ impl<'m> Run<'m> {
             }
             Op::CfgAll(f, (e, d), alias) => {
                 let base = self.window(alias);
-                let valid = (0..self.model.p.n()).filter(|&c| self.model.p.resolve(c as u64).is_some());
+                let valid =
+                    (0..self.model.p.n()).filter(|&c| self.model.p.resolve(c as u64).is_some());
                 let mask = valid.fold(0u64, |m, c| m | 1 << c);
                 self.call(2, [base, mask, f, e, d, 0])?;
             }
@@ -456,8 +489,12 @@ impl<'m> Run<'m> {
                         match ev {
                             MEvent::Fw { code: 0xFFFF, data } => self.pmu.record_platform(data),
                             MEvent::Fw { code, .. } if code >= 256 => self.pmu.record_impl(code),
-                            MEvent::Fw { code, .. } => self.pmu.record(FwEvent::from_code(code).unwrap()),
-                            MEvent::Hw { .. } => unreachable!("firmware counter mapped to a hardware event"),
+                            MEvent::Fw { code, .. } => {
+                                self.pmu.record(FwEvent::from_code(code).unwrap())
+                            }
+                            MEvent::Hw { .. } => {
+                                unreachable!("firmware counter mapped to a hardware event")
+                            }
                         }
                         self.record(ev);
                     }
@@ -465,7 +502,9 @@ impl<'m> Run<'m> {
             }
             Op::Register(k) => self.call(7, [RAM_LO + 4096 * k, 0, 0, 0, 0, 0])?,
             Op::SnapshotStop(k, f) => {
-                let started: Vec<usize> = (0..64).filter(|&c| self.model.started & (1 << c) != 0).collect();
+                let started: Vec<usize> = (0..64)
+                    .filter(|&c| self.model.started & (1 << c) != 0)
+                    .collect();
                 if !started.is_empty() {
                     let base = started[k % started.len()];
                     let mask = (self.model.started >> base) & (u64::MAX >> (base % 64).min(63));
@@ -490,7 +529,9 @@ impl<'m> Run<'m> {
             }
             Op::Poke(j, v) => {
                 if let Some(a) = self.model.shmem {
-                    self.pmu.mem_mut().poke(a + 8 + 8 * j as u64, &v.to_le_bytes());
+                    self.pmu
+                        .mem_mut()
+                        .poke(a + 8 + 8 * j as u64, &v.to_le_bytes());
                 }
             }
             Op::PokeOverflow(v) => {
@@ -517,12 +558,17 @@ impl<'m> Run<'m> {
             }
             Op::RecordPlatform(d) => {
                 self.pmu.record_platform(d);
-                self.record(MEvent::Fw { code: 0xFFFF, data: d });
+                self.record(MEvent::Fw {
+                    code: 0xFFFF,
+                    data: d,
+                });
             }
             Op::Tick(mode, sel, count) => self.tick(mode, sel, count),
             Op::TickStarted(k, mode, count) => {
                 let m = &self.model;
-                let hw: Vec<usize> = (0..m.p.fw_base()).filter(|&c| m.started & (1 << c) != 0).collect();
+                let hw: Vec<usize> = (0..m.p.fw_base())
+                    .filter(|&c| m.started & (1 << c) != 0)
+                    .collect();
                 if !hw.is_empty() {
                     let sel = match hw[k % hw.len()] {
                         0 => 1,
@@ -566,7 +612,9 @@ impl<'m> Run<'m> {
     }
 
     fn kth_configured(&self, k: usize) -> u64 {
-        let configured: Vec<usize> = (0..self.model.p.n()).filter(|&c| self.model.configured(c)).collect();
+        let configured: Vec<usize> = (0..self.model.p.n())
+            .filter(|&c| self.model.configured(c))
+            .collect();
         configured[k % configured.len()] as u64
     }
 
@@ -623,7 +671,9 @@ impl<'m> Run<'m> {
             7 => m.set_shmem(a[0], a[1], a[2], &obs),
             8 => m.event_get_info(a[0], a[1], a[2], a[3], &obs),
             _ if error == spec::NS => Ok(()),
-            _ => Err(format!("unknown FID {fid}: expected NOT_SUPPORTED, got {error}")),
+            _ => Err(format!(
+                "unknown FID {fid}: expected NOT_SUPPORTED, got {error}"
+            )),
         };
         r.map_err(|e| format!("FID {fid} {a:x?}: {e}"))?;
 
@@ -653,18 +703,24 @@ impl<'m> Run<'m> {
         // Memory: every write of this call inside what it may touch.
         let allowed = |w: &(u64, usize)| -> bool {
             let (x, n) = (w.0, w.1 as u64);
-            let inside = |b: u64, len: u64| x >= b && x.checked_add(n).is_some_and(|e| e <= b + len);
+            let inside =
+                |b: u64, len: u64| x >= b && x.checked_add(n).is_some_and(|e| e <= b + len);
             match fid {
                 7 => error == 0 && inside(a[0], 4096),
                 4 => a[2] & 2 != 0 && area.is_some_and(|b| inside(b, 4096)),
                 8 => {
                     let size = a[2].checked_mul(16);
-                    size.is_some_and(|s| inside(a[0], s)) && (x - a[0]) % 16 >= 4 && (x - a[0]) % 16 + n <= 8
+                    size.is_some_and(|s| inside(a[0], s))
+                        && (x - a[0]) % 16 >= 4
+                        && (x - a[0]) % 16 + n <= 8
                 }
                 _ => false,
             }
         };
-        if let Some(w) = self.pmu.mem().writes[nwrites..].iter().find(|w| !allowed(w)) {
+        if let Some(w) = self.pmu.mem().writes[nwrites..]
+            .iter()
+            .find(|w| !allowed(w))
+        {
             return Err(format!(
                 "FID {fid} {a:x?} -> {error}: write {w:x?} outside the areas it may touch"
             ));
@@ -675,10 +731,16 @@ impl<'m> Run<'m> {
     fn invariants(&self) -> Result<(), String> {
         let (pmu, m) = (&self.pmu, &self.model);
         if pmu.mem().faults.get() != 0 {
-            return Err(format!("{} refused memory accesses", pmu.mem().faults.get()));
+            return Err(format!(
+                "{} refused memory accesses",
+                pmu.mem().faults.get()
+            ));
         }
         if pmu.hw().absent_accesses != 0 {
-            return Err(format!("{} accesses to absent counters", pmu.hw().absent_accesses));
+            return Err(format!(
+                "{} accesses to absent counters",
+                pmu.hw().absent_accesses
+            ));
         }
         if pmu.started_mask() != m.started {
             return Err(format!(
@@ -803,7 +865,13 @@ fn linux_flow_agrees_with_model() {
         ops.push(Op::Call(4, [0, cmask, 1, 0, 0, 0]));
     }
     // perf stat -e cycles,instructions,dTLB-load-misses,ipi (exclude_guest)
-    for (e, d) in [(1u64, 0u64), (2, 0), (0x10019, 0), (0xF0006, 0), (0x20000, 0x1234)] {
+    for (e, d) in [
+        (1u64, 0u64),
+        (2, 0),
+        (0x10019, 0),
+        (0xF0006, 0),
+        (0x20000, 0x1234),
+    ] {
         ops.push(Op::Call(2, [0, cmask, 0x18, e, d, 0]));
     }
     ops.push(Op::Call(3, [3, 0b111, 1, 0, 0, 0]));
@@ -891,27 +959,32 @@ fn generator_covers_the_spec() {
     };
     let mut runner = TestRunner::new_with_rng(
         fixed,
-        proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
+        proptest::test_runner::TestRng::deterministic_rng(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+        ),
     );
     runner
-        .run(&(platform(), prop::collection::vec(op(), 1..120)), |(p, ops)| {
-            let c = run_ops(&p, &ops).map_err(TestCaseError::fail)?;
-            let mut t = total.borrow_mut();
-            for f in 0..12 {
-                t.ok[f] += c.ok[f];
-                t.err[f] += c.err[f];
-            }
-            t.hw_counted += c.hw_counted;
-            t.fw_counted += c.fw_counted;
-            t.overflow_bits += c.overflow_bits;
-            t.hpm_overflows += c.hpm_overflows;
-            t.snapshot_values += c.snapshot_values;
-            t.init_snapshot += c.init_snapshot;
-            t.supported_entries += c.supported_entries;
-            t.alias_calls += c.alias_calls;
-            t.wraps += c.wraps;
-            Ok(())
-        })
+        .run(
+            &(platform(), prop::collection::vec(op(), 1..120)),
+            |(p, ops)| {
+                let c = run_ops(&p, &ops).map_err(TestCaseError::fail)?;
+                let mut t = total.borrow_mut();
+                for f in 0..12 {
+                    t.ok[f] += c.ok[f];
+                    t.err[f] += c.err[f];
+                }
+                t.hw_counted += c.hw_counted;
+                t.fw_counted += c.fw_counted;
+                t.overflow_bits += c.overflow_bits;
+                t.hpm_overflows += c.hpm_overflows;
+                t.snapshot_values += c.snapshot_values;
+                t.init_snapshot += c.init_snapshot;
+                t.supported_entries += c.supported_entries;
+                t.alias_calls += c.alias_calls;
+                t.wraps += c.wraps;
+                Ok(())
+            },
+        )
         .unwrap();
     let t = total.into_inner();
     eprintln!("coverage over 200 sequences: {t:#?}");
@@ -973,18 +1046,33 @@ fn model_refuses_wrong_answers() {
     );
     // Starting an unconfigured HPM counter is INVALID_PARAM, not SUCCESS.
     assert!(m.clone().start(3, 1, 0, 0, &obs(0, 0, 0b1101)).is_err());
-    assert!(m.clone().start(3, 1, 0, 0, &obs(spec::IP, 0, 0b101)).is_ok());
+    assert!(m
+        .clone()
+        .start(3, 1, 0, 0, &obs(spec::IP, 0, 0b101))
+        .is_ok());
     // cycle runs from boot: starting it again is ALREADY_STARTED.
     assert!(m.clone().start(0, 1, 0, 0, &obs(0, 0, 0b101)).is_err());
     // CACHE_MISSES (4) may only land on hpmcounter3/4, never on 5 or 0.
     let mut mm = m.clone();
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 5, 0b101)).is_err());
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 0, 0b101)).is_err());
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4096 + 4, 0b101)).is_ok());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(0, 5, 0b101))
+        .is_err());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(0, 0, 0b101))
+        .is_err());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4096 + 4, 0b101))
+        .is_ok());
     // ... and hpmcounter4 is now taken: next one must be 3, then none.
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4, 0b101)).is_err());
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(0, 3, 0b101)).is_ok());
-    assert!(mm.config_matching(0, 0x3d, 0, 4, 0, &obs(spec::NS, 0, 0b101)).is_ok());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(0, 4, 0b101))
+        .is_err());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(0, 3, 0b101))
+        .is_ok());
+    assert!(mm
+        .config_matching(0, 0x3d, 0, 4, 0, &obs(spec::NS, 0, 0b101))
+        .is_ok());
     // Firmware counters count only while started.
     let mut mm = m.clone();
     assert!(mm
@@ -1002,7 +1090,13 @@ fn model_refuses_wrong_answers() {
     assert!(mm.stop(0, 1, 2, &obs(0, 0, 0b100)).is_err());
     assert!(mm.stop(0, 1, 2, &obs(spec::NOSHM, 0, 0b101)).is_ok());
     // Snapshot areas: page aligned, supervisor RAM only.
-    assert!(mm.clone().set_shmem(RAM_LO + 8, 0, 0, &obs(0, 0, 0)).is_err());
+    assert!(mm
+        .clone()
+        .set_shmem(RAM_LO + 8, 0, 0, &obs(0, 0, 0))
+        .is_err());
     assert!(mm.clone().set_shmem(BUF_BASE, 0, 0, &obs(0, 0, 0)).is_err());
-    assert!(mm.clone().set_shmem(BUF_BASE, 0, 0, &obs(spec::IA, 0, 0)).is_ok());
+    assert!(mm
+        .clone()
+        .set_shmem(BUF_BASE, 0, 0, &obs(spec::IA, 0, 0))
+        .is_ok());
 }

@@ -157,7 +157,9 @@ impl Platform {
     }
     /// Hardware counters able to count hardware event `ev`.
     pub fn hw_capable(&self, ev: &MEvent) -> u64 {
-        let MEvent::Hw { idx, data } = *ev else { return 0 };
+        let MEvent::Hw { idx, data } = *ev else {
+            return 0;
+        };
         let ty = idx >> 16;
         let mut m: u32 = 0;
         if ty <= 1 {
@@ -246,7 +248,10 @@ pub fn decode(idx: u64, data: u64) -> Decoded {
     }
     let ty = idx >> 16;
     let code = (idx & 0xFFFF) as u16;
-    let hw = MEvent::Hw { idx: idx as u32, data };
+    let hw = MEvent::Hw {
+        idx: idx as u32,
+        data,
+    };
     let no_data = |ev: MEvent, documented: bool| {
         if data == 0 {
             Decoded::Valid(ev)
@@ -406,7 +411,10 @@ impl Hart {
             return if o.error == IP {
                 Ok(())
             } else {
-                Err(format!("get_info({idx}): expected INVALID_PARAM, got {}", o.error))
+                Err(format!(
+                    "get_info({idx}): expected INVALID_PARAM, got {}",
+                    o.error
+                ))
             };
         };
         if o.error != 0 {
@@ -436,7 +444,8 @@ impl Hart {
         edata: u64,
         o: &Obs,
     ) -> Result<(), String> {
-        let what = format!("config_matching({base:#x}, {mask:#x}, {flags:#x}, {eidx:#x}, {edata:#x})");
+        let what =
+            format!("config_matching({base:#x}, {mask:#x}, {flags:#x}, {eidx:#x}, {edata:#x})");
         let mut a = Allowed::default();
         if flags >> 8 != 0 {
             a.err(&[IP]);
@@ -481,7 +490,11 @@ impl Hart {
         } else {
             let members: u64 = set.iter().fold(0, |m, &(_, c)| m | 1 << c);
             let free = (0..64)
-                .filter(|&c| members & (1 << c) != 0 && self.started & (1 << c) == 0 && self.mapped[c].is_none())
+                .filter(|&c| {
+                    members & (1 << c) != 0
+                        && self.started & (1 << c) == 0
+                        && self.mapped[c].is_none()
+                })
                 .fold(0u64, |m, c| m | 1 << c);
             let cand = free & self.p.capable(&ev);
             let req = self.requested(flags);
@@ -511,7 +524,10 @@ impl Hart {
                 ));
             }
             let Some(c) = self.p.resolve(o.value).filter(|&c| must & (1 << c) != 0) else {
-                return Err(format!("{what}: returned {:#x}, not one of {must:#x}", o.value));
+                return Err(format!(
+                    "{what}: returned {:#x}, not one of {must:#x}",
+                    o.value
+                ));
             };
             self.mapped[c] = Some(ev);
             if c < 32 && !self.p.is_fw(c) {
@@ -533,7 +549,14 @@ impl Hart {
     }
 
     /// FID 3.
-    pub fn start(&mut self, base: u64, mask: u64, flags: u64, init: u64, o: &Obs) -> Result<(), String> {
+    pub fn start(
+        &mut self,
+        base: u64,
+        mask: u64,
+        flags: u64,
+        init: u64,
+        o: &Obs,
+    ) -> Result<(), String> {
         let what = format!("start({base:#x}, {mask:#x}, {flags:#x}, {init:#x})");
         let mut a = Allowed::default();
         if flags >> 2 != 0 || flags == 3 {
@@ -634,7 +657,8 @@ impl Hart {
             let (Some(before), Some(after)) = (o.area_before, o.area_after) else {
                 return Err(format!("{what}: no snapshot area"));
             };
-            let word = |b: &[u8], off: usize| u64::from_le_bytes(b[off..off + 8].try_into().unwrap());
+            let word =
+                |b: &[u8], off: usize| u64::from_le_bytes(b[off..off + 8].try_into().unwrap());
             let mut may_change = vec![false; 4096];
             let mut ovf_fixed = u64::MAX; // bits whose value is checked
             for &(j, c) in &set {
@@ -716,7 +740,10 @@ impl Hart {
             }
             _ => {
                 if o.error != IP {
-                    return Err(format!("fw_read({idx}): expected INVALID_PARAM, got {}", o.error));
+                    return Err(format!(
+                        "fw_read({idx}): expected INVALID_PARAM, got {}",
+                        o.error
+                    ));
                 }
                 Ok(())
             }
@@ -753,7 +780,14 @@ impl Hart {
     }
 
     /// FID 8.
-    pub fn event_get_info(&mut self, lo: u64, hi: u64, num: u64, flags: u64, o: &Obs) -> Result<(), String> {
+    pub fn event_get_info(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        num: u64,
+        flags: u64,
+        o: &Obs,
+    ) -> Result<(), String> {
         let what = format!("event_get_info({lo:#x}, {hi:#x}, {num}, {flags:#x})");
         let mut a = Allowed::default();
         if flags != 0 || lo % 16 != 0 {
@@ -764,7 +798,9 @@ impl Hart {
             return match o.error {
                 0 => Ok(()),
                 e if e == IP => Ok(()),
-                e => Err(format!("{what}: expected SUCCESS or INVALID_PARAM, got {e}")),
+                e => Err(format!(
+                    "{what}: expected SUCCESS or INVALID_PARAM, got {e}"
+                )),
             };
         }
         if hi != 0 {
@@ -799,7 +835,11 @@ impl Hart {
             }
             // event_data counts only for types 2, 3 and 0xf.
             let ty = idx >> 16;
-            let d = if ty == 2 || ty == 3 || ty == 15 { data } else { 0 };
+            let d = if ty == 2 || ty == 3 || ty == 15 {
+                data
+            } else {
+                0
+            };
             let ok = match decode(idx as u64, d) {
                 Decoded::Valid(ev) => {
                     let sup = self.p.capable(&ev) != 0;
