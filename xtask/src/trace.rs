@@ -107,7 +107,55 @@ pub fn test() -> Result<()> {
     }
     check_fib_trace(&dir.join("trace.rtd"))?;
     eprintln!("hpmtrace: fib trace OK");
-    guest()
+    let cli = build_cli()?;
+    check_pie_symbols(&cli, &dir, &exe)?;
+    guest(&cli)
+}
+
+fn build_cli() -> Result<PathBuf> {
+    step("building the hpmtrace CLI (decoder)");
+    run(cargo().args(["build", "-p", "hpmtrace-cli"]))?;
+    let cli = root().join("target/debug/hpmtrace");
+    if !cli.exists() {
+        bail!("{} was not produced", cli.display());
+    }
+    Ok(cli)
+}
+
+/// gcc builds position-independent executables by default, and the trace
+/// does not record where the program was loaded: the CLI must infer the
+/// load bias and name every fib call.
+fn check_pie_symbols(cli: &Path, dir: &Path, exe: &Path) -> Result<()> {
+    step("hpmtrace: the host fib (a PIE) symbolized by the CLI");
+    let out = Command::new(cli)
+        .current_dir(dir)
+        .args([
+            "report",
+            "trace.rtd",
+            "--src-bits",
+            "1",
+            "--counters",
+            "task-clock",
+            "--elf",
+        ])
+        .arg(exe)
+        .output()
+        .context("cannot run the hpmtrace CLI")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fib_calls = stdout.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        (w.next() == Some("fib")).then(|| w.next().and_then(|c| c.parse::<u64>().ok()))?
+    });
+    // fib(20) makes 2 F(21) - 1 calls.
+    if !out.status.success()
+        || !stderr.contains("position-independent: load bias")
+        || fib_calls != Some(21891)
+    {
+        bail!("the PIE fib was not symbolized (want fib with 21891 calls and an inferred load bias):\n{stdout}{stderr}");
+    }
+    eprintln!("    ok: fib resolved, 21891 calls; {}", stderr.trim());
+    Ok(())
 }
 
 /// The same example in the Linux guest with hardware counters: the C API
@@ -115,7 +163,7 @@ pub fn test() -> Result<()> {
 /// `-finstrument-functions`, twice: as written (`/fib`) and with its event
 /// list cut to what QEMU's PMU counts (`/fib-hw`); run and checked in one
 /// boot by crate::linux::trace.
-fn guest() -> Result<()> {
+fn guest(cli: &Path) -> Result<()> {
     let target = crate::linux::trace::GUEST_TARGET;
     step("hpmtrace: seed fib example for the riscv64 Linux guest");
     let dir = root().join("target/xtask-trace/riscv64");
@@ -141,12 +189,6 @@ fn guest() -> Result<()> {
             .stderr(std::process::Stdio::null()))
         .with_context(|| format!("riscv64-linux-gnu-gcc could not build {} against the cross-built C API (run `cargo xtask setup`)", src.display()))?;
     }
-    step("building the hpmtrace CLI (decoder)");
-    run(cargo().args(["build", "-p", "hpmtrace-cli"]))?;
-    let cli = root().join("target/debug/hpmtrace");
-    if !cli.exists() {
-        bail!("{} was not produced", cli.display());
-    }
     use crate::linux::trace::Program;
     crate::linux::trace::run(
         &[
@@ -159,7 +201,7 @@ fn guest() -> Result<()> {
                 elf: &fib,
             },
         ],
-        &cli,
+        cli,
         &dir,
     )
 }

@@ -67,10 +67,39 @@ enum Cmd {
 }
 
 fn symbolizer(input: &InputArgs) -> Result<Symbolizer> {
-    match &input.elf {
-        Some(p) => Symbolizer::load(p),
-        None => Ok(Symbolizer::none()),
+    let Some(elf) = &input.elf else {
+        return Ok(Symbolizer::none());
+    };
+    let mut sym = Symbolizer::load(elf)?;
+    if let Some(b) = input.load_bias {
+        sym.set_bias(b);
+    } else if sym.is_pie() {
+        // The first 8 MiB hold tens of thousands of records: enough.
+        let seen = pipeline::sample_addresses(input, 8 << 20, 4096)?;
+        match sym.infer_bias(&seen.entries, &seen.calls, &seen.other) {
+            Some(b) => {
+                eprintln!(
+                    "hpmtrace: {} is position-independent: load bias {b:#x}, inferred from {} \
+                     function entries (--load-bias overrides)",
+                    elf.display(),
+                    seen.entries.len()
+                );
+                sym.set_bias(b);
+            }
+            None => eprintln!(
+                "hpmtrace: warning: {} is position-independent and the trace does not record where it \
+                 was loaded; {}. Pass --load-bias HEX (its base in /proc/PID/maps while it ran), \
+                 or build it with -no-pie",
+                elf.display(),
+                if seen.entries.is_empty() {
+                    "the trace has no function-entry records to infer it from"
+                } else {
+                    "no load bias explains the trace's function entries (wrong ELF?)"
+                }
+            ),
+        }
     }
+    Ok(sym)
 }
 
 fn output(path: &Option<PathBuf>) -> Result<Box<dyn Write>> {

@@ -31,6 +31,90 @@ pub struct InputArgs {
     /// Print at most this many decoding errors (all are counted).
     #[arg(long, default_value_t = 20)]
     pub max_errors: usize,
+    /// Load bias of a position-independent ELF (run-time address minus
+    /// link address, hex): the trace does not record it. Default: inferred
+    /// from the trace's function-entry records.
+    #[arg(long, value_parser = parse_hex)]
+    pub load_bias: Option<u64>,
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    u64::from_str_radix(digits, 16)
+        .map_err(|e| format!("expected a hex address such as 0x5555_5555_4000: {e}"))
+}
+
+/// Addresses for [`crate::symbols::Symbolizer::infer_bias`] from the
+/// first `limit` bytes of the trace, at most `max` of each kind, distinct:
+/// function-entry addresses; (caller's entry address, call site) of nested
+/// entries; the other addresses (manual and sampled PCs). Decoding errors
+/// are left to the real pass to report.
+pub struct Addresses {
+    /// Entry addresses (`this_fn`).
+    pub entries: Vec<u64>,
+    /// (caller's `this_fn`, `call_site`) of entries inside another entry.
+    pub calls: Vec<(u64, u64)>,
+    /// Addresses of records other than function entries and exits.
+    pub other: Vec<u64>,
+}
+
+/// See [`Addresses`].
+pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addresses> {
+    use hpmtrace::format::RecordType;
+    use std::collections::{BTreeSet, HashMap};
+    use std::io::Read;
+    let file = File::open(&args.trace)
+        .with_context(|| format!("cannot open trace {}", args.trace.display()))?;
+    let (mut entries, mut calls, mut other) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut stacks: HashMap<u16, Vec<u64>> = HashMap::new();
+    decode_stream(
+        file.take(limit),
+        decode_config(args),
+        &mut |o| {
+            let Output::Record(r) = o else { return };
+            let stack = stacks.entry(r.src).or_default();
+            match r.kind {
+                RecordType::FuncEnter => {
+                    if entries.len() < max {
+                        entries.insert(r.addr);
+                    }
+                    if let (Some(&caller), Some(site)) = (stack.last(), r.addr2) {
+                        if calls.len() < max {
+                            calls.insert((caller, site));
+                        }
+                    }
+                    stack.push(r.addr);
+                }
+                RecordType::FuncExit => {
+                    stack.pop();
+                }
+                _ => {
+                    if other.len() < max {
+                        other.insert(r.addr);
+                    }
+                }
+            }
+        },
+        &mut |_| {},
+    );
+    Ok(Addresses {
+        entries: entries.into_iter().collect(),
+        calls: calls.into_iter().collect(),
+        other: other.into_iter().collect(),
+    })
+}
+
+fn decode_config(args: &InputArgs) -> DecodeConfig {
+    DecodeConfig {
+        channel: args.channel,
+        nexus: NexusConfig {
+            src_bits: args.src_bits,
+            timestamp_bits: args.ts_bits,
+        },
+    }
 }
 
 /// Files from this size on get a progress bar (when stderr is a terminal).
@@ -59,13 +143,7 @@ pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats>
         );
         b
     };
-    let cfg = DecodeConfig {
-        channel: args.channel,
-        nexus: NexusConfig {
-            src_bits: args.src_bits,
-            timestamp_bits: args.ts_bits,
-        },
-    };
+    let cfg = decode_config(args);
     let mut shown = 0usize;
     let mut report = |e: &DecodeError| {
         if shown < args.max_errors {

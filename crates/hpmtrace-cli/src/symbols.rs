@@ -2,7 +2,7 @@
 //! DWARF line tables (object + addr2line; nothing is shelled out).
 
 use anyhow::{Context, Result};
-use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+use object::{Object, ObjectKind, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -46,6 +46,11 @@ struct Func {
 /// Resolves addresses, caching every answer (traces revisit few addresses).
 pub struct Symbolizer {
     funcs: Vec<Func>,
+    /// Position-independent executable or shared object: its run-time
+    /// addresses are its link addresses plus a load bias.
+    pie: bool,
+    /// Run-time address minus link address (0 for a fixed-address ELF).
+    bias: u64,
     dwarf: Option<addr2line::Loader>,
     cache: HashMap<u64, Resolved>,
     unknown: Resolved,
@@ -57,6 +62,8 @@ impl Symbolizer {
     pub fn none() -> Self {
         Symbolizer {
             funcs: Vec::new(),
+            pie: false,
+            bias: 0,
             dwarf: None,
             cache: HashMap::new(),
             unknown: Resolved::unknown(),
@@ -116,11 +123,80 @@ impl Symbolizer {
         let dwarf = addr2line::Loader::new(path).ok();
         Ok(Symbolizer {
             funcs,
+            pie: file.kind() == ObjectKind::Dynamic,
+            bias: 0,
             dwarf,
             cache: HashMap::new(),
             unknown: Resolved::unknown(),
             files: HashMap::new(),
         })
+    }
+
+    /// True when the ELF is position-independent (the trace's addresses
+    /// are its own plus a load bias the trace does not record).
+    pub fn is_pie(&self) -> bool {
+        self.pie
+    }
+
+    /// Set the load bias (run-time minus link address); clears the cache.
+    pub fn set_bias(&mut self, bias: u64) {
+        self.bias = bias;
+        self.cache.clear();
+    }
+
+    /// Infers a position-independent program's load bias from the trace's
+    /// function-entry records (`-finstrument-functions` passes `this_fn`,
+    /// a function start, and `call_site`).
+    ///
+    /// The bias is page aligned, so an entry address and the start of the
+    /// function it is differ by a multiple of 4096: every bias that turns
+    /// some entry address into a function start is a candidate, and those
+    /// doing so for the most distinct `entries` remain. Function starts
+    /// often share their low 12 bits, so the remaining candidates are told
+    /// apart by `calls`, (caller's entry address, call site) pairs of
+    /// nested entries: with the right bias each call site lies inside its
+    /// caller; with a wrong one, by chance. `other` addresses (sampled or
+    /// manual PCs) landing inside any function break what ties remain.
+    /// `None` when no candidate explains at least half the entries.
+    pub fn infer_bias(&self, entries: &[u64], calls: &[(u64, u64)], other: &[u64]) -> Option<u64> {
+        let mut starts: HashMap<u64, Vec<u64>> = HashMap::new();
+        for f in &self.funcs {
+            starts.entry(f.start & 0xfff).or_default().push(f.start);
+        }
+        let mut votes: HashMap<u64, usize> = HashMap::new();
+        for &a in entries {
+            for &s in starts.get(&(a & 0xfff)).into_iter().flatten() {
+                *votes.entry(a.wrapping_sub(s)).or_default() += 1;
+            }
+        }
+        let best = votes.values().copied().max()?;
+        if best * 2 < entries.len() {
+            return None;
+        }
+        let func_of = |a: u64| {
+            let i = self.funcs.partition_point(|f| f.start <= a);
+            (i > 0 && a < self.funcs[i - 1].end).then(|| i - 1)
+        };
+        let score = |bias: u64| {
+            let nested = calls
+                .iter()
+                .filter(|&&(caller, site)| {
+                    let f = func_of(caller.wrapping_sub(bias));
+                    f.is_some() && f == func_of(site.wrapping_sub(bias))
+                })
+                .count();
+            let inside = other
+                .iter()
+                .filter(|&&a| func_of(a.wrapping_sub(bias)).is_some())
+                .count();
+            (nested, inside)
+        };
+        votes
+            .into_iter()
+            .filter(|&(_, v)| v == best)
+            .map(|(b, _)| (score(b), b))
+            .max()
+            .map(|(_, b)| b)
     }
 
     /// True if an ELF was loaded.
@@ -134,7 +210,7 @@ impl Symbolizer {
             return &self.unknown;
         }
         if !self.cache.contains_key(&addr) {
-            let r = self.lookup(addr);
+            let r = self.lookup(addr.wrapping_sub(self.bias));
             self.cache.insert(addr, r);
         }
         &self.cache[&addr]

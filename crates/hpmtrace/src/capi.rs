@@ -195,8 +195,8 @@ unsafe fn init(
 /// threads traced at once; `num_funnels` is accepted and ignored.
 #[no_mangle]
 pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
-    if !(1..=65536).contains(&num_cores) {
-        return fail("perfInit", "num_cores must be 1..65536");
+    if !(1..=crate::nexus::MAX_SOURCES as c_int).contains(&num_cores) {
+        return fail("perfInit", "num_cores must be 1..256");
     }
     if num_funnels < 0 {
         return fail("perfInit", "num_funnels must be >= 0");
@@ -338,6 +338,12 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
         eprintln!(
             "hpmtrace: trace buffer full, {} messages dropped (increase SBABufferSize)",
             s.dropped_messages
+        );
+    }
+    if s.untraced_threads != 0 {
+        eprintln!(
+            "hpmtrace: {} threads were not traced: more threads than perfInit's num_cores",
+            s.untraced_threads
         );
     }
     if s.wide_overflows != 0 {

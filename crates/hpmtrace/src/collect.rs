@@ -28,6 +28,7 @@ use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNT
 use crate::linux::{
     check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
 };
+use crate::nexus::MAX_SOURCES;
 use crate::rtd::{RtdConfig, RtdWriter};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
@@ -312,8 +313,10 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     if cfg.channel >= crate::format::ITC_CHANNELS {
         return Err(Error::BadArgument("ITC channel must be 0..31"));
     }
-    if cfg.max_threads == 0 || cfg.max_threads > 1 << 16 {
-        return Err(Error::BadArgument("max_threads must be 1..65536"));
+    if cfg.max_threads == 0 || cfg.max_threads as usize > MAX_SOURCES {
+        // More Nexus sources than the decoder tells apart would be a trace
+        // nobody can read.
+        return Err(Error::BadArgument("max_threads must be 1..256"));
     }
     if cfg.events.len() > MAX_COUNTERS {
         return Err(Error::Slots(SlotError::TooManyEvents));

@@ -386,9 +386,11 @@ impl Decoder {
 
     /// A message was lost (framing error at `offset`): every source that is
     /// inside a header or record, or whose DeltaXOR chain depends on every
-    /// record, resynchronises.
+    /// record, resynchronises, and times are unknown until each source's
+    /// next full timestamp.
     pub fn on_gap(&mut self, err: NexusError, sink: &mut impl FnMut(Output<'_>)) {
         self.stats.errors += 1;
+        self.times.forget();
         let mut resume = Resume::Nothing;
         for s in self.sources.iter_mut().flatten() {
             let mid = !matches!(

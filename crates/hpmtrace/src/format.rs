@@ -45,8 +45,8 @@ pub const MAX_COUNTERS: usize = 32;
 pub const TIMESTAMP_COUNTER_INDEX: u8 = 1;
 
 /// Widest value a record can carry for one counter: 32 bits plus a 16-bit
-/// high part. Counters declared wider are recorded modulo 2^48 and declared
-/// 48 bits wide in the header (see [`CounterInfo::recorded_width`]).
+/// high part. Wider counters keep their own width in the header and are
+/// recorded modulo 2^48 (see [`CounterInfo::recorded_width`]).
 pub const MAX_RECORDED_BITS: u8 = 48;
 
 /// Width of one ITC write.
@@ -418,8 +418,10 @@ impl CounterInfo {
     }
 
     /// The width values are recorded with: the counter width, at most 48.
-    /// An encoder declares this width (not the hardware width) in the
-    /// header, so delta/wrap arithmetic on both sides uses the same modulus.
+    /// The header keeps the counter's own width; encoder and decoder both
+    /// derive this from it, so their delta/wrap arithmetic uses the same
+    /// modulus. (Delta counts lose nothing unless one interval exceeds
+    /// 2^48; the encoder counts those in `wide_overflows`.)
     pub const fn recorded_width(self) -> u8 {
         if self.width > MAX_RECORDED_BITS {
             MAX_RECORDED_BITS

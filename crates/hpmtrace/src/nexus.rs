@@ -506,11 +506,23 @@ impl<R: Read> Iterator for MessageReader<R> {
 }
 
 /// Turns TIMESTAMP fields into absolute times, per source.
+///
+/// A Data Acquisition or ICT message's TIMESTAMP is XORed with the previous
+/// message's time and taken as a step forward (a wrap of the counter when
+/// the XOR gives a smaller value); a step of half the counter's range or
+/// more cannot happen in a clean trace and breaks the chain. A full timestamp (sync message) is taken
+/// as the nearest time to the previous one, up to half the counter's range
+/// either way: a source's time is right again at every full timestamp even
+/// after a corrupted TIMESTAMP field sent it far off, and a clean trace
+/// only has to have less than 2^(bits-1) ticks between two messages of a
+/// source. After a lost message ([`Self::forget`]) the XOR chain is broken
+/// and times are unknown until the next full timestamp.
 #[derive(Debug, Clone)]
 pub struct TimestampTracker {
     bits: u8,
-    /// Last absolute time per source; `None` until a full timestamp.
-    last: [Option<u64>; MAX_SOURCES],
+    /// Per source: last absolute time, and whether the XOR chain from it
+    /// is intact. `None` until a full timestamp.
+    last: [Option<(u64, bool)>; MAX_SOURCES],
 }
 
 impl TimestampTracker {
@@ -524,33 +536,54 @@ impl TimestampTracker {
 
     /// Feeds a message's timestamp; returns the message's absolute time
     /// (the last known one if it has no TIMESTAMP field), or `None` while
-    /// no full timestamp has been seen for this source.
+    /// the source has no trustworthy time (no full timestamp yet, or none
+    /// since a lost message).
     pub fn update(&mut self, src: u16, field: Option<u64>, full: bool) -> Option<u64> {
-        let bits = self.bits;
-        let mask = (1u64 << bits) - 1;
+        let mask = (1u64 << self.bits) - 1;
         let slot = &mut self.last[src as usize % MAX_SOURCES];
         let Some(field) = field else {
-            return *slot;
+            return slot.filter(|s| s.1).map(|s| s.0);
         };
         let field = field & mask;
-        let next = if full {
-            let high = slot.map_or(0, |l| l & !mask);
-            let t = high | field;
+        let now = if full {
             match *slot {
-                Some(l) if t < l => t.wrapping_add(1u64 << bits),
-                _ => t,
+                None => field,
+                Some((last, _)) => {
+                    let ahead = field.wrapping_sub(last) & mask;
+                    if ahead <= mask >> 1 {
+                        last + ahead
+                    } else {
+                        // Behind by 2^bits - ahead (never before time 0).
+                        last.checked_sub(mask - ahead + 1).unwrap_or(last + ahead)
+                    }
+                }
             }
         } else {
-            let l = (*slot)?;
-            let t = l ^ field;
-            if t < l {
-                t.wrapping_add(1u64 << bits)
-            } else {
-                t
+            let (last, true) = (*slot)? else {
+                return None;
+            };
+            let low = (last & mask) ^ field;
+            let ahead = low.wrapping_sub(last) & mask;
+            if ahead > mask >> 1 {
+                // Half the counter's range or more since the previous
+                // message: no clean trace does that (see above), a flipped
+                // TIMESTAMP bit does. Unknown until the next full timestamp.
+                *slot = Some((last, false));
+                return None;
             }
+            last + ahead
         };
-        *slot = Some(next);
-        Some(next)
+        *slot = Some((now, true));
+        Some(now)
+    }
+
+    /// A message was lost: its timestamp may have been a link of any
+    /// source's XOR chain, so every source's time is unknown until its next
+    /// full timestamp (better no time than a wrong one).
+    pub fn forget(&mut self) {
+        for s in self.last.iter_mut().flatten() {
+            s.1 = false;
+        }
     }
 
     /// Feeds any message; returns its absolute time (see [`Self::update`]).
@@ -676,13 +709,16 @@ pub fn encode_message(m: &Message, cfg: &NexusConfig) -> Encoded {
 
 /// Writes ITC stimulus writes as a Nexus byte stream, the way a SiFive trace
 /// encoder with timestamps on does: an ICT-with-sync control message with
-/// the full timestamp first (per source), then Data Acquisition messages
+/// the full timestamp first (per source) and again after every
+/// [`crate::rtd::SYNC_PERIOD`] messages, then Data Acquisition messages
 /// whose timestamps are XORed with the previous one. Used by the `.rtd`
 /// file sink and by tests. Allocation-free: bytes go to a callback.
 #[derive(Debug, Clone)]
 pub struct MessageWriter {
     cfg: NexusConfig,
     last: [Option<u64>; MAX_SOURCES],
+    /// Data Acquisition messages per source since its last full timestamp.
+    since_sync: [u32; MAX_SOURCES],
 }
 
 impl MessageWriter {
@@ -691,6 +727,7 @@ impl MessageWriter {
         MessageWriter {
             cfg,
             last: [None; MAX_SOURCES],
+            since_sync: [0; MAX_SOURCES],
         }
     }
 
@@ -716,6 +753,7 @@ impl MessageWriter {
         });
         out(encode_message(&msg, &self.cfg).as_slice());
         self.last[src as usize % MAX_SOURCES] = Some(time);
+        self.since_sync[src as usize % MAX_SOURCES] = 0;
     }
 
     /// Emits the Data Acquisition message of one stimulus write. With a
@@ -731,16 +769,20 @@ impl MessageWriter {
         let slot = src as usize % MAX_SOURCES;
         let timestamp = match time {
             None => None,
-            Some(t) => match self.last[slot] {
-                None => {
-                    self.sync_timestamp(src, t, out);
-                    Some(0)
-                }
-                Some(p) => {
-                    self.last[slot] = Some(t);
-                    Some((p ^ t) & self.mask())
-                }
-            },
+            Some(t) => {
+                let ts = match self.last[slot] {
+                    Some(p) if self.since_sync[slot] < crate::rtd::SYNC_PERIOD => {
+                        self.last[slot] = Some(t);
+                        (p ^ t) & self.mask()
+                    }
+                    _ => {
+                        self.sync_timestamp(src, t, out);
+                        0
+                    }
+                };
+                self.since_sync[slot] += 1;
+                Some(ts)
+            }
         };
         let msg = Message::DataAcquisition(DataAcquisition {
             src,

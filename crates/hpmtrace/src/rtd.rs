@@ -7,7 +7,11 @@
 //!    message a decoder cannot turn the compressed timestamps into times;
 //! 2. one Data Acquisition message (TCODE 7) per ITC write: SRC (if
 //!    configured), IDTAG (variable), DQDATA (variable), TIMESTAMP
-//!    (variable, XORed with the previous timestamp of the same source).
+//!    (variable, XORed with the previous timestamp of the same source);
+//! 3. the sync message of 1 again after every [`SYNC_PERIOD`] Data
+//!    Acquisition messages, as hardware encoders resend sync periodically:
+//!    a decoder that lost a message (corrupt or missing bytes) cannot trust
+//!    the XOR chain any more and gets correct times back at the next one.
 //!
 //! Framing: each byte is MDO\[7:2\] | MSEO\[1:0\]; fields are packed LSB
 //! first into the 6-bit slices, fixed fields may end mid-slice, a variable
@@ -26,6 +30,9 @@ pub const TCODE_DATA_ACQUISITION: u8 = 7;
 pub const TCODE_ICT_SYNC: u8 = 35;
 /// Default timestamp width of SiFive trace encoders.
 pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
+/// Data Acquisition messages of a source between two full timestamps
+/// (about 10 bytes of sync per 256 messages of 5-10 bytes: under 1 %).
+pub const SYNC_PERIOD: u32 = 256;
 
 const MSEO_END_FIELD: u8 = 0b01;
 const MSEO_END_MESSAGE: u8 = 0b11;
@@ -108,9 +115,12 @@ pub struct RtdWriter<B> {
     cfg: RtdConfig,
     src: u16,
     last_ts: Option<u64>,
-    /// Timestamp state as of the last successful flush, restored when the
-    /// sink refuses the staged bytes (they never reach the trace).
-    flushed_ts: Option<u64>,
+    /// Data Acquisition messages since the last full timestamp.
+    since_sync: u32,
+    /// Timestamp state (`last_ts`, `since_sync`) as of the last successful
+    /// flush, restored when the sink refuses the staged bytes (they never
+    /// reach the trace).
+    flushed_ts: (Option<u64>, u32),
     /// The Data Acquisition messages' first field (TCODE, SRC, IDTAG) for
     /// each write size ([`size_index`]): constant per writer, packed once.
     first: [[u8; 16]; 3],
@@ -159,7 +169,8 @@ impl<B: ByteSink> RtdWriter<B> {
             cfg,
             src,
             last_ts: None,
-            flushed_ts: None,
+            since_sync: 0,
+            flushed_ts: (None, 0),
             first,
             first_len,
             stage: [0; STAGE + 16],
@@ -213,6 +224,7 @@ impl<B: ByteSink> RtdWriter<B> {
         push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
         self.len = at;
         self.last_ts = Some(ts);
+        self.since_sync = 0;
         Ok(())
     }
 }
@@ -222,8 +234,8 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
         let prev = match self.last_ts {
-            Some(p) => p,
-            None => {
+            Some(p) if self.since_sync < SYNC_PERIOD => p,
+            _ => {
                 self.sync(ts)?;
                 ts
             }
@@ -238,6 +250,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         push_field(&mut self.stage, &mut at, prev ^ ts, 1, MSEO_END_MESSAGE);
         self.len = at;
         self.last_ts = Some(ts);
+        self.since_sync += 1;
         Ok(())
     }
 
@@ -249,8 +262,8 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let r = self.out.put_bytes(&self.stage[..self.len]);
         self.len = 0;
         match r {
-            Ok(()) => self.flushed_ts = self.last_ts,
-            Err(_) => self.last_ts = self.flushed_ts,
+            Ok(()) => self.flushed_ts = (self.last_ts, self.since_sync),
+            Err(_) => (self.last_ts, self.since_sync) = self.flushed_ts,
         }
         r
     }

@@ -5,7 +5,7 @@ use hpmtrace::decode::{decode_stream, DecodeConfig, Output, Record};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{CountType, CounterDesc, CounterInfo, Event, Header, RecordType};
 use hpmtrace::nexus::{MessageReader, NexusConfig};
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::rtd::{RtdConfig, RtdWriter, SYNC_PERIOD};
 use hpmtrace::sink::VecBuffer;
 
 fn header(ct: CountType) -> Header {
@@ -146,4 +146,58 @@ fn corruption_anywhere_loses_little_and_decoding_recovers() {
         let g: Vec<_> = recs[recs.len() - tail..].iter().map(got).collect();
         assert_eq!(g, expect[expect.len() - tail..], "flip at {at}");
     }
+}
+
+#[test]
+fn times_are_right_again_at_the_next_full_timestamp() {
+    // trace() gives record i the time 10 + 3 * (i + 1) and the reading
+    // r[0] = sum of (1000 + 17 k), k <= i: strictly increasing, so the
+    // reading names the record.
+    let (bytes, expect) = trace(&[CountType::Raw], 600);
+    // (None for a reading a flip changed: not this test's concern.)
+    let time_of = |reading: u64| {
+        let i = expect.iter().position(|e| e.1[0] == reading)?;
+        Some(10 + 3 * (i as u64 + 1))
+    };
+    let (clean, errors) = decode(&bytes);
+    assert_eq!(errors, 0);
+    for r in &clean {
+        assert_eq!(r.timestamp, time_of(r.counters[0].reading));
+    }
+    let messages = MessageReader::new(&bytes[..], NexusConfig::default()).count();
+    let per_record = messages / expect.len();
+    // Records a flip can mistime: up to the next full timestamp, which the
+    // writer resends every SYNC_PERIOD messages (a flipped TIMESTAMP bit
+    // is a valid message with a wrong XOR: no decoder can tell).
+    let reach = SYNC_PERIOD as usize / per_record + 2;
+    let header_len = trace(&[CountType::Raw], 0).0.len();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut absent = 0;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = header_len + (x as usize) % (bytes.len() / 2);
+        let mut bad = bytes.clone();
+        bad[at] ^= 1 << ((x >> 32) % 8);
+        let (recs, _) = decode(&bad);
+        let mut wrong = 0;
+        for r in &recs {
+            match r.timestamp {
+                Some(t) if Some(t) != time_of(r.counters[0].reading) => wrong += 1,
+                Some(_) => {}
+                None => absent += 1,
+            }
+        }
+        assert!(
+            wrong <= reach,
+            "flip at {at}: {wrong} records mistimed (reach {reach})"
+        );
+        // The second half of the trace is past the next full timestamp.
+        for r in &recs[recs.len() - expect.len() / 2 + reach..] {
+            assert_eq!(r.timestamp, time_of(r.counters[0].reading), "flip at {at}");
+        }
+    }
+    // Some flips break framing: those records get no time, not a wrong one.
+    assert!(absent > 0);
 }
