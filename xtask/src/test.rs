@@ -29,6 +29,27 @@ pub fn run(args: TestArgs) -> Result<()> {
         "--target",
         "riscv64gc-unknown-none-elf",
     ]))?;
+    step("rvpmu: loom model of the STA sequence protocol");
+    // Its own target directory: `--cfg loom` changes every crate's flags,
+    // and sharing target/ would rebuild the main cache each time. The
+    // model's negative check panics on purpose; no backtrace for it.
+    crate::util::run(
+        cargo()
+            .env("RUSTFLAGS", "--cfg loom")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("CARGO_TARGET_DIR", crate::util::root().join("target/loom"))
+            .env("RUST_BACKTRACE", "0")
+            .args([
+                "test",
+                "-p",
+                "rvpmu",
+                "--release",
+                "--test",
+                "sta_loom",
+                "--",
+                "--nocapture",
+            ]),
+    )?;
     if args.host_only {
         return Ok(());
     }

@@ -10,7 +10,18 @@
 
 use crate::mem::{shmem_address, SupervisorMemory};
 use crate::Error;
-use core::sync::atomic::{fence, Ordering};
+use core::sync::atomic::Ordering;
+use sync::fence;
+
+/// The protocol's fences, in one place so the loom model
+/// (`tests/sta_loom.rs`, built with `--cfg loom`) can see them: loom only
+/// tracks its own `fence`, and `core`'s would be invisible to it.
+mod sync {
+    #[cfg(not(loom))]
+    pub(super) use core::sync::atomic::fence;
+    #[cfg(loom)]
+    pub(super) use loom::sync::atomic::fence;
+}
 
 /// Size and alignment of the record.
 pub const STA_SIZE: u64 = 64;
