@@ -66,6 +66,24 @@ fn decode(bytes: &[u8]) -> (Vec<Record>, u64) {
     (recs, stats.errors)
 }
 
+/// `n` copies of a Raw trace of trace(), each with one bit flipped at a
+/// pseudo-random offset in its first half (xorshift from `seed`), with
+/// the offset. The header is spared: a damaged header loses everything up
+/// to the next header (the counter layout is unknown).
+fn bit_flips(bytes: &[u8], seed: u64, n: usize) -> impl Iterator<Item = (usize, Vec<u8>)> + '_ {
+    let header_len = trace(&[CountType::Raw], 0).0.len();
+    let mut x = seed;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = header_len + (x as usize) % (bytes.len() / 2);
+        let mut bad = bytes.to_vec();
+        bad[at] ^= 1 << ((x >> 32) % 8);
+        (at, bad)
+    })
+}
+
 fn got(r: &Record) -> (u64, [u64; 2]) {
     (r.addr, [r.counters[0].reading, r.counters[1].reading])
 }
@@ -122,17 +140,7 @@ fn instruction_trace_messages_in_between_are_skipped() {
 #[test]
 fn corruption_anywhere_loses_little_and_decoding_recovers() {
     let (bytes, expect) = trace(&[CountType::Raw], 300);
-    // A damaged header loses everything up to the next header (the
-    // counter layout is unknown): damage only what follows it.
-    let header_len = trace(&[CountType::Raw], 0).0.len();
-    let mut x = 0x1234_5678_9abc_def1u64;
-    for _ in 0..200 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let at = header_len + (x as usize) % (bytes.len() / 2);
-        let mut bad = bytes.clone();
-        bad[at] ^= 1 << ((x >> 32) % 8);
+    for (at, bad) in bit_flips(&bytes, 0x1234_5678_9abc_def1, 200) {
         let (recs, _) = decode(&bad);
         // One flipped bit ruins at most the record it is in and the one
         // after (a framing error can swallow the start of the next).
@@ -170,16 +178,8 @@ fn times_are_right_again_at_the_next_full_timestamp() {
     // writer resends every SYNC_PERIOD messages (a flipped TIMESTAMP bit
     // is a valid message with a wrong XOR: no decoder can tell).
     let reach = SYNC_PERIOD as usize / per_record + 2;
-    let header_len = trace(&[CountType::Raw], 0).0.len();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut absent = 0;
-    for _ in 0..300 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let at = header_len + (x as usize) % (bytes.len() / 2);
-        let mut bad = bytes.clone();
-        bad[at] ^= 1 << ((x >> 32) % 8);
+    for (at, bad) in bit_flips(&bytes, 0x9e37_79b9_7f4a_7c15, 300) {
         let (recs, _) = decode(&bad);
         let mut wrong = 0;
         for r in &recs {
