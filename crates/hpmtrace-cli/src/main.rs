@@ -113,12 +113,19 @@ fn output(path: &Option<PathBuf>) -> Result<Box<dyn Write>> {
     })
 }
 
+/// Decodes and walks the trace; `tree`: keep the call tree (only the
+/// outputs that print it need its memory).
 fn walk(
     input: &InputArgs,
     v: &mut impl stack::Visitor,
+    tree: bool,
 ) -> Result<(Walker, hpmtrace::decode::Stats)> {
     let mut sym = symbolizer(input)?;
-    let mut w = Walker::new();
+    let mut w = if tree {
+        Walker::new()
+    } else {
+        Walker::without_tree()
+    };
     let stats = pipeline::run(input, &mut |o| w.item(o, &mut sym, v))?;
     w.finish(v);
     Ok((w, stats))
@@ -155,7 +162,7 @@ fn run(cli: Cli) -> Result<()> {
             tw.finish().context("cannot write the output")?;
         }
         Cmd::Report { input, opts } => {
-            let (w, stats) = walk(&input, &mut NoVisitor)?;
+            let (w, stats) = walk(&input, &mut NoVisitor, opts.tree)?;
             let text = report::render(&w, &opts, &stats).map_err(anyhow::Error::msg)?;
             print!("{text}");
         }
@@ -166,12 +173,12 @@ fn run(cli: Cli) -> Result<()> {
         } => match opts.format {
             export::ExportFormat::Perfetto => {
                 let mut pw = export::PerfettoWriter::new(output(&out_path)?, opts.tick_ns)?;
-                walk(&input, &mut pw)?;
+                walk(&input, &mut pw, false)?;
                 pw.finish().context("cannot write the output")?;
             }
             export::ExportFormat::Speedscope => {
                 let mut sc = export::SpeedscopeCollector::new(opts.weight.clone());
-                let (w, _) = walk(&input, &mut sc)?;
+                let (w, _) = walk(&input, &mut sc, false)?;
                 let wname = opts.weight.clone().unwrap_or_else(|| {
                     w.columns
                         .get(1)
@@ -195,7 +202,7 @@ fn run(cli: Cli) -> Result<()> {
                 .context("cannot write the output")?;
             }
             export::ExportFormat::Folded | export::ExportFormat::Svg => {
-                let (w, _) = walk(&input, &mut NoVisitor)?;
+                let (w, _) = walk(&input, &mut NoVisitor, true)?;
                 let col = export::weight_column(&w, opts.weight.as_deref())
                     .map_err(anyhow::Error::msg)?;
                 let wname = col.map_or("calls".to_string(), |c| w.columns[c].clone());

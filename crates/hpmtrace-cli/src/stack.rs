@@ -80,6 +80,9 @@ pub struct Node {
     pub excl: Vec<u64>,
 }
 
+/// The node of a frame when the walker keeps no call tree.
+const NO_NODE: usize = usize::MAX;
+
 struct Frame {
     func: Arc<str>,
     node: usize,
@@ -127,6 +130,8 @@ pub struct Walker {
     col_of: HashMap<String, usize>,
     first_ts: Option<u64>,
     last_ts: Option<u64>,
+    /// Whether `nodes` grows a call tree (see [`Walker::without_tree`]).
+    tree: bool,
 }
 
 impl Default for Walker {
@@ -139,6 +144,7 @@ impl Walker {
     /// An empty walker.
     pub fn new() -> Self {
         Walker {
+            tree: true,
             columns: vec!["time".to_string()],
             funcs: HashMap::new(),
             nodes: Vec::new(),
@@ -150,6 +156,16 @@ impl Walker {
             col_of: HashMap::new(),
             first_ts: None,
             last_ts: None,
+        }
+    }
+
+    /// A walker that keeps no call tree (`nodes` holds only the cores'
+    /// roots): its memory then grows with the number of functions, not
+    /// with the number of distinct call paths.
+    pub fn without_tree() -> Self {
+        Walker {
+            tree: false,
+            ..Self::new()
         }
     }
 
@@ -220,6 +236,9 @@ impl Walker {
     }
 
     fn child(&mut self, parent: usize, func: &Arc<str>) -> usize {
+        if !self.tree {
+            return NO_NODE;
+        }
         if let Some(&c) = self.nodes[parent]
             .children
             .iter()
@@ -246,7 +265,9 @@ impl Walker {
         };
         let node = self.child(parent, &func);
         if !synthetic {
-            self.nodes[node].calls += 1;
+            if node != NO_NODE {
+                self.nodes[node].calls += 1;
+            }
             self.funcs.entry(func.clone()).or_default().calls += 1;
         }
         let c = self.cores.get_mut(&src).expect("core exists");
@@ -284,7 +305,9 @@ impl Walker {
             totals: &c.totals,
         };
         v.close(src, &f.func, at);
-        add(&mut self.nodes[f.node].incl, &incl);
+        if f.node != NO_NODE {
+            add(&mut self.nodes[f.node].incl, &incl);
+        }
         if outermost {
             add(&mut self.funcs.entry(f.func).or_default().incl, &incl);
         }
@@ -389,7 +412,9 @@ impl Walker {
             Some(f) => (f.node, f.func.clone()),
             None => return,
         };
-        add(&mut self.nodes[node].excl, deltas);
+        if node != NO_NODE {
+            add(&mut self.nodes[node].excl, deltas);
+        }
         add(&mut self.funcs.entry(func).or_default().excl, deltas);
     }
 

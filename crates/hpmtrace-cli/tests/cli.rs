@@ -319,6 +319,19 @@ fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
             tree.contains(&"    leaf  [cycles 60, instructions 30, time 10]  calls 1"),
             "{out}"
         );
+        // Without --tree the walker keeps no call tree; the rest of the
+        // report must not change.
+        let (flat, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf)]);
+        assert!(ok, "{err}");
+        let before_tree: Vec<&str> = out
+            .lines()
+            .take_while(|l| !l.starts_with("Call tree"))
+            .collect();
+        let flat: Vec<&str> = flat.lines().collect();
+        assert_eq!(
+            flat.join("\n").trim_end(),
+            before_tree.join("\n").trim_end()
+        );
     }
 }
 
