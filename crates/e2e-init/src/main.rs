@@ -6,6 +6,13 @@
 //! On any other target the program only explains itself: it is a guest
 //! binary, built by `cargo xtask run` for riscv64gc-unknown-linux-gnu.
 
+// On the host only the unit tests of these modules run; the guest code
+// uses the rest.
+#![cfg_attr(
+    not(all(target_os = "linux", target_arch = "riscv64")),
+    allow(dead_code)
+)]
+
 mod cmdline;
 mod json;
 mod procstat;

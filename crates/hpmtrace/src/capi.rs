@@ -97,7 +97,7 @@ fn event_of(e: &perfEvent) -> Option<Event> {
             result_id: u8::try_from(e.code_or_cache[2]).ok()?,
         }),
         EventType::HwRaw => Some(Event::Raw {
-            event_data: e.event_data as u64,
+            event_data: e.event_data,
         }),
         EventType::LinuxSoftware => Some(Event::LinuxSoftware {
             code: u16::try_from(code).ok()?,
@@ -127,7 +127,7 @@ unsafe fn init(
     if cores == 0 {
         return fail(what, "call perfInit() first");
     }
-    if n < 0 || n > 32 || (list.is_null() && n != 0) {
+    if !(0..=32).contains(&n) || (list.is_null() && n != 0) {
         return fail(what, "numCntrs must be 0..32 with a non-null list");
     }
     if !(0..32).contains(&chan) {

@@ -100,16 +100,15 @@ fn stream(
                 *v = v.wrapping_add(inc);
             }
         }
-        ts = ts + rng.below(100_000);
+        ts += rng.below(100_000);
         now[1] = ts;
         let kind = RecordType::from_u8(rng.below(4) as u8).unwrap();
         let mut addr = || {
-            let a = if rng.below(2) == 0 {
+            if rng.below(2) == 0 {
                 rng.next() & 0xffff_fffe
             } else {
                 rng.next() & 0x3f_ffff_fffe
-            };
-            a
+            }
         };
         let a0 = addr();
         let a1 = addr();

@@ -300,9 +300,7 @@ mod tests {
         let mut w = [0u8; HW_SLOTS];
         w[0] = 64;
         w[2] = 64;
-        for i in 3..=18 {
-            w[i] = 64;
-        }
+        w[3..=18].fill(64);
         CounterLayout::new(w, false)
     }
 

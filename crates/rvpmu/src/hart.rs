@@ -809,7 +809,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         // Table 19 reserves INVALID_PARAM for flags, alignment and
         // reserved entry bits; every other shared-memory problem
         // (including a size that overflows) is INVALID_ADDRESS.
-        if flags != 0 || lo % ei::ALIGN != 0 {
+        if flags != 0 || !lo.is_multiple_of(ei::ALIGN) {
             return Err(Error::InvalidParam);
         }
         if num == 0 {

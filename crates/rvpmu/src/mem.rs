@@ -167,11 +167,11 @@ impl SupervisorMemory for PhysMemory {
         let p = addr as usize;
         // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
         match buf.len() {
-            8 if p % 8 == 0 => {
+            8 if p.is_multiple_of(8) => {
                 let v = unsafe { core::ptr::read_volatile(p as *const u64) };
                 buf.copy_from_slice(&v.to_le_bytes());
             }
-            4 if p % 4 == 0 => {
+            4 if p.is_multiple_of(4) => {
                 let v = unsafe { core::ptr::read_volatile(p as *const u32) };
                 buf.copy_from_slice(&v.to_le_bytes());
             }
@@ -190,13 +190,13 @@ impl SupervisorMemory for PhysMemory {
         let p = addr as usize;
         // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
         match data.len() {
-            8 if p % 8 == 0 => unsafe {
+            8 if p.is_multiple_of(8) => unsafe {
                 core::ptr::write_volatile(
                     p as *mut u64,
                     u64::from_le_bytes(data.try_into().unwrap()),
                 )
             },
-            4 if p % 4 == 0 => unsafe {
+            4 if p.is_multiple_of(4) => unsafe {
                 core::ptr::write_volatile(
                     p as *mut u32,
                     u32::from_le_bytes(data.try_into().unwrap()),
@@ -294,7 +294,6 @@ mod tests {
         assert_eq!(m.read_u64(a).unwrap(), 0x88);
         assert_eq!(m.write_u64(base, 1), Err(MemFault { addr: base }));
         assert_eq!(m.zero(base + 100, 100), Err(MemFault { addr: base + 100 }));
-        drop(m);
         assert_eq!(buf[0], 0xAA, "nothing outside the range was written");
         assert_eq!(buf[255], 0xAA);
         assert_eq!(

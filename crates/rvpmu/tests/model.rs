@@ -854,7 +854,7 @@ fn linux_flow_agrees_with_model() {
         selectors: vec![],
         raw: vec![(0, 0, 0x7fff8)],
     };
-    let cmask = (1u64 << 35) - 1 & !2;
+    let cmask = ((1u64 << 35) - 1) & !2;
     let mut ops = vec![Op::Call(0, [0; 6])];
     for i in 0..40 {
         ops.push(Op::Call(1, [i, 0, 0, 0, 0, 0]));

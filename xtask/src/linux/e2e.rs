@@ -140,8 +140,8 @@ fn fmt_opt(v: Option<u64>) -> String {
 
 pub fn print_demo_table(rows: &[Row]) {
     println!(
-        "{:<28} {:>12} {:>12} {:>12}  {}",
-        "event", "count", "enabled ns", "running ns", "meaning"
+        "{:<28} {:>12} {:>12} {:>12}  meaning",
+        "event", "count", "enabled ns", "running ns"
     );
     for r in rows {
         match &r.error {
@@ -1222,8 +1222,8 @@ pub fn run_all() -> Result<()> {
 
 fn print_side_by_side(ours: &[Row], peer: &[Row]) {
     println!(
-        "{:<28} {:>14} {:>14}  {}",
-        "event", "rvpmu-fw", "OpenSBI 1.5.1", "meaning"
+        "{:<28} {:>14} {:>14}  meaning",
+        "event", "rvpmu-fw", "OpenSBI 1.5.1"
     );
     let names: Vec<&String> = if ours.is_empty() {
         peer.iter().map(|r| &r.event).collect()
@@ -1231,7 +1231,7 @@ fn print_side_by_side(ours: &[Row], peer: &[Row]) {
         ours.iter().map(|r| &r.event).collect()
     };
     let cell = |rows: &[Row], n: &str| -> String {
-        match rows.iter().find(|r| &r.event == n) {
+        match rows.iter().find(|r| r.event == n) {
             Some(Row { error: Some(e), .. }) => e.clone(),
             Some(r) => fmt_opt(r.value),
             None => "-".into(),

@@ -171,17 +171,15 @@ pub fn verify_config(fragment: &str, config: &str) -> Result<()> {
                     bad.push(format!("wanted CONFIG_{name} unset, got `{l}`"));
                 }
             }
-        } else if line.starts_with("CONFIG_") {
-            if !config.lines().any(|l| l.trim() == line) {
-                let name = line.split('=').next().unwrap_or(line);
-                let got = config
-                    .lines()
-                    .find(|l| {
-                        l.starts_with(&format!("{name}=")) || l.starts_with(&format!("# {name} "))
-                    })
-                    .unwrap_or("(absent: a dependency is missing)");
-                bad.push(format!("wanted `{line}`, got `{got}`"));
-            }
+        } else if line.starts_with("CONFIG_") && !config.lines().any(|l| l.trim() == line) {
+            let name = line.split('=').next().unwrap_or(line);
+            let got = config
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("{name}=")) || l.starts_with(&format!("# {name} "))
+                })
+                .unwrap_or("(absent: a dependency is missing)");
+            bad.push(format!("wanted `{line}`, got `{got}`"));
         }
     }
     if !bad.is_empty() {

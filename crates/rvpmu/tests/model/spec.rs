@@ -423,7 +423,7 @@ impl Hart {
         let ok = if self.p.is_fw(c) {
             o.value >> 63 == 1 && (o.value >> 18) & ((1 << 45) - 1) == 0
         } else {
-            o.value == 0xC00 + c as u64 | (self.p.width_of(c) as u64 - 1) << 12
+            o.value == (0xC00 + c as u64) | ((self.p.width_of(c) as u64 - 1) << 12)
         };
         if !ok {
             return Err(format!(
@@ -762,7 +762,7 @@ impl Hart {
         }
         let disable = lo == u64::MAX && hi == u64::MAX;
         if !disable {
-            if lo % 4096 != 0 {
+            if !lo.is_multiple_of(4096) {
                 a.err(&[IP]);
             }
             if hi != 0 || !owned(lo, 4096) {
@@ -790,7 +790,7 @@ impl Hart {
     ) -> Result<(), String> {
         let what = format!("event_get_info({lo:#x}, {hi:#x}, {num}, {flags:#x})");
         let mut a = Allowed::default();
-        if flags != 0 || lo % 16 != 0 {
+        if flags != 0 || !lo.is_multiple_of(16) {
             a.err(&[IP]);
         } else if num == 0 {
             // No entry to update: the spec names no error for it, so

@@ -38,7 +38,7 @@ fn sta_addr() -> impl Strategy<Value = u64> {
         1 => Just(RAM_LO - 32),
         2 => RAM_LO..RAM_HI,
         1 => any::<u64>(),
-        1 => Just(u64::MAX & !63),
+        1 => Just(!63),
     ]
 }
 
@@ -71,7 +71,7 @@ fn expected_set(lo: u64, hi: u64, flags: u64) -> Vec<isize> {
     if lo == u64::MAX && hi == u64::MAX {
         return e;
     }
-    if lo % 64 != 0 {
+    if !lo.is_multiple_of(64) {
         e.push(IP);
     }
     if hi != 0 || !owned(lo, 64) {
