@@ -22,7 +22,6 @@ core::arch::global_asm!(
     "   mul t1, t1, a0",
     "   sub t0, t0, t1",
     "   addi t0, t0, -{frame_size}",
-    "   sd zero, {frame_pmu}(t0)",
     "   csrw mscratch, t0",
     "   mv sp, t0",
     "   la t1, {trap_entry}",
@@ -33,7 +32,6 @@ core::arch::global_asm!(
     max_harts = const MAX_HARTS,
     stack_size = const STACK_SIZE,
     frame_size = const size_of::<TrapFrame>(),
-    frame_pmu = const offset_of!(TrapFrame, pmu),
     trap_entry = sym trap_entry,
     fw_main = sym crate::boot::fw_main,
 );

@@ -231,6 +231,7 @@ pub fn init_local(me: usize, features: Features, present_counters: u32) {
             steal_deadline: u64::MAX,
         })
     };
+    crate::trap::set_hart_pmu(&mut local().perf.pmu);
 }
 
 /// The calling hart's private state. Callers keep the borrow short and

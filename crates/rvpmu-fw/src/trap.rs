@@ -19,28 +19,29 @@ pub struct TrapFrame {
     pub recover: usize,
     /// Scratch for the entry code.
     pub scratch: usize,
-    /// This hart's PMU engine once `hart_pmu` has looked it up (null until
-    /// then; `_start` clears it).
+    /// This hart's PMU engine (set once at the hart's init, see
+    /// `set_hart_pmu`).
     pub pmu: *mut crate::pmu::HartPmu,
 }
 
-/// The calling hart's PMU engine, for the SBI call path. Finding it in the
-/// hart table costs a bounds check and a multiply; the trap frame (at
-/// mscratch while a trap is handled) keeps it after the first lookup.
+/// Remember the calling hart's PMU engine in its trap frame (at mscratch
+/// from `_start` on), so that the SBI call path finds it with a CSR read
+/// and a load instead of a bounds-checked multiply into the hart table.
+pub fn set_hart_pmu(pmu: &'static mut crate::pmu::HartPmu) {
+    let f = csr_read!(mscratch) as *mut TrapFrame;
+    // SAFETY: mscratch points at this hart's own trap frame.
+    unsafe { (*f).pmu = pmu };
+}
+
+/// The calling hart's PMU engine, for the SBI call path.
 #[inline(always)]
 pub fn hart_pmu() -> &'static mut crate::pmu::HartPmu {
     let f = csr_read!(mscratch) as *mut TrapFrame;
-    // SAFETY: mscratch points at this hart's trap frame whenever a trap
-    // is handled; the cached pointer is to this hart's own state, which
-    // only this hart touches and which lives for the whole run.
-    unsafe {
-        let mut p = (*f).pmu;
-        if p.is_null() {
-            p = &mut machine::local().perf.pmu;
-            (*f).pmu = p;
-        }
-        &mut *p
-    }
+    // SAFETY: mscratch points at this hart's trap frame, whose `pmu` was
+    // set at the hart's init (before it could take an ecall from S-mode)
+    // to its own state, which only this hart touches and which lives for
+    // the whole run.
+    unsafe { &mut *(*f).pmu }
 }
 
 pub const A0: usize = 10;

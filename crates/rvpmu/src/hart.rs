@@ -383,17 +383,14 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         // to the compiler (no bounds checks below).
         let f = (c - self.layout.fw_base()) % NUM_FW;
         self.allocated |= 1 << c;
-        self.unlisten(f);
-        self.fw_sel[f] = FwSel::Standard(ev);
-        self.fw_listen[ev as usize] |= 1 << f;
+        self.map_fw(f, FwSel::Standard(ev));
         // `matched`, specialised: no CSR path, nothing out of line.
         let flags = CounterCfgFlags::from_bits_retain(flags as usize);
         if flags.contains(CounterCfgFlags::CLEAR_VALUE) {
             self.fw_value[f] = 0;
         }
         if flags.contains(CounterCfgFlags::AUTO_START) {
-            self.started |= 1 << c;
-            self.fw_running |= 1 << f;
+            self.start_fw(c, f);
         }
         Ok(set.caller_index(c))
     }
@@ -529,15 +526,17 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                 self.programs[i] = HwProgram { event_reg: reg };
                 self.write_event_reg(i, reg);
             }
-            Counter::Fw(f) => {
-                let f = f as usize;
-                self.unlisten(f);
-                let sel = FwSel::of(ev);
-                self.fw_sel[f] = sel;
-                if let FwSel::Standard(e) = sel {
-                    self.fw_listen[e as usize] |= 1 << f;
-                }
-            }
+            Counter::Fw(f) => self.map_fw(f as usize, FwSel::of(ev)),
+        }
+    }
+
+    /// Map firmware counter `f` to `sel` (in place of what it counted).
+    #[inline(always)]
+    fn map_fw(&mut self, f: usize, sel: FwSel) {
+        self.unlisten(f);
+        self.fw_sel[f] = sel;
+        if let FwSel::Standard(e) = sel {
+            self.fw_listen[e as usize] |= 1 << f;
         }
     }
 
@@ -575,7 +574,6 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     #[inline]
     fn start_one(&mut self, c: usize) {
-        self.started |= 1 << c;
         match self.layout.kind(c) {
             Counter::Hw(i) => {
                 let i = i as usize;
@@ -585,10 +583,18 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
                     self.hw
                         .write_event(i, self.programs[i].event_reg & !bits::OF);
                 }
+                self.started |= 1 << c;
                 self.hw.uninhibit(1 << i);
             }
-            Counter::Fw(f) => self.fw_running |= 1 << f,
+            Counter::Fw(f) => self.start_fw(c, f as usize),
         }
+    }
+
+    /// Start canonical counter `c`, firmware counter `f`.
+    #[inline(always)]
+    fn start_fw(&mut self, c: usize, f: usize) {
+        self.started |= 1 << c;
+        self.fw_running |= 1 << f;
     }
 
     #[inline]
