@@ -305,33 +305,19 @@ impl Counter {
     /// `kernel.perf_user_access` grants; trace libraries read the counter
     /// CSR then instead of calling read().
     pub fn user_readable(&self) -> io::Result<bool> {
-        // SAFETY: mapping one read-only page of our perf fd; checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                self.fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let p = map_shared(self.fd, PAGE, libc::PROT_READ)?;
         // perf_event_mmap_page: u32 version, compat_version, lock, index;
         // i64 offset; u64 time_enabled, time_running, capabilities.
         // SAFETY: the page is mapped and at least 48 bytes long; the kernel
         // updates it concurrently, hence volatile reads.
         let (index, caps) = unsafe {
-            let b = p as *const u8;
             (
-                std::ptr::read_volatile(b.add(12) as *const u32),
-                std::ptr::read_volatile(b.add(40) as *const u64),
+                std::ptr::read_volatile(p.add(12) as *const u32),
+                std::ptr::read_volatile(p.add(40) as *const u64),
             )
         };
         // SAFETY: unmapping the page mapped above.
-        unsafe { libc::munmap(p, PAGE) };
+        unsafe { libc::munmap(p.cast(), PAGE) };
         Ok(caps & (1 << 2) != 0 && index != 0)
     }
 
@@ -411,6 +397,19 @@ pub struct SampleStats {
 const PAGE: usize = 4096;
 const DATA_PAGES: usize = 16;
 
+/// Map `len` bytes of a perf fd (control page first), shared with the
+/// kernel.
+fn map_shared(fd: libc::c_int, len: usize, prot: libc::c_int) -> io::Result<*mut u8> {
+    // SAFETY: a new shared mapping of our perf fd at an address the kernel
+    // picks; checked for MAP_FAILED below.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
 impl Sampler {
     pub fn open(event: Event, period: u64) -> io::Result<Sampler> {
         let mut attr = event.attr();
@@ -419,26 +418,9 @@ impl Sampler {
         let fd = sys_open(&attr, Target::ThisThread, -1)?;
         let counter = Counter { fd, event };
         let len = PAGE * (1 + DATA_PAGES);
-        // SAFETY: mapping the perf ring buffer of our fd, shared read/write as
-        // perf requires; checked for MAP_FAILED below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Sampler {
-            counter,
-            base: base.cast(),
-            len,
-        })
+        // The ring buffer is mapped read/write, as perf requires.
+        let base = map_shared(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
+        Ok(Sampler { counter, base, len })
     }
 
     pub fn counter(&self) -> &Counter {

@@ -37,7 +37,7 @@ fn err_name(e: &std::io::Error) -> String {
     }
 }
 
-fn reading_json(name: &str, r: &Result<Reading, String>) -> String {
+pub(super) fn reading_json(name: &str, r: &Result<Reading, String>) -> String {
     match r {
         Ok(r) => Obj::new()
             .str("name", name)
@@ -78,7 +78,7 @@ fn boot() -> Result<(), String> {
     Ok(())
 }
 
-fn count_once(ev: Event, work: impl FnOnce()) -> Result<Reading, String> {
+pub(super) fn count_once(ev: Event, work: impl FnOnce()) -> Result<Reading, String> {
     let c = Counter::open(ev, Target::ThisThread, None).map_err(|e| err_name(&e))?;
     c.enable().map_err(|e| e.to_string())?;
     work();

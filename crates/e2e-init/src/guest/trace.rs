@@ -7,7 +7,9 @@
 //! console (base64 between marker lines) for xtask to decode.
 
 use super::perf::{Counter, Event, Filter, Kind, Target};
-use crate::json::Obj;
+use super::scenarios::{count_once, reading_json};
+use super::workload::rvpmu_alu_loop;
+use crate::json::{array, Obj};
 use std::ffi::CString;
 use std::io::{self, Read, Write};
 
@@ -114,43 +116,27 @@ const SEED_EVENTS: [Kind; 6] = [
 /// (riscv-pmu-sbi asks the firmware for a counter only when the event is
 /// scheduled); such an event never runs, and neither does its group.
 fn probe_seed_events() -> String {
-    let reading = |name: &str, r: Result<super::perf::Reading, String>| match r {
-        Ok(r) => Obj::new()
-            .str("name", name)
-            .u64("value", r.value)
-            .u64("enabled", r.enabled)
-            .u64("running", r.running)
-            .finish(),
-        Err(e) => Obj::new().str("name", name).str("error", &e).finish(),
-    };
     let mut alone = Vec::new();
     let mut group: Vec<Counter> = Vec::new();
     for kind in SEED_EVENTS {
         let ev = Event::filtered(kind, Filter::User);
-        let r = Counter::open(ev, Target::ThisThread, None)
-            .map_err(|e| format!("open: {e}"))
-            .and_then(|c| {
-                c.enable().map_err(|e| format!("enable: {e}"))?;
-                super::workload::rvpmu_alu_loop(1000);
-                c.disable().map_err(|e| format!("disable: {e}"))?;
-                c.read().map_err(|e| format!("read: {e}"))
-            });
+        let r = count_once(ev, || rvpmu_alu_loop(1000));
         if r.is_ok() {
             if let Ok(m) = Counter::open(ev, Target::ThisThread, group.first()) {
                 group.push(m);
             }
         }
-        alone.push(reading(&ev.name(), r));
+        alone.push(reading_json(&ev.name(), &r));
     }
     let mut together = Vec::new();
     if let Some(leader) = group.first() {
         let _ = leader.enable_group();
-        super::workload::rvpmu_alu_loop(1000);
+        rvpmu_alu_loop(1000);
         let _ = leader.disable_group();
         for c in &group {
-            together.push(reading(
+            together.push(reading_json(
                 &c.event.name(),
-                c.read().map_err(|e| format!("read: {e}")),
+                &c.read().map_err(|e| format!("read: {e}")),
             ));
         }
     }
@@ -158,8 +144,8 @@ fn probe_seed_events() -> String {
         println!("trace: the seed's events {what}: {}", list.join(" "));
     }
     Obj::new()
-        .raw("alone", &crate::json::array(&alone))
-        .raw("group", &crate::json::array(&together))
+        .raw("alone", &array(&alone))
+        .raw("group", &array(&together))
         .finish()
 }
 
