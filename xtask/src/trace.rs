@@ -127,13 +127,14 @@ fn build_cli() -> Result<PathBuf> {
 /// load bias and name every fib call.
 fn check_pie_symbols(cli: &Path, dir: &Path, exe: &Path) -> Result<()> {
     step("hpmtrace: the host fib (a PIE) symbolized by the CLI");
+    let src_bits = FIB_SRC_BITS.to_string();
     let out = Command::new(cli)
         .current_dir(dir)
         .args([
             "report",
             "trace.rtd",
             "--src-bits",
-            "1",
+            &src_bits,
             "--counters",
             "task-clock",
             "--elf",
@@ -234,20 +235,29 @@ fn with_hardware_events(seed: &str) -> Result<String> {
     ))
 }
 
-fn check_fib_trace(path: &Path) -> Result<()> {
-    use hpmtrace::decode::{decode_stream, DecodeConfig, Output};
-    use hpmtrace::format::RecordType;
-    use hpmtrace::nexus::NexusConfig;
-    let bytes =
-        std::fs::read(path).with_context(|| format!("{} was not written", path.display()))?;
-    // perfInit(2, 1): two sources, 1-bit SRC field.
-    let cfg = DecodeConfig {
-        channel: 6,
-        nexus: NexusConfig {
-            src_bits: 1,
+/// The SRC field width of the seed's fib traces: its perfInit(2, 1) asks
+/// for 2 sources, 1 bit.
+pub const FIB_SRC_BITS: u8 = 1;
+/// The channel the seed's fib writes (its perfFuncEntryExitInit argument).
+pub const FIB_CHANNEL: u8 = 6;
+
+/// Decoder settings for the seed's fib traces (host and guest).
+pub fn fib_decode_config() -> hpmtrace::decode::DecodeConfig {
+    hpmtrace::decode::DecodeConfig {
+        channel: FIB_CHANNEL,
+        nexus: hpmtrace::nexus::NexusConfig {
+            src_bits: FIB_SRC_BITS,
             timestamp_bits: 40,
         },
-    };
+    }
+}
+
+fn check_fib_trace(path: &Path) -> Result<()> {
+    use hpmtrace::decode::{decode_stream, Output};
+    use hpmtrace::format::RecordType;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("{} was not written", path.display()))?;
+    let cfg = fib_decode_config();
     let mut headers = 0;
     let mut stack = Vec::new();
     let mut enters = 0u64;

@@ -26,8 +26,9 @@ pub fn build(kernel: &Kernel) -> Result<Initramfs> {
     build_with(kernel, &out_dir(), &[])
 }
 
-/// [`build`], with `extra` files (guest path, host file; mode 0755) next
-/// to /init, packed in `dir` (so the plain e2e initramfs stays as it is).
+/// [`build`], with `extra` programs (guest path, unstripped host ELF;
+/// stripped copies, mode 0755) next to /init, packed in `dir` (so the
+/// plain e2e initramfs stays as it is).
 pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Result<Initramfs> {
     step("building /init (crates/e2e-init, static riscv64 Linux binary)");
     run(cargo().args([
@@ -44,10 +45,7 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
     }
     std::fs::create_dir_all(dir)?;
     let stripped = dir.join("init");
-    run(Command::new("riscv64-linux-gnu-strip")
-        .arg("-o")
-        .arg(&stripped)
-        .arg(&init_elf))?;
+    strip(&init_elf, &stripped)?;
     let list = dir.join("initramfs.list");
     let mut entries = format!(
         "dir /dev 0755 0 0\n\
@@ -57,11 +55,16 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
          file /init {} 0755 0 0\n",
         stripped.display()
     );
-    for (guest, host) in extra {
-        if !guest.starts_with('/') || guest.contains(char::is_whitespace) {
-            bail!("initramfs path {guest:?} must be absolute and without spaces");
+    for (guest, elf) in extra {
+        let Some(name) = guest.strip_prefix('/') else {
+            bail!("initramfs path {guest:?} must be absolute");
+        };
+        if name.contains(|c: char| c == '/' || c.is_whitespace()) {
+            bail!("initramfs path {guest:?} must name a file in / without spaces");
         }
-        entries.push_str(&format!("file {guest} {} 0755 0 0\n", host.display()));
+        let stripped = dir.join(format!("{name}.stripped"));
+        strip(elf, &stripped)?;
+        entries.push_str(&format!("file {guest} {} 0755 0 0\n", stripped.display()));
     }
     std::fs::write(&list, entries)?;
     let cpio = Command::new(kernel.gen_init_cpio())
@@ -91,16 +94,28 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
     Ok(Initramfs { archive, init_elf })
 }
 
-/// Instructions in the loop body of `symbol`, read from its disassembly:
-/// the instructions from a backward branch's target up to that branch.
-/// This is the independent derivation of the workload's per-iteration cost.
-pub fn loop_body_instructions(elf: &PathBuf, symbol: &str) -> Result<u64> {
-    let out = crate::util::output(
+fn strip(elf: &Path, out: &Path) -> Result<()> {
+    run(Command::new("riscv64-linux-gnu-strip")
+        .arg("-o")
+        .arg(out)
+        .arg(elf))
+}
+
+/// `objdump -d --no-show-raw-insn` of one function of a guest ELF.
+pub fn disassemble(elf: &Path, symbol: &str) -> Result<String> {
+    crate::util::output(
         Command::new("riscv64-linux-gnu-objdump")
             .args(["-d", "--no-show-raw-insn"])
             .arg(format!("--disassemble={symbol}"))
             .arg(elf),
-    )?;
+    )
+}
+
+/// Instructions in the loop body of `symbol`, read from its disassembly:
+/// the instructions from a backward branch's target up to that branch.
+/// This is the independent derivation of the workload's per-iteration cost.
+pub fn loop_body_instructions(elf: &Path, symbol: &str) -> Result<u64> {
+    let out = disassemble(elf, symbol)?;
     parse_loop_body(&out)
         .with_context(|| format!("no backward branch found in the disassembly of {symbol}:\n{out}"))
 }

@@ -10,6 +10,7 @@
 
 use super::dt::Chosen;
 use super::{initramfs, kernel, our_firmware, Guest};
+use crate::trace::{fib_decode_config, FIB_CHANNEL, FIB_SRC_BITS};
 use crate::util::step;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -25,10 +26,6 @@ const RTD_LINE: &str = "RVPMU-RTD ";
 const RTD_END: &str = "RVPMU-RTD-END";
 /// Wall-clock limit of the boot (it takes well under a minute).
 const TIMEOUT_S: u64 = 240;
-/// The SRC field width the library uses for perfInit(2, 1): 2 sources.
-const SRC_BITS: u8 = 1;
-/// Channel the example writes (its perfFuncEntryExitInit argument).
-const CHANNEL: u8 = 6;
 /// Share of the edges of one kind whose instruction delta must equal the
 /// kind's most common value: the library's hook is straight-line code
 /// between its counter reads except when a buffer fills (the example's
@@ -53,7 +50,6 @@ pub struct Program<'a> {
 /// initramfs, decode the trace each writes with `cli` (the `hpmtrace`
 /// binary) and check it. Work files go to `dir`.
 pub fn run(programs: &[Program], cli: &Path, dir: &Path) -> Result<()> {
-    let mut stripped = Vec::new();
     let mut paths = Vec::new();
     for p in programs {
         let fp = FibPaths::derive(p.elf)?;
@@ -62,16 +58,8 @@ pub fn run(programs: &[Program], cli: &Path, dir: &Path) -> Result<()> {
             p.guest_path, fp.prologue, fp.leaf0, fp.leaf1, fp.site1, fp.site2
         ));
         paths.push(fp);
-        let s = dir.join(format!("{}.stripped", p.guest_path.trim_start_matches('/')));
-        crate::util::run(
-            Command::new("riscv64-linux-gnu-strip")
-                .arg("-o")
-                .arg(&s)
-                .arg(p.elf),
-        )?;
-        stripped.push((p.guest_path, s));
     }
-    let files: Vec<(&str, &Path)> = stripped.iter().map(|(g, s)| (*g, s.as_path())).collect();
+    let files: Vec<(&str, &Path)> = programs.iter().map(|p| (p.guest_path, p.elf)).collect();
     let firmware = our_firmware()?;
     let kernel = kernel::build()?;
     let initramfs = initramfs::build_with(&kernel, &dir.join("initramfs"), &files)?;
@@ -259,8 +247,8 @@ fn guest_checks(
 
     // Records, symbolized by the CLI with the fib ELF.
     let jsonl = dir.join("trace.jsonl");
-    let src_bits = SRC_BITS.to_string();
-    let channel = CHANNEL.to_string();
+    let src_bits = FIB_SRC_BITS.to_string();
+    let channel = FIB_CHANNEL.to_string();
     let common = ["-q", "--src-bits", &src_bits, "--channel", &channel];
     crate::util::run(
         Command::new(cli)
@@ -483,17 +471,14 @@ fn fib(n: u64) -> u64 {
     a
 }
 
-/// Calls the recursive fib(n) makes, itself included.
+/// Calls the recursive fib(n) makes, itself included: C(0) = C(1) = 1,
+/// C(k) = 1 + C(k-2) + C(k-1).
 fn calls(n: u64) -> u64 {
-    let (mut a, mut b) = (1u64, 1u64); // C(0), C(1)
-    for _ in 1..n.max(1) {
+    let (mut a, mut b) = (1u64, 1u64); // C(k), C(k+1)
+    for _ in 0..n {
         (a, b) = (b, 1 + a + b);
     }
-    if n == 0 {
-        a
-    } else {
-        b
-    }
+    a
 }
 
 /// The trace bytes between the marker lines, with the length and hash the
@@ -576,31 +561,23 @@ struct LibDecode {
 }
 
 fn decode_with_library(bytes: &[u8]) -> LibDecode {
-    use hpmtrace::decode::{decode_stream, DecodeConfig, Output};
-    use hpmtrace::nexus::NexusConfig;
-    let cfg = DecodeConfig {
-        channel: CHANNEL,
-        nexus: NexusConfig {
-            src_bits: SRC_BITS,
-            timestamp_bits: 40,
-        },
-    };
-    let mut d = LibDecode {
-        headers: Vec::new(),
-        records: 0,
-        errors: 0,
-    };
-    decode_stream(
+    use hpmtrace::decode::{decode_stream, Output};
+    let mut headers = Vec::new();
+    let stats = decode_stream(
         bytes,
-        cfg,
-        &mut |o| match o {
-            Output::Header(h) => d.headers.push(h.header),
-            Output::Record(_) => d.records += 1,
-            Output::Error(_) => d.errors += 1,
+        fib_decode_config(),
+        &mut |o| {
+            if let Output::Header(h) = o {
+                headers.push(h.header);
+            }
         },
         &mut |_| {},
     );
-    d
+    LibDecode {
+        headers,
+        records: stats.records,
+        errors: stats.errors,
+    }
 }
 
 /// `Counted (all cores): cycles N, instructions M, ...` of `hpmtrace report`.
@@ -740,12 +717,11 @@ impl Tree {
         if !t.nodes.is_empty() {
             t.nodes[0].arg = Some(root_arg);
             for id in 0..t.nodes.len() {
-                let (Some(f), kids) = (t.nodes[id].arg, t.nodes[id].children.clone()) else {
-                    continue;
-                };
-                if f >= 2 && kids.len() == 2 {
-                    t.nodes[kids[0]].arg = Some(f - 2);
-                    t.nodes[kids[1]].arg = Some(f - 1);
+                if let (Some(f @ 2..), &[first, second]) =
+                    (t.nodes[id].arg, &t.nodes[id].children[..])
+                {
+                    t.nodes[first].arg = Some(f - 2);
+                    t.nodes[second].arg = Some(f - 1);
                 }
             }
         }
@@ -973,11 +949,7 @@ enum Stop {
 
 impl FibPaths {
     fn derive(elf: &Path) -> Result<FibPaths> {
-        let out = crate::util::output(
-            Command::new("riscv64-linux-gnu-objdump")
-                .args(["-d", "--no-show-raw-insn", "--disassemble=fib"])
-                .arg(elf),
-        )?;
+        let out = initramfs::disassemble(elf, "fib")?;
         let insns = parse_disasm(&out);
         Self::from_insns(&insns)
             .with_context(|| format!("cannot derive fib's paths from its disassembly:\n{out}"))
