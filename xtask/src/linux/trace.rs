@@ -82,17 +82,19 @@ pub fn run(programs: &[Program], cli: &Path, dir: &Path) -> Result<()> {
         ..Checks::default()
     };
     let complaints = super::e2e::kernel_complaints(&out.console);
-    let finished = !out.timed_out && out.done.as_deref() == Some("ok");
+    let finished =
+        !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
     c.check(
         "guest boots, /init finishes, no kernel warning",
         finished && complaints.is_empty(),
-        "RVPMU-DONE ok, no firmware/kernel line with warn/error/fail/...",
+        "RVPMU-DONE ok, every result line parses, no firmware/kernel line with warn/error/fail/...",
         &if out.timed_out {
             format!("timed out after {TIMEOUT_S} s")
         } else {
             format!(
-                "/init: {:?}; complaints: {complaints:?}; {:.1} s wall",
+                "/init: {:?}; unparsable result lines: {}; complaints: {complaints:?}; {:.1} s wall",
                 out.done,
+                out.bad_results.len(),
                 out.wall.as_secs_f64()
             )
         },
