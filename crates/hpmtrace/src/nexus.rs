@@ -21,6 +21,7 @@
 //! wrap of the `width`-bit counter per message, and yields no time until a
 //! full timestamp has been seen (SiFive's decoder prints 0 there).
 
+use crate::rtd::TimestampChain;
 use core::fmt;
 #[cfg(feature = "std")]
 use std::io::{self, Read};
@@ -711,14 +712,15 @@ pub fn encode_message(m: &Message, cfg: &NexusConfig) -> Encoded {
 /// encoder with timestamps on does: an ICT-with-sync control message with
 /// the full timestamp first (per source) and again after every
 /// [`crate::rtd::SYNC_PERIOD`] messages, then Data Acquisition messages
-/// whose timestamps are XORed with the previous one. Used by the `.rtd`
-/// file sink and by tests. Allocation-free: bytes go to a callback.
+/// whose timestamps are XORed with the previous one (the rule of
+/// [`crate::rtd`], shared with it). The framing is [`encode_message`]'s,
+/// written independently of [`crate::rtd::RtdWriter`]'s: the tests check
+/// both give the same bytes. Allocation-free: bytes go to a callback.
 #[derive(Debug, Clone)]
 pub struct MessageWriter {
     cfg: NexusConfig,
-    last: [Option<u64>; MAX_SOURCES],
-    /// Data Acquisition messages per source since its last full timestamp.
-    since_sync: [u32; MAX_SOURCES],
+    /// Per source.
+    chains: [TimestampChain; MAX_SOURCES],
 }
 
 impl MessageWriter {
@@ -726,8 +728,7 @@ impl MessageWriter {
     pub fn new(cfg: NexusConfig) -> Self {
         MessageWriter {
             cfg,
-            last: [None; MAX_SOURCES],
-            since_sync: [0; MAX_SOURCES],
+            chains: [TimestampChain::default(); MAX_SOURCES],
         }
     }
 
@@ -752,8 +753,7 @@ impl MessageWriter {
             timestamp: Some(time & self.mask()),
         });
         out(encode_message(&msg, &self.cfg).as_slice());
-        self.last[src as usize % MAX_SOURCES] = Some(time);
-        self.since_sync[src as usize % MAX_SOURCES] = 0;
+        self.chains[src as usize % MAX_SOURCES].synced(time);
     }
 
     /// Emits the Data Acquisition message of one stimulus write. With a
@@ -767,23 +767,12 @@ impl MessageWriter {
         out: &mut impl FnMut(&[u8]),
     ) {
         let slot = src as usize % MAX_SOURCES;
-        let timestamp = match time {
-            None => None,
-            Some(t) => {
-                let ts = match self.last[slot] {
-                    Some(p) if self.since_sync[slot] < crate::rtd::SYNC_PERIOD => {
-                        self.last[slot] = Some(t);
-                        (p ^ t) & self.mask()
-                    }
-                    _ => {
-                        self.sync_timestamp(src, t, out);
-                        0
-                    }
-                };
-                self.since_sync[slot] += 1;
-                Some(ts)
+        let timestamp = time.map(|t| {
+            if self.chains[slot].needs_sync() {
+                self.sync_timestamp(src, t, out);
             }
-        };
+            self.chains[slot].compress(t) & self.mask()
+        });
         let msg = Message::DataAcquisition(DataAcquisition {
             src,
             idtag,

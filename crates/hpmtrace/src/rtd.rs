@@ -34,6 +34,46 @@ pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
 /// (about 10 bytes of sync per 256 messages of 5-10 bytes: under 1 %).
 pub const SYNC_PERIOD: u32 = 256;
 
+/// One source's timestamp compression: each Data Acquisition message's
+/// TIMESTAMP is XORed with the previous message's, and a sync message with
+/// the full timestamp goes before the source's first message and again
+/// after every [`SYNC_PERIOD`] messages. The one place of that rule, for
+/// [`RtdWriter`] and [`crate::nexus::MessageWriter`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TimestampChain {
+    /// Timestamp of the previous message.
+    last: u64,
+    /// Data Acquisition messages until the next sync; 0 also before the
+    /// first one.
+    left: u32,
+}
+
+impl TimestampChain {
+    /// The next message must be preceded by a full timestamp.
+    #[inline(always)]
+    pub(crate) fn needs_sync(&self) -> bool {
+        self.left == 0
+    }
+
+    /// A sync message carried the full timestamp `ts`.
+    #[inline(always)]
+    pub(crate) fn synced(&mut self, ts: u64) {
+        self.last = ts;
+        self.left = SYNC_PERIOD;
+    }
+
+    /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
+    /// when [`Self::needs_sync`] is false.
+    #[inline(always)]
+    pub(crate) fn compress(&mut self, ts: u64) -> u64 {
+        debug_assert!(self.left != 0, "sync first");
+        let field = self.last ^ ts;
+        self.last = ts;
+        self.left -= 1;
+        field
+    }
+}
+
 const MSEO_END_FIELD: u8 = 0b01;
 const MSEO_END_MESSAGE: u8 = 0b11;
 
@@ -114,13 +154,10 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
     src: u16,
-    last_ts: Option<u64>,
-    /// Data Acquisition messages since the last full timestamp.
-    since_sync: u32,
-    /// Timestamp state (`last_ts`, `since_sync`) as of the last successful
-    /// flush, restored when the sink refuses the staged bytes (they never
-    /// reach the trace).
-    flushed_ts: (Option<u64>, u32),
+    chain: TimestampChain,
+    /// `chain` as of the last successful flush, restored when the sink
+    /// refuses the staged bytes (they never reach the trace).
+    flushed_chain: TimestampChain,
     /// The Data Acquisition messages' first field (TCODE, SRC, IDTAG) for
     /// each write size ([`size_index`]): constant per writer, packed once.
     first: [[u8; 16]; 3],
@@ -168,9 +205,8 @@ impl<B: ByteSink> RtdWriter<B> {
         RtdWriter {
             cfg,
             src,
-            last_ts: None,
-            since_sync: 0,
-            flushed_ts: (None, 0),
+            chain: TimestampChain::default(),
+            flushed_chain: TimestampChain::default(),
             first,
             first_len,
             stage: [0; STAGE + 16],
@@ -223,8 +259,7 @@ impl<B: ByteSink> RtdWriter<B> {
         );
         push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
         self.len = at;
-        self.last_ts = Some(ts);
-        self.since_sync = 0;
+        self.chain.synced(ts);
         Ok(())
     }
 }
@@ -233,24 +268,19 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        let prev = match self.last_ts {
-            Some(p) if self.since_sync < SYNC_PERIOD => p,
-            _ => {
-                self.sync(ts)?;
-                ts
-            }
-        };
+        if self.chain.needs_sync() {
+            self.sync(ts)?;
+        }
         self.room()?;
+        let field = self.chain.compress(ts);
         let i = size_index(w.size);
         let mut at = self.len;
         // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
         self.stage[at..at + 16].copy_from_slice(&self.first[i]);
         at += self.first_len[i] as usize;
         push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
-        push_field(&mut self.stage, &mut at, prev ^ ts, 1, MSEO_END_MESSAGE);
+        push_field(&mut self.stage, &mut at, field, 1, MSEO_END_MESSAGE);
         self.len = at;
-        self.last_ts = Some(ts);
-        self.since_sync += 1;
         Ok(())
     }
 
@@ -262,8 +292,8 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let r = self.out.put_bytes(&self.stage[..self.len]);
         self.len = 0;
         match r {
-            Ok(()) => self.flushed_ts = (self.last_ts, self.since_sync),
-            Err(_) => (self.last_ts, self.since_sync) = self.flushed_ts,
+            Ok(()) => self.flushed_chain = self.chain,
+            Err(_) => self.chain = self.flushed_chain,
         }
         r
     }

@@ -257,3 +257,47 @@ fn rtd_bytes_equal_nexus_module_encoding() {
     mine.flush().unwrap();
     assert_eq!(mine.inner().data(), &out[..]);
 }
+
+/// The sync rule, read back with the Nexus reader (the writers share it,
+/// so the test above cannot see it wrong): a full timestamp before the
+/// first Data Acquisition message and after every `SYNC_PERIOD` of them,
+/// flushes anywhere; each message's TIMESTAMP is the previous message's
+/// time XOR its own, across a wrap of the 40-bit counter.
+#[test]
+fn full_timestamp_first_and_after_every_sync_period_messages() {
+    use hpmtrace::format::ItcWrite;
+    use hpmtrace::nexus::{Message, MessageReader};
+    use hpmtrace::rtd::SYNC_PERIOD;
+    use hpmtrace::sink::Sink;
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
+    let n = 3 * SYNC_PERIOD as usize + 10;
+    let time = |i: usize| (0xff_ffff_f000 + 977 * i as u64) & width_mask(40);
+    for i in 0..n {
+        w.put(ItcWrite::w8(i as u8), time(i)).unwrap();
+        if i % 7 == 6 {
+            w.flush().unwrap();
+        }
+    }
+    w.flush().unwrap();
+    let (mut prev, mut da, mut syncs) = (None, 0, Vec::new());
+    for m in MessageReader::new(w.inner().data(), NexusConfig::default()) {
+        match m.unwrap().message {
+            Message::Ict(s) => {
+                assert!(s.sync, "message {da}");
+                assert_eq!(s.timestamp, Some(time(da)), "sync before {da}");
+                syncs.push(da);
+                prev = s.timestamp;
+            }
+            Message::DataAcquisition(d) => {
+                assert_eq!(d.data, da as u8 as u32);
+                assert_eq!(d.timestamp, Some(prev.unwrap() ^ time(da)), "{da}");
+                prev = Some(time(da));
+                da += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(da, n);
+    let every: Vec<usize> = (0..n).step_by(SYNC_PERIOD as usize).collect();
+    assert_eq!(syncs, every);
+}
