@@ -340,7 +340,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
             ));
             continue;
         }
-        let counted = match PerfGroup::open(&[(0, e)]).and_then(|_| check_group_runs(&[e])) {
+        let counted = match check_group_runs(&[(0, e)]) {
             Ok(()) => e,
             Err(err) if cfg.software_fallback => {
                 let s = software_stand_in(e);
@@ -367,9 +367,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         .map(|(pos, (_, c))| (pos, c.event))
         .collect();
     // The group as a whole must open and be scheduled too (group constraints).
-    PerfGroup::open(&perf_events).map_err(Error::Open)?;
-    let group: Vec<Event> = perf_events.iter().map(|&(_, e)| e).collect();
-    check_group_runs(&group).map_err(Error::Open)?;
+    check_group_runs(&perf_events).map_err(Error::Open)?;
     let buffer_bytes = if cfg.buffer_bytes == 0 {
         DEFAULT_BUFFER_BYTES
     } else {

@@ -115,11 +115,7 @@ struct PerfEventAttr {
     config1: u64,
 }
 
-fn perf_event_open(ty: u32, config: u64, group_fd: i32) -> io::Result<i32> {
-    perf_event_open_with(ty, config, group_fd, PERF_FORMAT_GROUP)
-}
-
-fn perf_event_open_with(ty: u32, config: u64, group_fd: i32, read_format: u64) -> io::Result<i32> {
+fn perf_event_open(ty: u32, config: u64, group_fd: i32, read_format: u64) -> io::Result<i32> {
     let attr = PerfEventAttr {
         ty,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -254,40 +250,20 @@ impl std::fmt::Display for OpenError {
 const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
 
-/// Open `events` together for a moment and check that the kernel really
-/// schedules them. `perf_event_open` accepts some events that no counter
-/// can count (a raw event the platform has no mapping for is only matched
-/// to a counter when the group is scheduled); such a member keeps its whole
-/// group from ever counting, silently. Names the member to blame.
-pub fn check_group_runs(events: &[Event]) -> Result<(), OpenError> {
-    if events.is_empty() {
+/// Open `events` (position, event) together for a moment and check that
+/// the kernel really schedules them. `perf_event_open` accepts some events
+/// that no counter can count (a raw event the platform has no mapping for
+/// is only matched to a counter when the group is scheduled); such a member
+/// keeps its whole group from ever counting, silently. Names the member to
+/// blame. An event that does not open at all fails as in [`PerfGroup::open`].
+pub fn check_group_runs(events: &[(usize, Event)]) -> Result<(), OpenError> {
+    let Some(&(_, last)) = events.last() else {
         return Ok(());
-    }
-    let fmt = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-    let mut fds: Vec<i32> = Vec::new();
-    let close = |fds: &[i32]| {
-        for &fd in fds {
-            // SAFETY: closing descriptors this function opened.
-            unsafe { libc::close(fd) };
-        }
     };
-    for &event in events {
-        let Some((ty, config)) = perf_attr_of(event) else {
-            close(&fds);
-            return Err(OpenError {
-                event,
-                error: io::Error::from_raw_os_error(libc::ENOENT),
-            });
-        };
-        let leader = fds.first().copied().unwrap_or(-1);
-        match perf_event_open_with(ty, config, leader, fmt) {
-            Ok(fd) => fds.push(fd),
-            Err(error) => {
-                close(&fds);
-                return Err(OpenError { event, error });
-            }
-        }
-    }
+    let g = PerfGroup::open_fds(
+        events,
+        PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+    )?;
     // Give the scheduler a moment of this thread's CPU time.
     let mut x = 0u64;
     for i in 0..200_000u64 {
@@ -295,18 +271,20 @@ pub fn check_group_runs(events: &[Event]) -> Result<(), OpenError> {
     }
     let mut buf = vec![0u64; 3 + events.len()];
     // SAFETY: reading a group into a buffer sized for nr + 2 times + values.
-    let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len() * 8) };
-    close(&fds);
+    let n = unsafe { libc::read(g.fds[0], buf.as_mut_ptr().cast(), buf.len() * 8) };
+    drop(g);
     let running = buf[2];
     if n > 0 && running > 0 {
         return Ok(());
     }
     // Find the member that cannot run even alone; else blame the group.
-    for &e in events.iter().filter(|_| events.len() > 1) {
-        check_group_runs(&[e])?;
+    if events.len() > 1 {
+        for &e in events {
+            check_group_runs(&[e])?;
+        }
     }
     Err(OpenError {
-        event: *events.last().unwrap(),
+        event: last,
         error: io::Error::new(
             io::ErrorKind::Unsupported,
             "opened, but the kernel never schedules it: no counter can count it here (together with the others)",
@@ -318,6 +296,16 @@ impl PerfGroup {
     /// Open `events` (position, event) for the calling thread. The
     /// timestamp pseudo event must not be among them.
     pub fn open(events: &[(usize, Event)]) -> Result<PerfGroup, OpenError> {
+        let mut g = Self::open_fds(events, PERF_FORMAT_GROUP)?;
+        g.buf = vec![0; 1 + g.fds.len()];
+        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
+        g.map_pages(&evs);
+        Ok(g)
+    }
+
+    /// Open the members, read as `read_format`; no buffer, no pages (the
+    /// descriptors opened so far are closed on an error, by `Drop`).
+    fn open_fds(events: &[(usize, Event)], read_format: u64) -> Result<PerfGroup, OpenError> {
         let mut g = PerfGroup {
             fds: Vec::new(),
             positions: Vec::new(),
@@ -330,14 +318,11 @@ impl PerfGroup {
                 error: io::Error::from_raw_os_error(libc::ENOENT),
             })?;
             let leader = g.fds.first().copied().unwrap_or(-1);
-            let fd =
-                perf_event_open(ty, config, leader).map_err(|error| OpenError { event, error })?;
+            let fd = perf_event_open(ty, config, leader, read_format)
+                .map_err(|error| OpenError { event, error })?;
             g.fds.push(fd);
             g.positions.push(pos);
         }
-        g.buf = vec![0; 1 + g.fds.len()];
-        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
-        g.map_pages(&evs);
         Ok(g)
     }
 
