@@ -43,7 +43,8 @@ fn parse_hex(s: &str) -> Result<u64, String> {
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
         .unwrap_or(s);
-    u64::from_str_radix(digits, 16)
+    // Underscores allowed, as in the example the error gives.
+    u64::from_str_radix(&digits.replace('_', ""), 16)
         .map_err(|e| format!("expected a hex address such as 0x5555_5555_4000: {e}"))
 }
 
@@ -66,8 +67,7 @@ pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addr
     use hpmtrace::format::RecordType;
     use std::collections::{BTreeSet, HashMap};
     use std::io::Read;
-    let file = File::open(&args.trace)
-        .with_context(|| format!("cannot open trace {}", args.trace.display()))?;
+    let file = open(args)?;
     let (mut entries, mut calls, mut other) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     let mut stacks: HashMap<u16, Vec<u64>> = HashMap::new();
     decode_stream(
@@ -107,6 +107,15 @@ pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addr
     })
 }
 
+fn open(args: &InputArgs) -> Result<File> {
+    File::open(&args.trace).with_context(|| {
+        format!(
+            "cannot open trace {} (give the .rtd file the trace sink was saved to)",
+            args.trace.display()
+        )
+    })
+}
+
 fn decode_config(args: &InputArgs) -> DecodeConfig {
     DecodeConfig {
         channel: args.channel,
@@ -123,12 +132,7 @@ const PROGRESS_MIN_BYTES: u64 = 16 << 20;
 /// Decodes the trace named in `args`, passing headers and records to
 /// `sink`; decoding errors are printed to stderr (up to `max_errors`).
 pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats> {
-    let file = File::open(&args.trace).with_context(|| {
-        format!(
-            "cannot open trace {} (give the .rtd file the trace sink was saved to)",
-            args.trace.display()
-        )
-    })?;
+    let file = open(args)?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = if args.quiet || len < PROGRESS_MIN_BYTES {
         ProgressBar::hidden()

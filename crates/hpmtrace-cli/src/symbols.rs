@@ -173,10 +173,7 @@ impl Symbolizer {
         if best * 2 < entries.len() {
             return None;
         }
-        let func_of = |a: u64| {
-            let i = self.funcs.partition_point(|f| f.start <= a);
-            (i > 0 && a < self.funcs[i - 1].end).then(|| i - 1)
-        };
+        let func_of = |a: u64| self.func_at(a).map(|f| f.start);
         let score = |bias: u64| {
             let nested = calls
                 .iter()
@@ -216,13 +213,16 @@ impl Symbolizer {
         &self.cache[&addr]
     }
 
-    fn lookup(&mut self, addr: u64) -> Resolved {
+    /// The function containing the link address `addr`.
+    fn func_at(&self, addr: u64) -> Option<&Func> {
         let i = self.funcs.partition_point(|f| f.start <= addr);
-        let func = i
-            .checked_sub(1)
+        i.checked_sub(1)
             .map(|i| &self.funcs[i])
-            .filter(|f| addr < f.end);
-        let Some(f) = func else {
+            .filter(|f| addr < f.end)
+    }
+
+    fn lookup(&mut self, addr: u64) -> Resolved {
+        let Some(f) = self.func_at(addr) else {
             return Resolved::unknown();
         };
         let (name, offset) = (f.name.clone(), addr - f.start);

@@ -95,8 +95,13 @@ fn header(ct: CountType) -> Header {
 /// main -> fib(2) -> {fib(1), fib(0)}; main -> leaf. Readings are
 /// (cycles, instructions) at each record; trace-on at (900, 450).
 fn calls_trace(ct: CountType) -> Vec<u8> {
+    calls_trace_at(ct, 0)
+}
+
+/// [`calls_trace`] of the program loaded `bias` above its link addresses.
+fn calls_trace_at(ct: CountType, bias: u64) -> Vec<u8> {
     let p = prog();
-    let (m, f, l) = (p.main, p.fib, p.leaf);
+    let (m, f, l) = (p.main + bias, p.fib + bias, p.leaf + bias);
     use RecordType::{FuncEnter as In, FuncExit as Out};
     let events: [(RecordType, [u64; 2], [u64; 2], u64); 8] = [
         (In, [f, m], [1000, 500], 100),
@@ -333,6 +338,36 @@ fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
             before_tree.join("\n").trim_end()
         );
     }
+}
+
+/// The test ELF is a PIE, as gcc builds by default: a trace of it loaded
+/// elsewhere is symbolized once the load bias is inferred from the
+/// function entries, or given.
+#[test]
+fn a_pie_loaded_elsewhere_is_symbolized() {
+    let p = prog();
+    let bias = 0x5555_5555_4000;
+    let at_link = write("calls_link.rtd", &calls_trace(CountType::Raw));
+    let loaded = write("calls_loaded.rtd", &calls_trace_at(CountType::Raw, bias));
+    let report = |t: &Path, more: &[&str]| {
+        let mut args = vec!["report", s(t), "--elf", s(&p.elf)];
+        args.extend(more);
+        let (out, err, ok) = hpmtrace(&args);
+        assert!(ok, "{err}");
+        (out, err)
+    };
+    let (want, err) = report(&at_link, &[]);
+    assert!(err.contains("load bias 0x0,"), "{err}");
+    assert!(want.lines().any(|l| l.starts_with("fib ")), "{want}");
+    let (got, err) = report(&loaded, &[]);
+    assert!(err.contains("load bias 0x555555554000,"), "{err}");
+    assert_eq!(got, want);
+    let (got, err) = report(&loaded, &["--load-bias", "0x5555_5555_4000"]);
+    assert!(!err.contains("inferred"), "{err}");
+    assert_eq!(got, want);
+    // Without the bias nothing resolves.
+    let (got, _) = report(&loaded, &["--load-bias", "0"]);
+    assert!(!got.lines().any(|l| l.starts_with("fib ")), "{got}");
 }
 
 #[test]
