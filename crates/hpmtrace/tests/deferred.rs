@@ -2,13 +2,15 @@
 //! staging buffer fills, at pause, at read-out). Its trace must be the
 //! bytes that encoding every record at once gives: the test decodes the
 //! collector's trace and encodes the decoded records again, immediately,
-//! with the encoder and Nexus writer, and compares the bytes. One test
-//! function: the collector is process-wide.
+//! with the encoder and Nexus writer, and compares the bytes. That
+//! comparison cannot see a value recorded wrong (it is re-encoded as
+//! decoded), so the decoded records are also checked against what the
+//! threads did. One test function: the collector is process-wide.
 
 use hpmtrace::collect::{self, Mode};
 use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
 use hpmtrace::encoder::Encoder;
-use hpmtrace::format::{hw, CountType, Event, RecordType};
+use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_COUNTER_INDEX};
 use hpmtrace::linux::sw;
 use hpmtrace::nexus::NexusConfig;
 use hpmtrace::rtd::{RtdConfig, RtdWriter};
@@ -82,6 +84,54 @@ fn encode_at_once(items: &[Item], rtd: RtdConfig, sources: u16) -> Vec<u8> {
     out
 }
 
+/// The records `work(t)` makes: (kind, function, call site).
+fn calls(t: u64) -> Vec<(RecordType, u64, Option<u64>)> {
+    let mut v = Vec::new();
+    for i in 0..1500u64 {
+        let f = if i % 7 == 0 {
+            0x7f12_3456_0000
+        } else {
+            0x40_0000
+        } + 0x100 * t
+            + 2 * i;
+        v.push((RecordType::FuncEnter, f, Some(0x40_1000)));
+        v.push((RecordType::FuncExit, f, Some(0x40_1000)));
+    }
+    v
+}
+
+/// What the collector must have recorded, whatever the encoder does (the
+/// byte comparison re-encodes the decoded values, so it cannot see a
+/// wrong value): each source's records are one thread's hooks in order,
+/// and the timestamp counter is the record's trace time (Raw, DeltaXOR) or
+/// the time since the source's header (Delta).
+fn check_values(items: &[Item], ct: CountType) {
+    let mut got: Vec<Vec<(RecordType, u64, Option<u64>)>> = vec![Vec::new(); 3];
+    let mut since = [0u64; 3];
+    for it in items {
+        match it {
+            Item::Header(h) => since[h.src as usize] = h.timestamp.unwrap(),
+            Item::Record(r) => {
+                let t = r.timestamp.unwrap();
+                let want = match ct {
+                    CountType::Delta => t.wrapping_sub(since[r.src as usize]) & width_mask(40),
+                    _ => t,
+                };
+                let clock = r.counter(TIMESTAMP_COUNTER_INDEX).unwrap().reading;
+                assert_eq!(clock, want, "{ct:?}: {r:?}");
+                got[r.src as usize].push((r.kind, r.addr, r.addr2));
+            }
+        }
+    }
+    // The main thread (source 0): work(0), a mark, work(3).
+    let mark = got[0].remove(3000);
+    assert_eq!(mark.0, RecordType::Manual, "{ct:?}");
+    assert!(got[0] == [calls(0), calls(3)].concat(), "{ct:?}: source 0");
+    // The two workers, in the order they first recorded.
+    got[1..].sort_by_key(|v| v.first().map(|r| r.1));
+    assert!(got[1..] == [calls(1), calls(2)], "{ct:?}: sources 1 and 2");
+}
+
 fn run(count_type: CountType) {
     let s = Session::builder()
         .count_type(count_type)
@@ -140,6 +190,7 @@ fn run(count_type: CountType) {
     s.finish().unwrap();
 
     let items = decode(&bytes, rtd);
+    check_values(&items, count_type);
     let records = items
         .iter()
         .filter(|i| matches!(i, Item::Record(_)))
