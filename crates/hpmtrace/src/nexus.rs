@@ -856,4 +856,25 @@ mod tests {
         assert_eq!(t.update(0, None, false), Some(0x104));
         assert_eq!(t.update(1, Some(1), false), None, "per source");
     }
+
+    #[test]
+    fn timestamps_broken_chain_and_nearest_sync() {
+        let mut t = TimestampTracker::new(8);
+        assert_eq!(t.update(0, Some(0x10), true), Some(0x10));
+        // 0x10 -> 0x90 is half the range: no clean step, the chain breaks.
+        assert_eq!(t.update(0, Some(0x10 ^ 0x90), false), None);
+        assert_eq!(t.update(0, Some(1), false), None, "until a sync");
+        assert_eq!(t.update(0, None, false), None);
+        // A sync 0x85 ahead (or 0x7b behind, before time 0): ahead.
+        assert_eq!(t.update(0, Some(0x95), true), Some(0x95));
+        assert_eq!(t.update(0, Some(0x95 ^ 0x05), false), Some(0x105));
+        // A sync 0x15 behind the last time: taken as behind.
+        assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
+        // A lost message: no time until the next sync, which is believed.
+        t.forget();
+        assert_eq!(t.update(0, Some(0xf0 ^ 0xf1), false), None);
+        assert_eq!(t.update(0, None, false), None);
+        assert_eq!(t.update(0, Some(0xf2), true), Some(0xf2));
+        assert_eq!(t.update(0, Some(0xf2 ^ 0xf3), false), Some(0xf3));
+    }
 }
