@@ -754,8 +754,12 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept
                 Some(&out),
             );
             let (ipi_s, ipi_r) = (get("fw_ipi_sent", "cpu0"), get("fw_ipi_received", "cpu1"));
-            s.check("fwevents: IPIs sent on hart 0 = received on hart 1", ipi_s >= calls && ipi_r >= calls && ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100), false,
-                &format!(">= {calls} (one membarrier IPI per call) on both sides, equal within max(2, 1%) (a pending IPI is one bit: two sends may merge)"),
+            // Expedited membarrier interrupts only the CPUs whose current task
+            // runs this mm: a call that lands while a kernel thread briefly
+            // runs on cpu1 sends nothing, so "one per call" is a near bound.
+            let ipi_min = calls - calls / 10;
+            s.check("fwevents: IPIs sent on hart 0 = received on hart 1", ipi_s >= ipi_min && ipi_r >= ipi_min && ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100), false,
+                &format!(">= {ipi_min} (one membarrier IPI per call, {calls} calls, unless cpu1 runs another task at that instant) on both sides during the calls, equal within max(2, 1%) (a pending IPI is one bit: two sends may merge)"),
                 &format!("sent {ipi_s}, received {ipi_r}"), Some(&out));
             let (fi_s, fi_r) = (
                 get("fw_fence_i_sent", "cpu0"),

@@ -524,11 +524,22 @@ fn open_cpu_fw(cpu: u32) -> Result<Vec<Counter>, String> {
 }
 
 /// Phases of the two threads, advanced by spinning on an atomic so the
-/// hand-over itself sends no IPI.
+/// hand-over itself sends no IPI. Both threads read their counters at the
+/// same two points (after GO and at SENDER_DONE) and report the difference,
+/// so what cpu0 sends outside the loops (e.g. while cpu1 still waits for it
+/// to enable its events) counts on neither side.
 const PH_START: u32 = 0;
 const PH_RECEIVER_READY: u32 = 1;
-const PH_SENDER_DONE: u32 = 2;
-const PH_RECEIVER_DONE: u32 = 3;
+const PH_GO: u32 = 2;
+const PH_RECEIVER_BASE: u32 = 3;
+const PH_SENDER_DONE: u32 = 4;
+const PH_RECEIVER_DONE: u32 = 5;
+
+fn wait_phase(phase: &AtomicU32, want: u32) {
+    while phase.load(Ordering::SeqCst) != want {
+        std::hint::spin_loop();
+    }
+}
 
 fn fwevents() -> Result<(), String> {
     let cpus = sys::online_cpus();
@@ -546,9 +557,9 @@ fn fwevents() -> Result<(), String> {
     let page_addr = page.as_ptr() as usize;
     let phase = Arc::new(AtomicU32::new(PH_START));
 
-    // Receiver on cpu1: enables and disables its own per-CPU events locally
-    // (no cross-CPU perf IPI), spinning in user mode in between so the
-    // process's memory map stays live on cpu1.
+    // Receiver on cpu1: enables, reads and disables its own per-CPU events
+    // locally (no cross-CPU perf IPI), spinning in user mode in between so
+    // the process's memory map stays live on cpu1.
     let ph = phase.clone();
     let receiver = std::thread::spawn(move || -> Result<Vec<(FwEvent, Reading)>, String> {
         sys::pin_to_cpu(1).map_err(|e| e.to_string())?;
@@ -557,24 +568,27 @@ fn fwevents() -> Result<(), String> {
             c.enable().map_err(|e| e.to_string())?;
         }
         ph.store(PH_RECEIVER_READY, Ordering::SeqCst);
-        while ph.load(Ordering::SeqCst) != PH_SENDER_DONE {
-            std::hint::spin_loop();
-        }
+        wait_phase(&ph, PH_GO);
+        let base = read_fw(&cs)?;
+        ph.store(PH_RECEIVER_BASE, Ordering::SeqCst);
+        wait_phase(&ph, PH_SENDER_DONE);
+        let end = read_fw(&cs)?;
         for c in &cs {
             c.disable().map_err(|e| e.to_string())?;
         }
         ph.store(PH_RECEIVER_DONE, Ordering::SeqCst);
-        read_fw(&cs)
+        Ok(since(&base, end))
     });
 
     sys::pin_to_cpu(0).map_err(|e| e.to_string())?;
     let cs0 = open_cpu_fw(0)?;
-    while phase.load(Ordering::SeqCst) != PH_RECEIVER_READY {
-        std::hint::spin_loop();
-    }
+    wait_phase(&phase, PH_RECEIVER_READY);
     for c in &cs0 {
         c.enable().map_err(|e| e.to_string())?;
     }
+    phase.store(PH_GO, Ordering::SeqCst);
+    wait_phase(&phase, PH_RECEIVER_BASE);
+    let base0 = read_fw(&cs0)?;
     let mut call_errors = 0u64;
     for _ in 0..FW_CALLS {
         // IPI: expedited membarrier interrupts every CPU running this mm.
@@ -599,11 +613,13 @@ fn fwevents() -> Result<(), String> {
             ) != 0) as u64;
         }
     }
+    let r0 = since(&base0, read_fw(&cs0)?);
+    phase.store(PH_SENDER_DONE, Ordering::SeqCst);
+    // Spin (not join) until cpu1 has read: cpu0 must send nothing more.
+    wait_phase(&phase, PH_RECEIVER_DONE);
     for c in &cs0 {
         c.disable().map_err(|e| e.to_string())?;
     }
-    phase.store(PH_SENDER_DONE, Ordering::SeqCst);
-    let r0 = read_fw(&cs0)?;
     let r1 = receiver
         .join()
         .map_err(|_| "receiver panicked".to_string())??;
@@ -638,6 +654,17 @@ fn fwevents() -> Result<(), String> {
             .finish(),
     );
     Ok(())
+}
+
+/// Counts between two readings of the same events (times as at the end).
+fn since(base: &[(FwEvent, Reading)], end: Vec<(FwEvent, Reading)>) -> Vec<(FwEvent, Reading)> {
+    end.into_iter()
+        .zip(base)
+        .map(|((f, mut r), (_, b))| {
+            r.value = r.value.wrapping_sub(b.value);
+            (f, r)
+        })
+        .collect()
 }
 
 fn read_fw(cs: &[Counter]) -> Result<Vec<(FwEvent, Reading)>, String> {
