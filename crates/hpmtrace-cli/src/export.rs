@@ -6,6 +6,7 @@ use hpmtrace::format::RecordType;
 use serde_json::json;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// Export format.
@@ -40,14 +41,26 @@ pub struct ExportArgs {
 }
 
 /// Streams Chrome trace events as the walker rebuilds the timeline.
+///
+/// Events are written directly, not built as JSON values: a trace has
+/// millions of them, and names are escaped once each (cached).
 pub struct PerfettoWriter<W: Write> {
     out: W,
     err: Option<io::Error>,
     first: bool,
     cores: Vec<u16>,
     columns: Vec<String>,
+    /// Function name -> its JSON string literal.
+    names: HashMap<Arc<str>, Rc<str>>,
+    /// (core, column) -> the counter track's JSON string literal.
+    tracks: HashMap<(u16, usize), Rc<str>>,
     tick_ns: f64,
     t0: Option<u64>,
+}
+
+/// `s` as a JSON string literal, quotes included.
+fn json_str(s: &str) -> Rc<str> {
+    serde_json::Value::from(s).to_string().into()
 }
 
 impl<W: Write> PerfettoWriter<W> {
@@ -60,38 +73,61 @@ impl<W: Write> PerfettoWriter<W> {
             first: true,
             cores: Vec::new(),
             columns: Vec::new(),
+            names: HashMap::new(),
+            tracks: HashMap::new(),
             tick_ns,
             t0: None,
         };
-        w.event(json!({"ph":"M","name":"process_name","pid":1,"args":{"name":"hpmtrace"}}));
+        w.event(format_args!(
+            r#""ph":"M","name":"process_name","pid":1,"args":{{"name":"hpmtrace"}}"#
+        ));
         Ok(w)
     }
 
-    fn event(&mut self, v: serde_json::Value) {
+    /// Writes one event object with these members.
+    fn event(&mut self, members: std::fmt::Arguments<'_>) {
         if self.err.is_some() {
             return;
         }
         let sep = if self.first { "\n" } else { ",\n" };
         self.first = false;
-        if let Err(e) = write!(self.out, "{sep}{v}") {
+        if let Err(e) = write!(self.out, "{sep}{{{members}}}") {
             self.err = Some(e);
         }
     }
 
+    fn name(&mut self, func: &Arc<str>) -> Rc<str> {
+        if let Some(n) = self.names.get(func) {
+            return n.clone();
+        }
+        let n = json_str(func);
+        self.names.insert(func.clone(), n.clone());
+        n
+    }
+
+    /// Microseconds since the first timestamp (sequence numbers without
+    /// timestamps), as JSON: never NaN or infinite.
     fn us(&mut self, at: &Point<'_>) -> f64 {
-        match at.ts {
+        let us = match at.ts {
             Some(t) => {
                 let t0 = *self.t0.get_or_insert(t);
                 t.saturating_sub(t0) as f64 * self.tick_ns / 1000.0
             }
             None => at.seq as f64,
+        };
+        if us.is_finite() {
+            us
+        } else {
+            0.0
         }
     }
 
     fn core(&mut self, core: u16) {
         if !self.cores.contains(&core) {
             self.cores.push(core);
-            self.event(json!({"ph":"M","name":"thread_name","pid":1,"tid":core,"args":{"name":format!("core {core}")}}));
+            self.event(format_args!(
+                r#""ph":"M","name":"thread_name","pid":1,"tid":{core},"args":{{"name":"core {core}"}}"#
+            ));
         }
     }
 
@@ -107,33 +143,57 @@ impl<W: Write> PerfettoWriter<W> {
 
 impl<W: Write> Visitor for PerfettoWriter<W> {
     fn columns(&mut self, columns: &[String]) {
-        self.columns = columns.to_vec();
+        if self.columns != columns {
+            self.columns = columns.to_vec();
+            self.tracks.clear();
+        }
     }
     fn open(&mut self, core: u16, func: &Arc<str>, at: Point<'_>, synthetic: bool) {
         self.core(core);
         let ts = self.us(&at);
-        self.event(json!({"ph":"B","name":&**func,"cat":if synthetic {"function (entry not traced)"} else {"function"},"pid":1,"tid":core,"ts":ts}));
+        let name = self.name(func);
+        let cat = if synthetic {
+            "function (entry not traced)"
+        } else {
+            "function"
+        };
+        self.event(format_args!(
+            r#""ph":"B","name":{name},"cat":"{cat}","pid":1,"tid":{core},"ts":{ts}"#
+        ));
     }
     fn close(&mut self, core: u16, _func: &Arc<str>, at: Point<'_>) {
         let ts = self.us(&at);
-        self.event(json!({"ph":"E","pid":1,"tid":core,"ts":ts}));
+        self.event(format_args!(r#""ph":"E","pid":1,"tid":{core},"ts":{ts}"#));
     }
     fn sample(&mut self, core: u16, kind: RecordType, func: &Arc<str>, at: Point<'_>) {
         self.core(core);
         let ts = self.us(&at);
+        let name = self.name(func);
         let cat = if kind == RecordType::Isr {
             "sample"
         } else {
             "manual"
         };
-        self.event(json!({"ph":"i","s":"t","name":&**func,"cat":cat,"pid":1,"tid":core,"ts":ts}));
+        self.event(format_args!(
+            r#""ph":"i","s":"t","name":{name},"cat":"{cat}","pid":1,"tid":{core},"ts":{ts}"#
+        ));
     }
     fn counters(&mut self, core: u16, at: Point<'_>) {
         self.core(core);
         let ts = self.us(&at);
         for c in 1..self.columns.len().min(at.totals.len()) {
-            let name = format!("core {core} {}", self.columns[c]);
-            self.event(json!({"ph":"C","name":name,"pid":1,"ts":ts,"args":{"value":at.totals[c]}}));
+            let name = match self.tracks.get(&(core, c)) {
+                Some(n) => n.clone(),
+                None => {
+                    let n = json_str(&format!("core {core} {}", self.columns[c]));
+                    self.tracks.insert((core, c), n.clone());
+                    n
+                }
+            };
+            let v = at.totals[c];
+            self.event(format_args!(
+                r#""ph":"C","name":{name},"pid":1,"ts":{ts},"args":{{"value":{v}}}"#
+            ));
         }
     }
 }

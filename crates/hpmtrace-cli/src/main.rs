@@ -15,6 +15,7 @@ use pipeline::InputArgs;
 use stack::{NoVisitor, Walker};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use symbols::Symbolizer;
 
@@ -126,7 +127,10 @@ fn walk(
     } else {
         Walker::without_tree()
     };
-    let stats = pipeline::run(input, &mut |o| w.item(o, &mut sym, v))?;
+    let stats = pipeline::run(input, &mut |o| {
+        w.item(o, &mut sym, v);
+        ControlFlow::Continue(())
+    })?;
     w.finish(v);
     Ok((w, stats))
 }
@@ -149,11 +153,12 @@ fn run(cli: Cli) -> Result<()> {
             let elf = input.elf.as_ref().map(|p| p.display().to_string());
             let mut tw = text::TextWriter::new(output(&out_path)?, format, elf.as_deref())?;
             let mut err: Option<io::Error> = None;
-            pipeline::run(&input, &mut |o| {
-                if err.is_none() {
-                    if let Err(e) = tw.item(o, &mut sym) {
-                        err = Some(e);
-                    }
+            pipeline::run(&input, &mut |o| match tw.item(o, &mut sym) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    // Stop decoding: nothing more can be written.
+                    err = Some(e);
+                    ControlFlow::Break(())
                 }
             })?;
             if let Some(e) = err {

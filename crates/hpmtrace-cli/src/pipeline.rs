@@ -1,11 +1,17 @@
 //! Reading a trace file: decoding, progress, error reporting.
 
 use anyhow::{Context, Result};
-use hpmtrace::decode::{decode_stream, DecodeConfig, DecodeError, Output, Stats};
+use hpmtrace::decode::{
+    decode_stream, DecodeConfig, DecodeError, HeaderInfo, Output, Record, Stats,
+};
 use hpmtrace::nexus::NexusConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fs::File;
+use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 /// Options shared by every command that reads a trace.
 #[derive(clap::Args, Debug, Clone)]
@@ -36,6 +42,10 @@ pub struct InputArgs {
     /// from the trace's function-entry records.
     #[arg(long, value_parser = parse_hex)]
     pub load_bias: Option<u64>,
+    /// Decode and write on one thread (default: the Nexus decoder runs on
+    /// a thread of its own, ahead of symbolization and output).
+    #[arg(long)]
+    pub single_thread: bool,
 }
 
 fn parse_hex(s: &str) -> Result<u64, String> {
@@ -130,8 +140,13 @@ fn decode_config(args: &InputArgs) -> DecodeConfig {
 const PROGRESS_MIN_BYTES: u64 = 16 << 20;
 
 /// Decodes the trace named in `args`, passing headers and records to
-/// `sink`; decoding errors are printed to stderr (up to `max_errors`).
-pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats> {
+/// `sink` until it breaks; decoding errors are printed to stderr (up to
+/// `max_errors`). Unless `--single-thread`, decoding runs on a second
+/// thread a few batches ahead of `sink` (memory stays bounded).
+pub fn run(
+    args: &InputArgs,
+    sink: &mut dyn FnMut(&Output<'_>) -> ControlFlow<()>,
+) -> Result<Stats> {
     let file = open(args)?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = if args.quiet || len < PROGRESS_MIN_BYTES {
@@ -149,24 +164,39 @@ pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats>
     };
     let cfg = decode_config(args);
     let mut shown = 0usize;
-    let mut report = |e: &DecodeError| {
-        if shown < args.max_errors {
-            bar.suspend(|| eprintln!("hpmtrace: warning: {}: {e}", args.trace.display()));
-        }
-        shown += 1;
-    };
-    let stats = decode_stream(
-        file,
-        cfg,
-        &mut |o| {
-            if let Output::Error(e) = &o {
-                report(e);
+    let mut each = |o: &Output<'_>| {
+        if let Output::Error(e) = o {
+            if shown < args.max_errors {
+                bar.suspend(|| eprintln!("hpmtrace: warning: {}: {e}", args.trace.display()));
             }
-            sink(&o);
-        },
-        &mut |off| bar.set_position(off),
-    );
+            shown += 1;
+        }
+        sink(o)
+    };
+    let stop = AtomicBool::new(false);
+    let input = StopReader {
+        inner: file,
+        stop: &stop,
+    };
+    let stats = if args.single_thread {
+        decode_stream(
+            input,
+            cfg,
+            &mut |o| {
+                if !stop.load(Ordering::Relaxed) && each(&o).is_break() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+            &mut |off| bar.set_position(off),
+        )
+    } else {
+        decode_threaded(input, cfg, &bar, &stop, &mut each)
+    };
     bar.finish_and_clear();
+    if stop.load(Ordering::Relaxed) {
+        // The consumer stopped early (e.g. a closed pipe): it reports why.
+        return Ok(stats);
+    }
     if stats.errors as usize > args.max_errors {
         eprintln!(
             "hpmtrace: warning: {} decoding errors in total ({} shown; raise --max-errors to see more)",
@@ -181,4 +211,122 @@ pub fn run(args: &InputArgs, sink: &mut dyn FnMut(&Output<'_>)) -> Result<Stats>
         );
     }
     Ok(stats)
+}
+
+/// The trace file, ending early once the consumer has stopped (the
+/// decoder then finishes at what looks like the end of the file).
+struct StopReader<'a> {
+    inner: File,
+    stop: &'a AtomicBool,
+}
+
+impl Read for StopReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// A decoder output the decoding thread owns until the consumer has seen it.
+enum Item {
+    /// Boxed: a header is 808 bytes, a record slot should not be.
+    Header(Box<HeaderInfo>),
+    Record(Record),
+    Error(DecodeError),
+}
+
+impl Item {
+    /// Stores `o` here, reusing this slot's counter vector when both are
+    /// records (most are: no allocation per record once batches recycle).
+    fn set(&mut self, o: &Output<'_>) {
+        match (self, o) {
+            (Item::Record(dst), Output::Record(r)) => dst.clone_from(r),
+            (slot, o) => *slot = Item::from(o),
+        }
+    }
+
+    fn output(&self) -> Output<'_> {
+        match self {
+            Item::Header(h) => Output::Header(h),
+            Item::Record(r) => Output::Record(r),
+            Item::Error(e) => Output::Error(e.clone()),
+        }
+    }
+}
+
+impl From<&Output<'_>> for Item {
+    fn from(o: &Output<'_>) -> Item {
+        match o {
+            Output::Header(h) => Item::Header(Box::new(**h)),
+            Output::Record(r) => Item::Record((*r).clone()),
+            Output::Error(e) => Item::Error(e.clone()),
+        }
+    }
+}
+
+/// Items per hand-over between the threads.
+const BATCH: usize = 2048;
+/// Batches in flight: the decoder's lead over the consumer.
+const IN_FLIGHT: usize = 4;
+
+/// Decodes on a scoped thread, handing batches of items to `each` on this
+/// one; used batches go back to the decoder to be refilled in place.
+fn decode_threaded(
+    input: StopReader<'_>,
+    cfg: DecodeConfig,
+    bar: &ProgressBar,
+    stop: &AtomicBool,
+    each: &mut dyn FnMut(&Output<'_>) -> ControlFlow<()>,
+) -> Stats {
+    let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<Item>, usize)>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<Item>>();
+    std::thread::scope(|s| {
+        let decoder = s.spawn(move || {
+            let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
+            let mut n = 0usize;
+            let send = |batch: &mut Vec<Item>, n: &mut usize| {
+                let next = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                if full_tx.send((std::mem::replace(batch, next), *n)).is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                *n = 0;
+            };
+            let stats = decode_stream(
+                input,
+                cfg,
+                &mut |o| {
+                    match batch.get_mut(n) {
+                        Some(slot) => slot.set(&o),
+                        None => batch.push(Item::from(&o)),
+                    }
+                    n += 1;
+                    if n == BATCH {
+                        send(&mut batch, &mut n);
+                    }
+                },
+                &mut |off| bar.set_position(off),
+            );
+            if n > 0 {
+                send(&mut batch, &mut n);
+            }
+            stats
+        });
+        'batches: for (batch, n) in full_rx.iter() {
+            for item in &batch[..n] {
+                if each(&item.output()).is_break() {
+                    stop.store(true, Ordering::Relaxed);
+                    break 'batches;
+                }
+            }
+            // The decoder may have finished and dropped its end: fine.
+            let _ = empty_tx.send(batch);
+        }
+        // Unblocks a decoder waiting to send, so it sees `stop`.
+        drop(full_rx);
+        decoder.join().expect("decoder thread panicked")
+    })
 }

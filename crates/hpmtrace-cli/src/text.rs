@@ -8,6 +8,7 @@ use hpmtrace::format::{CountType, Event, Header, RecordType};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::io::{self, Write};
 use std::rc::Rc;
 
@@ -33,7 +34,31 @@ pub struct TextWriter<W: Write> {
     names: HashMap<u16, Names>,
     /// Per-address location text in this writer's format (traces revisit
     /// few addresses, so formatting each once pays).
-    frag: HashMap<u64, std::rc::Rc<str>>,
+    frag: HashMap<u64, std::rc::Rc<str>, BuildHasherDefault<AddrHasher>>,
+    /// The `.perf` lines of the record being written (reused).
+    line: Vec<u8>,
+}
+
+/// Hashes the `u64` addresses of [`TextWriter::frag`] with one multiply:
+/// they come from the trace, but a collision only costs a probe, and
+/// SipHash was a tenth of the `.perf` writer's time.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
 }
 
 fn count_type_name(c: CountType) -> &'static str {
@@ -82,7 +107,8 @@ impl<W: Write> TextWriter<W> {
             format,
             headers: HashMap::new(),
             names: HashMap::new(),
-            frag: HashMap::new(),
+            frag: HashMap::default(),
+            line: Vec::with_capacity(1024),
         })
     }
 
@@ -203,50 +229,71 @@ impl<W: Write> TextWriter<W> {
     }
 
     fn perf_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        let (core, ts) = (r.src, r.timestamp.unwrap_or(0));
+        // Built by hand into one buffer: these lines are most of a decode's
+        // output, and `write!` per line was half of its time.
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let mut num = itoa::Buffer::new();
+        line.push(b'[');
+        line.extend_from_slice(num.format(r.src).as_bytes());
+        line.extend_from_slice(b"] ");
+        line.extend_from_slice(num.format(r.timestamp.unwrap_or(0)).as_bytes());
+        line.push(b' ');
+        let head = line.len();
         let a2 = r.addr2.unwrap_or(0);
         // The address the counter lines refer to: the function for
         // enter, the returned-to function for exit, else the PC.
         let pc = match r.kind {
             RecordType::FuncEnter => {
-                let f = self.loc(r.addr, sym);
-                writeln!(
-                    self.out,
-                    "[{core}] {ts} [Func Enter at 0x{:08x}] [Called From 0x{a2:08x}]{f}",
+                write!(
+                    line,
+                    "[Func Enter at 0x{:08x}] [Called From 0x{a2:08x}]",
                     r.addr
                 )?;
                 r.addr
             }
             RecordType::FuncExit => {
-                let f = self.loc(a2, sym);
-                writeln!(
-                    self.out,
-                    "[{core}] {ts} [Func Exit] [Func at 0x{:08x}] [Returning to 0x{a2:08x}]{f}",
+                write!(
+                    line,
+                    "[Func Exit] [Func at 0x{:08x}] [Returning to 0x{a2:08x}]",
                     r.addr
                 )?;
                 a2
             }
             RecordType::Manual | RecordType::Isr => {
-                let f = self.loc(r.addr, sym);
-                writeln!(self.out, "[{core}] {ts} PC=0x{:08x} [Address]{f}", r.addr)?;
+                write!(line, "PC=0x{:08x} [Address]", r.addr)?;
                 r.addr
             }
         };
-        if r.counters.is_empty() {
-            return Ok(());
-        }
         let f = self.loc(pc, sym);
-        let prefix = format!("[{core}] {ts} PC=0x{pc:08x} [Perf Cntr] [Index=");
-        for c in &r.counters {
-            // SiFive's decoder prints the recorded value for Raw and Delta
-            // traces and the reconstructed reading for DeltaXOR ones.
-            let v = match r.count_type {
-                CountType::Delta => c.recorded,
-                _ => c.reading,
-            };
-            writeln!(self.out, "{prefix}{}] [Value={v}] {f}", c.index)?;
+        line.extend_from_slice(f.as_bytes());
+        line.push(b'\n');
+        if !r.counters.is_empty() {
+            let start = line.len();
+            line.extend_from_within(..head);
+            write!(line, "PC=0x{pc:08x} [Perf Cntr] [Index=")?;
+            let prefix = start..line.len();
+            for (k, c) in r.counters.iter().enumerate() {
+                if k > 0 {
+                    line.extend_from_within(prefix.clone());
+                }
+                // SiFive's decoder prints the recorded value for Raw and
+                // Delta traces and the reconstructed reading for DeltaXOR.
+                let v = match r.count_type {
+                    CountType::Delta => c.recorded,
+                    _ => c.reading,
+                };
+                line.extend_from_slice(num.format(c.index).as_bytes());
+                line.extend_from_slice(b"] [Value=");
+                line.extend_from_slice(num.format(v).as_bytes());
+                line.extend_from_slice(b"] ");
+                line.extend_from_slice(f.as_bytes());
+                line.push(b'\n');
+            }
         }
-        Ok(())
+        let res = self.out.write_all(&line);
+        self.line = line;
+        res
     }
 
     /// Counter names of a core's header (shared, cheap to clone).

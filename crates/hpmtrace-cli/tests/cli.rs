@@ -712,3 +712,65 @@ fn cores_are_reported_separately() {
         .collect();
     assert_eq!(leaf[..4], ["leaf", "2", "90", "90"]);
 }
+
+#[test]
+fn decoding_on_a_second_thread_changes_nothing() {
+    // 40,000 records: many hand-over batches and a partial last one.
+    let p = prog();
+    let (m, f) = (p.main, p.fib);
+    // Raw: decoding resumes at the next record after damage.
+    let mut enc = Encoder::new(header(CountType::Raw));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(8 << 20));
+    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
+    let mut t = 100;
+    for i in 0..20_000u64 {
+        t += 7;
+        let r = [1000 + 50 * i, 500 + 20 * i];
+        enc.record(&mut w, RecordType::FuncEnter, [f, m], &r, t)
+            .unwrap();
+        enc.record(
+            &mut w,
+            RecordType::FuncExit,
+            [f, m],
+            &[r[0] + 9, r[1] + 4],
+            t + 3,
+        )
+        .unwrap();
+    }
+    let mut bytes = w.into_inner().data().to_vec();
+    // Damage along the way: errors must come out in the same places.
+    for k in 1..30 {
+        let at = k * bytes.len() / 31;
+        bytes[at] ^= 0x26;
+    }
+    let t = write("threads.rtd", &bytes);
+    for format in ["perf", "csv", "json"] {
+        let one = hpmtrace(&["decode", "-f", format, "--single-thread", s(&t)]);
+        let two = hpmtrace(&["decode", "-f", format, s(&t)]);
+        assert!(one.2 && two.2);
+        assert!(one.1.contains("byte offset"), "{}", one.1);
+        assert_eq!(one, two, "{format}");
+        let last = (1000 + 50 * 19_999 + 9).to_string();
+        assert!(one.0.contains(&last), "{format}: the last record is kept");
+    }
+    let one = hpmtrace(&["report", "--single-thread", "--elf", s(&p.elf), s(&t)]);
+    let two = hpmtrace(&["report", "--elf", s(&p.elf), s(&t)]);
+    assert_eq!(one, two);
+    // A reader that stops early (`| head`) stops the decoder: clean exit.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hpmtrace"))
+        .args(["decode", "-q", s(&t)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("error"),
+        "{:?}",
+        out
+    );
+}

@@ -435,6 +435,43 @@ impl<R: Read> MessageReader<R> {
 
     /// The next message, `None` at the end of the input.
     pub fn next_message(&mut self) -> Option<Result<Located, NexusError>> {
+        if let Some(m) = self.buffered_message() {
+            return Some(m);
+        }
+        self.next_message_bytewise()
+    }
+
+    /// Fast path: the next message parsed in place when the buffer holds
+    /// all of it, framing clean; `None` leaves everything else (idle bytes
+    /// at the buffer's end, a message across the refill, bad framing) to
+    /// the byte-wise path, which consumes nothing less.
+    fn buffered_message(&mut self) -> Option<Result<Located, NexusError>> {
+        let mut start = self.pos;
+        while start < self.len && self.buf[start] & 3 == MSEO_END_MESSAGE {
+            start += 1;
+        }
+        let window = &self.buf[start..self.len.min(start + MAX_MESSAGE_BYTES)];
+        let end = window
+            .iter()
+            .position(|&b| matches!(b & 3, MSEO_RESERVED | MSEO_END_MESSAGE))?;
+        if window[end] & 3 != MSEO_END_MESSAGE {
+            return None;
+        }
+        let bytes = &window[..=end];
+        let offset = self.base + start as u64;
+        self.pos = start + end + 1;
+        Some(
+            parse_message(bytes, &self.cfg)
+                .map(|message| Located {
+                    offset,
+                    len: bytes.len() as u32,
+                    message,
+                })
+                .map_err(|kind| NexusError { offset, kind }),
+        )
+    }
+
+    fn next_message_bytewise(&mut self) -> Option<Result<Located, NexusError>> {
         // Skip idle bytes (end-of-message bytes between messages).
         let first = loop {
             match self.next_byte() {
@@ -876,5 +913,79 @@ mod tests {
         assert_eq!(t.update(0, None, false), None);
         assert_eq!(t.update(0, Some(0xf2), true), Some(0xf2));
         assert_eq!(t.update(0, Some(0xf2 ^ 0xf3), false), Some(0xf3));
+    }
+
+    /// Hands out its bytes `chunk` at a time, so messages straddle refills
+    /// and the reader's in-buffer fast path meets every boundary case.
+    struct Chunked<'a> {
+        bytes: &'a [u8],
+        chunk: usize,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.chunk.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn fast_path_and_bytewise_reading_agree_on_clean_and_corrupt_streams() {
+        let cfg = NexusConfig {
+            src_bits: 1,
+            timestamp_bits: 40,
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..40 {
+            let mut bytes = Vec::new();
+            for _ in 0..300 {
+                let r = next();
+                let m = Message::DataAcquisition(DataAcquisition {
+                    src: (r & 1) as u16,
+                    idtag: (r >> 1) as u32 & 0x3f,
+                    data: (r >> 8) as u32 >> (r % 32),
+                    timestamp: (r & 6 != 0).then_some(r >> 40),
+                });
+                bytes.extend_from_slice(encode_message(&m, &cfg).as_slice());
+                if r % 7 == 0 {
+                    bytes.push(0x03); // idle byte
+                }
+            }
+            // From round 10 on: flipped bits (reserved MSEO, lost ends).
+            for _ in 0..(round / 10) * 20 {
+                let r = next() as usize;
+                let at = r % bytes.len();
+                bytes[at] ^= 1 << ((r >> 32) % 8);
+            }
+            if round % 3 == 0 {
+                // A run with no end-of-message byte: too long for a message.
+                let at = next() as usize % bytes.len();
+                bytes.splice(at..at, std::iter::repeat_n(0x04, MAX_MESSAGE_BYTES + 3));
+            }
+            if round % 4 == 1 {
+                bytes.truncate(bytes.len() - 2); // ends inside a message
+            }
+            let whole = one(&bytes, cfg);
+            assert!(whole.iter().filter(|m| m.is_ok()).count() > 100);
+            for chunk in [1, 2, 5, 64, 4096] {
+                let got: Vec<_> = MessageReader::new(
+                    Chunked {
+                        bytes: &bytes,
+                        chunk,
+                    },
+                    cfg,
+                )
+                .collect();
+                assert_eq!(got, whole, "round {round}, {chunk}-byte reads");
+            }
+        }
     }
 }
