@@ -105,16 +105,20 @@ struct Run {
 fn qemu(
     bios: &Path,
     kernel: &Path,
-    machine: &str,
-    cpu: &str,
-    smp: u32,
+    case: &Case,
     extra: &[&str],
     timeout: Duration,
     stop_at: Option<&str>,
 ) -> Result<Run> {
     let mut cmd = Command::new("qemu-system-riscv64");
-    cmd.args(["-machine", machine, "-cpu", cpu, "-m", "256M", "-nographic"])
-        .args(["-icount", "shift=0,sleep=off", "-smp", &smp.to_string()])
+    cmd.args(["-machine", case.machine, "-cpu", case.cpu])
+        .args(["-m", "256M", "-nographic"])
+        .args([
+            "-icount",
+            "shift=0,sleep=off",
+            "-smp",
+            &case.smp.to_string(),
+        ])
         .arg("-bios")
         .arg(bios)
         .arg("-kernel")
@@ -227,16 +231,7 @@ pub fn test() -> Result<()> {
     let mut boot_insns = Vec::new();
     for case in CASES {
         step(&format!("firmware + sbi-check: {}", case.name));
-        let run = qemu(
-            &fw,
-            &payload,
-            case.machine,
-            case.cpu,
-            case.smp,
-            &[],
-            Duration::from_secs(180),
-            None,
-        )?;
+        let run = qemu(&fw, &payload, case, &[], Duration::from_secs(180), None)?;
         let problems = check_run(&run, case.smp);
         if problems.is_empty() {
             eprintln!(
@@ -360,12 +355,16 @@ fn boot_failure_run(fw: &Path, payload: &Path) -> Result<()> {
     )
     .context("dtc failed: `cargo xtask setup` installs device-tree-compiler")?;
     let dtb_s = dtb.to_string_lossy().to_string();
+    let case = Case {
+        name: "no memory node",
+        machine: "virt",
+        cpu: "rv64",
+        smp: 1,
+    };
     let run = qemu(
         fw,
         payload,
-        "virt",
-        "rv64",
-        1,
+        &case,
         &["-dtb", &dtb_s],
         Duration::from_secs(60),
         None,
@@ -395,9 +394,7 @@ fn opensbi_numbers(payload: &Path) -> (u64, u64) {
     let insns = qemu(
         path,
         payload,
-        "virt",
-        "rv64,sscofpmf=true",
-        1,
+        &CASES[0],
         &[],
         Duration::from_secs(60),
         Some("boot-hart="),

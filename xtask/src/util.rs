@@ -29,6 +29,36 @@ pub fn step(msg: &str) {
     eprintln!("\x1b[1m==>\x1b[0m {msg}");
 }
 
+/// The outcome of one test check, as the QEMU suites print it.
+pub enum Verdict<'a> {
+    Pass,
+    /// An optional feature the peer firmware lacks: reported, not failed.
+    Lacks,
+    /// Failed; `context` (e.g. the guest console tail) follows the lines.
+    Fail {
+        context: Option<&'a str>,
+    },
+}
+
+/// Prints one check line (`label` names firmware/scenario and check).
+pub fn print_check(label: &str, verdict: Verdict<'_>, expected: &str, got: &str) {
+    match verdict {
+        Verdict::Pass => println!("  \x1b[32mpass\x1b[0m  {label}: {got}"),
+        Verdict::Lacks => println!(
+            "  \x1b[33mlacks\x1b[0m {label}: expected {expected}, got {got} (peer lacks this; not a failure)"
+        ),
+        Verdict::Fail { context } => {
+            println!("  \x1b[31mFAIL\x1b[0m  {label}\n        expected: {expected}\n        got:      {got}");
+            if let Some(c) = context {
+                println!("        guest console tail:");
+                for l in c.lines() {
+                    println!("        | {l}");
+                }
+            }
+        }
+    }
+}
+
 /// Run a command, failing with its command line if it exits non-zero.
 pub fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd

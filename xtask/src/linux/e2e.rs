@@ -7,7 +7,7 @@
 use super::dt::{Chosen, NoisyNeighbour};
 use super::qemu::{kernel_command_line, Firmware, Outcome};
 use super::{Guest, DEMO_ITERS, STEAL_BUSY_MS};
-use crate::util::step;
+use crate::util::{print_check, step, Verdict};
 use anyhow::{bail, Result};
 use serde_json::Value;
 
@@ -276,23 +276,19 @@ impl Suite<'_> {
             (false, false) => Status::Fail,
         };
         let label = format!("[{}] {name}", self.fw.name);
+        let tail = out.map(|o| o.tail(25));
         match status {
             Status::Pass => {
-                println!("  \x1b[32mpass\x1b[0m  {label}: {got}");
+                print_check(&label, Verdict::Pass, expected, got);
                 self.report.passed += 1;
             }
             Status::Lacks => {
-                println!("  \x1b[33mlacks\x1b[0m {label}: expected {expected}, got {got} (peer lacks this; not a failure)");
+                print_check(&label, Verdict::Lacks, expected, got);
                 self.report.lacks.push(label);
             }
             Status::Fail => {
-                println!("  \x1b[31mFAIL\x1b[0m  {label}\n        expected: {expected}\n        got:      {got}");
-                if let Some(o) = out {
-                    println!("        guest console tail:");
-                    for l in o.tail(25).lines() {
-                        println!("        | {l}");
-                    }
-                }
+                let context = tail.as_deref();
+                print_check(&label, Verdict::Fail { context }, expected, got);
                 self.report.failed.push(label);
             }
         }
@@ -1169,7 +1165,12 @@ pub fn run_all() -> Result<()> {
     let ours = match super::our_firmware() {
         Ok(f) => Some(f),
         Err(e) => {
-            println!("  \x1b[31mFAIL\x1b[0m  [rvpmu-fw] firmware builds\n        expected: crate::firmware::build() gives a -bios image\n        got:      {e:#}\n        (the checks on our firmware did not run)");
+            print_check(
+                "[rvpmu-fw] firmware builds",
+                Verdict::Fail { context: None },
+                "crate::firmware::build() gives a -bios image",
+                &format!("{e:#} (the checks on our firmware did not run)"),
+            );
             report.failed.push("[rvpmu-fw] firmware builds".into());
             None
         }

@@ -11,7 +11,7 @@
 use super::dt::Chosen;
 use super::{initramfs, kernel, our_firmware, Guest};
 use crate::trace::{fib_decode_config, FIB_CHANNEL, FIB_SRC_BITS};
-use crate::util::step;
+use crate::util::{print_check, step, Verdict};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -150,7 +150,7 @@ struct Checks {
 impl Checks {
     fn check(&mut self, name: &str, ok: bool, expected: &str, got: &str) {
         if ok {
-            println!("  \x1b[32mpass\x1b[0m  [{}] {name}: {got}", self.label);
+            print_check(&self.name(name), Verdict::Pass, expected, got);
             self.passed += 1;
         } else {
             self.fail(name, expected, got);
@@ -158,11 +158,13 @@ impl Checks {
     }
 
     fn fail(&mut self, name: &str, expected: &str, got: &str) {
-        println!(
-            "  \x1b[31mFAIL\x1b[0m  [{}] {name}\n        expected: {expected}\n        got:      {got}",
-            self.label
-        );
-        self.failed.push(format!("[{}] {name}", self.label));
+        let label = self.name(name);
+        print_check(&label, Verdict::Fail { context: None }, expected, got);
+        self.failed.push(label);
+    }
+
+    fn name(&self, check: &str) -> String {
+        format!("[{}] {check}", self.label)
     }
 }
 
