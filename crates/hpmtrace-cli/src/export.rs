@@ -1,6 +1,7 @@
 //! `hpmtrace export`: Perfetto/Chrome trace JSON, speedscope evented JSON,
 //! folded stacks and SVG flame graphs.
 
+use crate::fastmap::FastMap;
 use crate::stack::{Point, Visitor, Walker, TIME};
 use hpmtrace::format::RecordType;
 use serde_json::json;
@@ -51,7 +52,7 @@ pub struct PerfettoWriter<W: Write> {
     cores: Vec<u16>,
     columns: Vec<String>,
     /// Function name -> its JSON string literal.
-    names: HashMap<Arc<str>, Rc<str>>,
+    names: FastMap<Arc<str>, Rc<str>>,
     /// (core, column) -> the counter track's JSON string literal.
     tracks: HashMap<(u16, usize), Rc<str>>,
     tick_ns: f64,
@@ -73,7 +74,7 @@ impl<W: Write> PerfettoWriter<W> {
             first: true,
             cores: Vec::new(),
             columns: Vec::new(),
-            names: HashMap::new(),
+            names: FastMap::default(),
             tracks: HashMap::new(),
             tick_ns,
             t0: None,
@@ -203,7 +204,7 @@ pub struct SpeedscopeCollector {
     weight: Option<String>,
     col: Option<usize>,
     frames: Vec<Arc<str>>,
-    frame_of: HashMap<Arc<str>, u32>,
+    frame_of: FastMap<Arc<str>, u32>,
     events: HashMap<u16, Vec<(bool, u32, u64)>>,
     unit_time: bool,
 }
@@ -215,7 +216,7 @@ impl SpeedscopeCollector {
             weight,
             col: None,
             frames: Vec::new(),
-            frame_of: HashMap::new(),
+            frame_of: FastMap::default(),
             events: HashMap::new(),
             unit_time: false,
         }
@@ -315,42 +316,55 @@ pub fn weight_column(w: &Walker, weight: Option<&str>) -> Result<Option<usize>, 
     }
 }
 
-/// Folded stack lines from the call tree (exclusive weights, or calls).
+/// Deepest call path written by [`folded`]: each line repeats its whole
+/// path, so a pathological (e.g. damaged) trace nesting millions deep would
+/// make the output quadratic; deeper frames are folded into their ancestor
+/// at this depth.
+pub const FOLDED_MAX_DEPTH: usize = 2048;
+
+/// Folded stack lines from the call tree (exclusive weights, or calls), in
+/// depth-first order with children sorted by name.
 pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
+    let t = &w.tree;
+    let weight = |n: usize| match col {
+        Some(c) => t.excl(n).get(c).copied().unwrap_or(0),
+        None => t.calls(n),
+    };
+    let sorted_children = |n: usize| {
+        let mut kids: Vec<usize> = t.children(n).collect();
+        kids.sort_by(|&a, &b| t.func(a).cmp(t.func(b)));
+        kids
+    };
     let mut lines = Vec::new();
     let multi = w.roots.len() > 1;
-    fn walk(
-        w: &Walker,
-        n: usize,
-        path: &mut Vec<String>,
-        col: Option<usize>,
-        lines: &mut Vec<String>,
-    ) {
-        let node = &w.nodes[n];
-        path.push(node.func.replace(';', ":"));
-        let v = match col {
-            Some(c) => node.excl.get(c).copied().unwrap_or(0),
-            None => node.calls,
-        };
-        if v > 0 && !path.is_empty() {
-            lines.push(format!("{} {v}", path.join(";")));
-        }
-        let mut kids = node.children.clone();
-        kids.sort_by(|&a, &b| w.nodes[a].func.cmp(&w.nodes[b].func));
-        for k in kids {
-            walk(w, k, path, col, lines);
-        }
-        path.pop();
-    }
     for &(_, root) in &w.roots {
-        let mut path = Vec::new();
-        if multi {
-            walk(w, root, &mut path, col, &mut lines);
+        // (node, its depth); with one core its root frame is left out.
+        let mut todo: Vec<(usize, usize)> = if multi {
+            vec![(root, 0)]
         } else {
-            let mut kids = w.nodes[root].children.clone();
-            kids.sort_by(|&a, &b| w.nodes[a].func.cmp(&w.nodes[b].func));
-            for k in kids {
-                walk(w, k, &mut path, col, &mut lines);
+            sorted_children(root)
+                .into_iter()
+                .rev()
+                .map(|k| (k, 0))
+                .collect()
+        };
+        let mut path: Vec<String> = Vec::new();
+        while let Some((n, depth)) = todo.pop() {
+            path.truncate(depth);
+            path.push(t.func(n).replace(';', ":"));
+            let mut v = weight(n);
+            if depth + 1 >= FOLDED_MAX_DEPTH {
+                // The whole subtree's weight stays on this frame.
+                let mut below: Vec<usize> = t.children(n).collect();
+                while let Some(k) = below.pop() {
+                    v += weight(k);
+                    below.extend(t.children(k));
+                }
+            } else {
+                todo.extend(sorted_children(n).into_iter().rev().map(|k| (k, depth + 1)));
+            }
+            if v > 0 {
+                lines.push(format!("{} {v}", path.join(";")));
             }
         }
     }

@@ -2,6 +2,7 @@
 //! written with the SiFive Trace Performance Library format (or hpmtrace).
 
 mod export;
+mod fastmap;
 mod names;
 mod pipeline;
 mod report;

@@ -1,6 +1,6 @@
 //! `hpmtrace report`: per-function table, call tree, trace summary.
 
-use crate::stack::{FuncStats, Node, Walker, TIME};
+use crate::stack::{FuncStats, Walker, TIME};
 use std::fmt::Write as _;
 
 /// Report options.
@@ -17,9 +17,10 @@ pub struct ReportArgs {
     /// Also print the call tree (from function enter/exit records).
     #[arg(long)]
     pub tree: bool,
-    /// Deepest call-tree level printed.
-    #[arg(long, default_value_t = 24)]
-    pub depth: usize,
+    /// Deepest call-tree level printed (at most 1024: each level indents
+    /// by two more spaces).
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub depth: u32,
     /// Counter columns to show (comma separated names); default all.
     #[arg(long, value_delimiter = ',')]
     pub counters: Vec<String>,
@@ -116,7 +117,7 @@ pub fn render(
         if args.tree {
             let _ = writeln!(out, "\nCall tree (inclusive counts; calls):");
             for &(_, root) in &w.roots {
-                tree(&mut out, w, root, 0, args, &cols);
+                tree(&mut out, w, root, args, &cols);
             }
         }
     }
@@ -247,40 +248,37 @@ fn functions(
     Ok(())
 }
 
-fn tree(
-    out: &mut String,
-    w: &Walker,
-    node: usize,
-    depth: usize,
-    args: &ReportArgs,
-    cols: &[usize],
-) {
-    if depth > args.depth {
-        return;
-    }
-    let n: &Node = &w.nodes[node];
-    let vals: Vec<String> = cols
-        .iter()
-        .map(|&c| format!("{} {}", w.columns[c], get(&n.incl, c)))
-        .collect();
-    let _ = writeln!(
-        out,
-        "{:indent$}{}  [{}]  calls {}",
-        "",
-        n.func,
-        vals.join(", "),
-        n.calls,
-        indent = 2 * depth
-    );
+/// Prints the call tree under `root`, heaviest child first, down to
+/// `--depth` (iteratively: a trace may nest deeper than a thread's stack).
+fn tree(out: &mut String, w: &Walker, root: usize, args: &ReportArgs, cols: &[usize]) {
+    let t = &w.tree;
     let key = cols.first().copied().unwrap_or(TIME);
-    let mut kids = n.children.clone();
-    kids.sort_by(|&a, &b| {
-        get(&w.nodes[b].incl, key)
-            .cmp(&get(&w.nodes[a].incl, key))
-            .then(w.nodes[a].func.cmp(&w.nodes[b].func))
-    });
-    for k in kids {
-        tree(out, w, k, depth + 1, args, cols);
+    let mut todo = vec![(root, 0usize)];
+    while let Some((n, depth)) = todo.pop() {
+        let vals: Vec<String> = cols
+            .iter()
+            .map(|&c| format!("{} {}", w.columns[c], get(t.incl(n), c)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:indent$}{}  [{}]  calls {}",
+            "",
+            t.func(n),
+            vals.join(", "),
+            t.calls(n),
+            indent = 2 * depth
+        );
+        if depth >= args.depth as usize {
+            continue;
+        }
+        let mut kids: Vec<usize> = t.children(n).collect();
+        kids.sort_by(|&a, &b| {
+            get(t.incl(b), key)
+                .cmp(&get(t.incl(a), key))
+                .then(t.func(a).cmp(t.func(b)))
+        });
+        // Reversed: the heaviest child is popped first.
+        todo.extend(kids.into_iter().rev().map(|k| (k, depth + 1)));
     }
 }
 

@@ -10,6 +10,7 @@
 //! of a function never entered, or the caller of the first entry), a frame
 //! for it is made up so its counts are not lost; such frames add no calls.
 
+use crate::fastmap::FastMap;
 use crate::names::counter_name;
 use crate::symbols::Symbolizer;
 use hpmtrace::decode::{HeaderInfo, Output, Record};
@@ -65,19 +66,116 @@ pub struct FuncStats {
     pub sample_counts: Vec<u64>,
 }
 
-/// A call-tree node.
-#[derive(Debug, Clone)]
-pub struct Node {
+/// The calling-context tree, stored compactly: a traced program can have
+/// millions of distinct call paths. Nodes link to their first child and
+/// next sibling; each node's inclusive and exclusive counts sit in one
+/// shared array (`2 * stride` values per node).
+#[derive(Debug, Default)]
+pub struct Tree {
+    nodes: Vec<NodeLinks>,
+    counts: Vec<u64>,
+    /// Counts per node and kind (inclusive or exclusive): the columns.
+    stride: usize,
+}
+
+#[derive(Debug)]
+struct NodeLinks {
+    func: Arc<str>,
+    first_child: u32,
+    next_sibling: u32,
+    calls: u64,
+}
+
+/// No child / no sibling.
+const NONE: u32 = u32::MAX;
+
+impl Tree {
     /// Function name (the root of a core is `core N`).
-    pub func: Arc<str>,
-    /// Children by function.
-    pub children: Vec<usize>,
+    pub fn func(&self, n: usize) -> &Arc<str> {
+        &self.nodes[n].func
+    }
+
     /// Traced entries along this path.
-    pub calls: u64,
-    /// Inclusive counts.
-    pub incl: Vec<u64>,
-    /// Exclusive counts.
-    pub excl: Vec<u64>,
+    pub fn calls(&self, n: usize) -> u64 {
+        self.nodes[n].calls
+    }
+
+    /// Inclusive counts per column.
+    pub fn incl(&self, n: usize) -> &[u64] {
+        let at = 2 * n * self.stride;
+        &self.counts[at..at + self.stride]
+    }
+
+    /// Exclusive counts per column.
+    pub fn excl(&self, n: usize) -> &[u64] {
+        let at = (2 * n + 1) * self.stride;
+        &self.counts[at..at + self.stride]
+    }
+
+    /// The children of `n`, in no particular order.
+    pub fn children(&self, n: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut next = self.nodes[n].first_child;
+        std::iter::from_fn(move || {
+            let c = next;
+            (c != NONE).then(|| {
+                next = self.nodes[c as usize].next_sibling;
+                c as usize
+            })
+        })
+    }
+
+    /// A new node with no parent (a core's root).
+    fn root(&mut self, func: Arc<str>) -> usize {
+        let n = self.nodes.len();
+        self.nodes.push(NodeLinks {
+            func,
+            first_child: NONE,
+            next_sibling: NONE,
+            calls: 0,
+        });
+        self.counts.resize(self.counts.len() + 2 * self.stride, 0);
+        n
+    }
+
+    /// The child of `parent` for `func`, made if new.
+    fn child(&mut self, parent: usize, func: &Arc<str>) -> usize {
+        if let Some(c) = self
+            .children(parent)
+            .find(|&c| Arc::ptr_eq(&self.nodes[c].func, func) || self.nodes[c].func == *func)
+        {
+            return c;
+        }
+        let n = self.root(func.clone());
+        self.nodes[n].next_sibling = self.nodes[parent].first_child;
+        self.nodes[parent].first_child = u32::try_from(n).expect("fewer than 2^32 call paths");
+        n
+    }
+
+    /// Room for `columns` counts per node (columns only grow).
+    fn widen(&mut self, columns: usize) {
+        if columns <= self.stride {
+            return;
+        }
+        let mut counts = vec![0u64; 2 * self.nodes.len() * columns];
+        if self.stride > 0 {
+            for (old, new) in self
+                .counts
+                .chunks(self.stride)
+                .zip(counts.chunks_mut(columns))
+            {
+                new[..self.stride].copy_from_slice(old);
+            }
+        }
+        self.counts = counts;
+        self.stride = columns;
+    }
+
+    fn add(&mut self, n: usize, excl: bool, v: &[u64]) {
+        let at = (2 * n + excl as usize) * self.stride;
+        for (a, b) in self.counts[at..at + self.stride].iter_mut().zip(v) {
+            *a = a.wrapping_add(*b);
+        }
+    }
 }
 
 /// The node of a frame when the walker keeps no call tree.
@@ -95,7 +193,7 @@ struct CoreState {
     last_ts: Option<u64>,
     seq: u64,
     stack: Vec<Frame>,
-    active: HashMap<Arc<str>, u32>,
+    active: FastMap<Arc<str>, u32>,
     root: usize,
     /// header counter index -> column
     cols: Vec<(u8, usize)>,
@@ -115,9 +213,9 @@ pub struct Walker {
     /// Column names (`time`, then counters).
     pub columns: Vec<String>,
     /// Per-function totals.
-    pub funcs: HashMap<Arc<str>, FuncStats>,
-    /// Call tree nodes; roots are listed in `roots`.
-    pub nodes: Vec<Node>,
+    pub funcs: FastMap<Arc<str>, FuncStats>,
+    /// The call tree; its roots are listed in `roots`.
+    pub tree: Tree,
     /// Root node of each core.
     pub roots: Vec<(u16, usize)>,
     /// Records seen by kind: enter, exit, manual, sample.
@@ -126,12 +224,12 @@ pub struct Walker {
     pub has_time: bool,
     /// Exits of functions not on the stack, entries never exited, ...
     pub unmatched: u64,
-    cores: HashMap<u16, CoreState>,
+    cores: FastMap<u16, CoreState>,
     col_of: HashMap<String, usize>,
     first_ts: Option<u64>,
     last_ts: Option<u64>,
-    /// Whether `nodes` grows a call tree (see [`Walker::without_tree`]).
-    tree: bool,
+    /// Whether `tree` grows beyond the roots (see [`Walker::without_tree`]).
+    keep_tree: bool,
 }
 
 impl Default for Walker {
@@ -143,28 +241,30 @@ impl Default for Walker {
 impl Walker {
     /// An empty walker.
     pub fn new() -> Self {
+        let mut tree = Tree::default();
+        tree.widen(1);
         Walker {
-            tree: true,
+            keep_tree: true,
             columns: vec!["time".to_string()],
-            funcs: HashMap::new(),
-            nodes: Vec::new(),
+            funcs: FastMap::default(),
+            tree,
             roots: Vec::new(),
             kinds: [0; 4],
             has_time: false,
             unmatched: 0,
-            cores: HashMap::new(),
+            cores: FastMap::default(),
             col_of: HashMap::new(),
             first_ts: None,
             last_ts: None,
         }
     }
 
-    /// A walker that keeps no call tree (`nodes` holds only the cores'
+    /// A walker that keeps no call tree (`tree` holds only the cores'
     /// roots): its memory then grows with the number of functions, not
     /// with the number of distinct call paths.
     pub fn without_tree() -> Self {
         Walker {
-            tree: false,
+            keep_tree: false,
             ..Self::new()
         }
     }
@@ -184,14 +284,7 @@ impl Walker {
 
     fn core(&mut self, src: u16) -> &mut CoreState {
         if !self.cores.contains_key(&src) {
-            let root = self.nodes.len();
-            self.nodes.push(Node {
-                func: Arc::from(format!("core {src}")),
-                children: Vec::new(),
-                calls: 0,
-                incl: Vec::new(),
-                excl: Vec::new(),
-            });
+            let root = self.tree.root(Arc::from(format!("core {src}")));
             self.roots.push((src, root));
             self.cores.insert(
                 src,
@@ -227,6 +320,7 @@ impl Walker {
             }
             cols.push((i, c));
         }
+        self.tree.widen(self.columns.len());
         let c = self.core(h.src);
         c.cols = cols;
         // Time counts from trace-on, like Delta counters do.
@@ -236,26 +330,10 @@ impl Walker {
     }
 
     fn child(&mut self, parent: usize, func: &Arc<str>) -> usize {
-        if !self.tree {
+        if !self.keep_tree {
             return NO_NODE;
         }
-        if let Some(&c) = self.nodes[parent]
-            .children
-            .iter()
-            .find(|&&c| self.nodes[c].func == *func)
-        {
-            return c;
-        }
-        let n = self.nodes.len();
-        self.nodes.push(Node {
-            func: func.clone(),
-            children: Vec::new(),
-            calls: 0,
-            incl: Vec::new(),
-            excl: Vec::new(),
-        });
-        self.nodes[parent].children.push(n);
-        n
+        self.tree.child(parent, func)
     }
 
     fn push(&mut self, src: u16, func: Arc<str>, synthetic: bool, v: &mut impl Visitor) {
@@ -266,7 +344,7 @@ impl Walker {
         let node = self.child(parent, &func);
         if !synthetic {
             if node != NO_NODE {
-                self.nodes[node].calls += 1;
+                self.tree.nodes[node].calls += 1;
             }
             self.funcs.entry(func.clone()).or_default().calls += 1;
         }
@@ -306,7 +384,7 @@ impl Walker {
         };
         v.close(src, &f.func, at);
         if f.node != NO_NODE {
-            add(&mut self.nodes[f.node].incl, &incl);
+            self.tree.add(f.node, false, &incl);
         }
         if outermost {
             add(&mut self.funcs.entry(f.func).or_default().incl, &incl);
@@ -413,7 +491,7 @@ impl Walker {
             None => return,
         };
         if node != NO_NODE {
-            add(&mut self.nodes[node].excl, deltas);
+            self.tree.add(node, true, deltas);
         }
         add(&mut self.funcs.entry(func).or_default().excl, deltas);
     }
@@ -430,8 +508,7 @@ impl Walker {
         self.roots.sort_unstable();
         // A core's root covers everything that core counted.
         for &(src, root) in &self.roots {
-            let totals = self.cores[&src].totals.clone();
-            add(&mut self.nodes[root].incl, &totals);
+            self.tree.add(root, false, &self.cores[&src].totals);
         }
     }
 

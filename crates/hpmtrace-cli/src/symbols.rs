@@ -1,6 +1,7 @@
 //! Address -> function, file and line, from an ELF's symbol table and its
 //! DWARF line tables (object + addr2line; nothing is shelled out).
 
+use crate::fastmap::FastMap;
 use anyhow::{Context, Result};
 use object::{Object, ObjectKind, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 use std::collections::HashMap;
@@ -52,7 +53,7 @@ pub struct Symbolizer {
     /// Run-time address minus link address (0 for a fixed-address ELF).
     bias: u64,
     dwarf: Option<addr2line::Loader>,
-    cache: HashMap<u64, Resolved>,
+    cache: FastMap<u64, Resolved>,
     unknown: Resolved,
     files: HashMap<String, Arc<str>>,
 }
@@ -65,7 +66,7 @@ impl Symbolizer {
             pie: false,
             bias: 0,
             dwarf: None,
-            cache: HashMap::new(),
+            cache: FastMap::default(),
             unknown: Resolved::unknown(),
             files: HashMap::new(),
         }
@@ -126,7 +127,7 @@ impl Symbolizer {
             pie: file.kind() == ObjectKind::Dynamic,
             bias: 0,
             dwarf,
-            cache: HashMap::new(),
+            cache: FastMap::default(),
             unknown: Resolved::unknown(),
             files: HashMap::new(),
         })

@@ -1,6 +1,7 @@
 //! `hpmtrace decode` output formats: SiFive decoder `.perf` text, CSV and
 //! JSON lines.
 
+use crate::fastmap::FastMap;
 use crate::names::event_name;
 use crate::symbols::Symbolizer;
 use hpmtrace::decode::{HeaderInfo, Output, Record};
@@ -8,7 +9,6 @@ use hpmtrace::format::{CountType, Event, Header, RecordType};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::io::{self, Write};
 use std::rc::Rc;
 
@@ -34,31 +34,9 @@ pub struct TextWriter<W: Write> {
     names: HashMap<u16, Names>,
     /// Per-address location text in this writer's format (traces revisit
     /// few addresses, so formatting each once pays).
-    frag: HashMap<u64, std::rc::Rc<str>, BuildHasherDefault<AddrHasher>>,
+    frag: FastMap<u64, std::rc::Rc<str>>,
     /// The `.perf` lines of the record being written (reused).
     line: Vec<u8>,
-}
-
-/// Hashes the `u64` addresses of [`TextWriter::frag`] with one multiply:
-/// they come from the trace, but a collision only costs a probe, and
-/// SipHash was a tenth of the `.perf` writer's time.
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
 }
 
 fn count_type_name(c: CountType) -> &'static str {

@@ -774,3 +774,47 @@ fn decoding_on_a_second_thread_changes_nothing() {
         out
     );
 }
+
+#[test]
+fn a_trace_nesting_deeper_than_any_stack_is_reported_not_a_crash() {
+    // 100,000 entries and no exit (e.g. the exits were lost): recursive
+    // walks of the call tree would overflow the thread's stack.
+    const DEPTH: u64 = 100_000;
+    let p = prog();
+    let mut enc = Encoder::new(header(CountType::Raw));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(16 << 20));
+    enc.trace_on(&mut w, &[0, 0], 0).unwrap();
+    for i in 1..=DEPTH {
+        enc.record(
+            &mut w,
+            RecordType::FuncEnter,
+            [p.fib, p.fib],
+            &[10 * i, i],
+            i,
+        )
+        .unwrap();
+    }
+    let t = write("deep.rtd", w.into_inner().data());
+    let (out, err, ok) = hpmtrace(&["export", s(&t), "-f", "folded", "-w", "calls", "-q"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    // The first entry's caller is a made-up frame (0 calls, no line);
+    // then one line per depth down to the cap, the last carrying the rest.
+    let max = 2048usize;
+    assert_eq!(lines.len(), max - 1);
+    let (path, weight) = lines[max - 2].rsplit_once(' ').unwrap();
+    assert_eq!(path.split(';').count(), max);
+    assert_eq!(weight.parse::<u64>().unwrap(), DEPTH - (max as u64 - 2));
+    let (out, err, ok) = hpmtrace(&["report", s(&t), "--tree", "--depth", "1024", "-q"]);
+    assert!(ok, "{err}");
+    let tree: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Call tree"))
+        .collect();
+    assert_eq!(tree.len(), 1 + 1025, "levels 0 (the core) to 1024");
+    assert!(
+        tree[1025].starts_with(&" ".repeat(2048)),
+        "{}",
+        &tree[1025][..2100]
+    );
+}

@@ -64,7 +64,7 @@ pub struct CounterValue {
 }
 
 /// A decoded trace record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Record {
     /// Nexus source (core).
     pub src: u16,
@@ -82,6 +82,28 @@ pub struct Record {
     pub counters: Vec<CounterValue>,
     /// Count type of the header this record belongs to.
     pub count_type: CountType,
+}
+
+impl Clone for Record {
+    fn clone(&self) -> Self {
+        let mut r = Record {
+            counters: Vec::new(),
+            ..*self
+        };
+        r.counters.clone_from(&self.counters);
+        r
+    }
+
+    /// Reuses `self`'s counter vector: consumers that keep records in
+    /// recycled slots allocate nothing per record.
+    fn clone_from(&mut self, source: &Self) {
+        let mut counters = core::mem::take(&mut self.counters);
+        counters.clone_from(&source.counters);
+        *self = Record {
+            counters,
+            ..*source
+        };
+    }
 }
 
 impl Record {
