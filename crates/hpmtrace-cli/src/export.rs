@@ -37,8 +37,17 @@ pub struct ExportArgs {
     pub weight: Option<String>,
     /// Nanoseconds per timestamp tick, for time axes (Perfetto; speedscope
     /// with `--weight time`).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = parse_tick_ns)]
     pub tick_ns: f64,
+}
+
+fn parse_tick_ns(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}`: give the nanoseconds per timestamp tick as a positive number, e.g. 10 for a 100 MHz timestamp clock"
+        )),
+    }
 }
 
 /// Streams Chrome trace events as the walker rebuilds the timeline.
@@ -107,19 +116,14 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     /// Microseconds since the first timestamp (sequence numbers without
-    /// timestamps), as JSON: never NaN or infinite.
+    /// timestamps); finite, as `--tick-ns` is.
     fn us(&mut self, at: &Point<'_>) -> f64 {
-        let us = match at.ts {
+        match at.ts {
             Some(t) => {
                 let t0 = *self.t0.get_or_insert(t);
                 t.saturating_sub(t0) as f64 * self.tick_ns / 1000.0
             }
             None => at.seq as f64,
-        };
-        if us.is_finite() {
-            us
-        } else {
-            0.0
         }
     }
 
@@ -199,26 +203,58 @@ impl<W: Write> Visitor for PerfettoWriter<W> {
     }
 }
 
-/// Collects evented profiles (one per core) for speedscope.
+/// Collects evented profiles (one per core) for speedscope, in constant
+/// memory: each core's events go to an unnamed temporary file as JSON text,
+/// copied into the document at the end (only the frame names stay here).
 pub struct SpeedscopeCollector {
     weight: Option<String>,
     col: Option<usize>,
     frames: Vec<Arc<str>>,
     frame_of: FastMap<Arc<str>, u32>,
-    events: HashMap<u16, Vec<(bool, u32, u64)>>,
+    cores: Vec<(u16, CoreEvents)>,
     unit_time: bool,
+    tick_ns: f64,
+    err: Option<io::Error>,
+}
+
+/// One core's profile so far.
+struct CoreEvents {
+    file: io::BufWriter<std::fs::File>,
+    /// Weight at the core's first event (the profile starts at 0).
+    base: u64,
+    last: u64,
+    count: u64,
+}
+
+/// A temporary file with no name: nothing to clean up, whatever happens.
+fn anonymous_file() -> io::Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!(
+        "hpmtrace-speedscope-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(f)
 }
 
 impl SpeedscopeCollector {
-    /// A collector weighting by `weight` (see [`ExportArgs::weight`]).
-    pub fn new(weight: Option<String>) -> Self {
+    /// A collector weighting by `weight` (see [`ExportArgs::weight`]);
+    /// `tick_ns` scales time weights to nanoseconds.
+    pub fn new(weight: Option<String>, tick_ns: f64) -> Self {
         SpeedscopeCollector {
             weight,
             col: None,
             frames: Vec::new(),
             frame_of: FastMap::default(),
-            events: HashMap::new(),
+            cores: Vec::new(),
             unit_time: false,
+            tick_ns,
+            err: None,
         }
     }
 
@@ -239,40 +275,88 @@ impl SpeedscopeCollector {
         i
     }
 
+    fn scale(&self) -> f64 {
+        if self.unit_time {
+            self.tick_ns
+        } else {
+            1.0
+        }
+    }
+
+    fn event(&mut self, core: u16, open: bool, func: &Arc<str>, at: &Point<'_>) {
+        if self.err.is_some() {
+            return;
+        }
+        let (frame, at) = (self.frame(func), self.at(at));
+        let scale = self.scale();
+        let k = match self.cores.iter().position(|c| c.0 == core) {
+            Some(k) => k,
+            None => match anonymous_file() {
+                Ok(f) => {
+                    self.cores.push((
+                        core,
+                        CoreEvents {
+                            file: io::BufWriter::with_capacity(1 << 16, f),
+                            base: at,
+                            last: at,
+                            count: 0,
+                        },
+                    ));
+                    self.cores.len() - 1
+                }
+                Err(e) => {
+                    self.err = Some(e);
+                    return;
+                }
+            },
+        };
+        let c = &mut self.cores[k].1;
+        let sep = if c.count == 0 { "" } else { "," };
+        let kind = if open { "O" } else { "C" };
+        let x = at.wrapping_sub(c.base) as f64 * scale;
+        c.count += 1;
+        c.last = at;
+        if let Err(e) = write!(
+            c.file,
+            r#"{sep}{{"type":"{kind}","frame":{frame},"at":{x}}}"#
+        ) {
+            self.err = Some(e);
+        }
+    }
+
     /// Writes the speedscope document.
-    pub fn write(
-        &self,
-        mut out: impl Write,
-        name: &str,
-        weight_name: &str,
-        tick_ns: f64,
-    ) -> io::Result<()> {
+    pub fn write(mut self, mut out: impl Write, name: &str, weight_name: &str) -> io::Result<()> {
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
         let frames: Vec<_> = self.frames.iter().map(|f| json!({"name": &**f})).collect();
-        let mut cores: Vec<_> = self.events.keys().copied().collect();
-        cores.sort_unstable();
-        let scale = if self.unit_time { tick_ns } else { 1.0 };
-        let profiles: Vec<_> = cores
-            .iter()
-            .map(|c| {
-                let ev = &self.events[c];
-                let base = ev.first().map_or(0, |e| e.2);
-                let end = ev.last().map_or(0, |e| e.2);
-                let events: Vec<_> = ev
-                    .iter()
-                    .map(|&(open, frame, at)| {
-                        json!({"type": if open {"O"} else {"C"}, "frame": frame, "at": (at - base) as f64 * scale})
-                    })
-                    .collect();
-                json!({"type":"evented","name":format!("core {c} ({weight_name})"),
-                       "unit": if self.unit_time {"nanoseconds"} else {"none"},
-                       "startValue":0,"endValue":(end - base) as f64 * scale,"events":events})
-            })
-            .collect();
-        let doc = json!({"$schema":"https://www.speedscope.app/file-format-schema.json",
-                         "shared":{"frames":frames},"profiles":profiles,"name":name,
-                         "activeProfileIndex":0,"exporter":"hpmtrace"});
-        serde_json::to_writer(&mut out, &doc)?;
-        writeln!(out)?;
+        write!(
+            out,
+            r#"{{"$schema":"https://www.speedscope.app/file-format-schema.json","name":{},"activeProfileIndex":0,"exporter":"hpmtrace","shared":{{"frames":{}}},"profiles":["#,
+            json_str(name),
+            serde_json::Value::from(frames)
+        )?;
+        let unit = if self.unit_time {
+            "nanoseconds"
+        } else {
+            "none"
+        };
+        let scale = self.scale();
+        self.cores.sort_by_key(|c| c.0);
+        for (i, (core, c)) in self.cores.into_iter().enumerate() {
+            let end = c.last.wrapping_sub(c.base) as f64 * scale;
+            let label = json_str(&format!("core {core} ({weight_name})"));
+            let sep = if i == 0 { "" } else { "," };
+            write!(
+                out,
+                r#"{sep}{{"type":"evented","name":{label},"unit":"{unit}","startValue":0,"endValue":{end},"events":["#
+            )?;
+            let mut file = c.file.into_inner().map_err(|e| e.into_error())?;
+            io::Seek::seek(&mut file, io::SeekFrom::Start(0))?;
+            io::copy(&mut file, &mut out)?;
+            write!(out, "]}}")?;
+        }
+        writeln!(out, "]}}")?;
         out.flush()
     }
 }
@@ -291,12 +375,10 @@ impl Visitor for SpeedscopeCollector {
         self.unit_time = self.col == Some(TIME);
     }
     fn open(&mut self, core: u16, func: &Arc<str>, at: Point<'_>, _s: bool) {
-        let (f, a) = (self.frame(func), self.at(&at));
-        self.events.entry(core).or_default().push((true, f, a));
+        self.event(core, true, func, &at);
     }
     fn close(&mut self, core: u16, func: &Arc<str>, at: Point<'_>) {
-        let (f, a) = (self.frame(func), self.at(&at));
-        self.events.entry(core).or_default().push((false, f, a));
+        self.event(core, false, func, &at);
     }
 }
 

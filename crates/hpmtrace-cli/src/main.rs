@@ -183,7 +183,7 @@ fn run(cli: Cli) -> Result<()> {
                 pw.finish().context("cannot write the output")?;
             }
             export::ExportFormat::Speedscope => {
-                let mut sc = export::SpeedscopeCollector::new(opts.weight.clone());
+                let mut sc = export::SpeedscopeCollector::new(opts.weight.clone(), opts.tick_ns);
                 let (w, _) = walk(&input, &mut sc, false)?;
                 let wname = opts.weight.clone().unwrap_or_else(|| {
                     w.columns
@@ -199,13 +199,8 @@ fn run(cli: Cli) -> Result<()> {
                         );
                     }
                 }
-                sc.write(
-                    output(&out_path)?,
-                    &file_name(&input.trace),
-                    &wname,
-                    opts.tick_ns,
-                )
-                .context("cannot write the output")?;
+                sc.write(output(&out_path)?, &file_name(&input.trace), &wname)
+                    .context("cannot write the output")?;
             }
             export::ExportFormat::Folded | export::ExportFormat::Svg => {
                 let (w, _) = walk(&input, &mut NoVisitor, true)?;

@@ -711,6 +711,56 @@ fn cores_are_reported_separately() {
         .split_whitespace()
         .collect();
     assert_eq!(leaf[..4], ["leaf", "2", "90", "90"]);
+    // speedscope: one profile per core, each core's events on its own.
+    let (out, err, ok) = hpmtrace(&[
+        "export",
+        s(&t),
+        "--elf",
+        s(&p.elf),
+        "--src-bits",
+        "1",
+        "-f",
+        "speedscope",
+    ]);
+    assert!(ok, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let frames: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let profiles = doc["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    assert_eq!(profiles[0]["name"], "core 0 (cycles)");
+    assert_eq!(profiles[0]["endValue"], 560.0);
+    assert_eq!(profiles[1]["name"], "core 1 (cycles)");
+    // Core 1: main (made up: the trace starts inside it) from 0, leaf's
+    // entry after 100 cycles, 30 cycles in leaf.
+    let ev: Vec<(String, &str, f64)> = profiles[1]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let frame = frames[e["frame"].as_u64().unwrap() as usize];
+            (
+                e["type"].as_str().unwrap().to_string(),
+                frame,
+                e["at"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("O", "main", 0.0),
+        ("O", "leaf", 100.0),
+        ("C", "leaf", 130.0),
+        ("C", "main", 130.0),
+    ];
+    assert_eq!(ev.len(), want.len(), "{ev:?}");
+    for (got, want) in ev.iter().zip(want) {
+        assert_eq!((got.0.as_str(), got.1, got.2), want, "{ev:?}");
+    }
+    assert_eq!(profiles[1]["endValue"], 130.0);
 }
 
 #[test]
