@@ -405,8 +405,13 @@ pub fn weight_column(w: &Walker, weight: Option<&str>) -> Result<Option<usize>, 
 pub const FOLDED_MAX_DEPTH: usize = 2048;
 
 /// Folded stack lines from the call tree (exclusive weights, or calls), in
-/// depth-first order with children sorted by name.
-pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
+/// depth-first order with children sorted by name, each passed to `line`
+/// (without newline) as it is made: nothing but the tree stays in memory.
+pub fn folded(
+    w: &Walker,
+    col: Option<usize>,
+    line: &mut dyn FnMut(&str) -> io::Result<()>,
+) -> io::Result<()> {
     let t = &w.tree;
     let weight = |n: usize| match col {
         Some(c) => t.excl(n).get(c).copied().unwrap_or(0),
@@ -417,8 +422,8 @@ pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
         kids.sort_by(|&a, &b| t.func(a).cmp(t.func(b)));
         kids
     };
-    let mut lines = Vec::new();
     let multi = w.roots.len() > 1;
+    let mut text = String::new();
     for &(_, root) in &w.roots {
         // (node, its depth); with one core its root frame is left out.
         let mut todo: Vec<(usize, usize)> = if multi {
@@ -430,10 +435,17 @@ pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
                 .map(|k| (k, 0))
                 .collect()
         };
-        let mut path: Vec<String> = Vec::new();
+        // The current path as text, and its length at each depth.
+        let mut path = String::new();
+        let mut ends: Vec<usize> = Vec::new();
         while let Some((n, depth)) = todo.pop() {
-            path.truncate(depth);
-            path.push(t.func(n).replace(';', ":"));
+            ends.truncate(depth);
+            path.truncate(ends.last().copied().unwrap_or(0));
+            if depth > 0 {
+                path.push(';');
+            }
+            path.push_str(&t.func(n).replace(';', ":"));
+            ends.push(path.len());
             let mut v = weight(n);
             if depth + 1 >= FOLDED_MAX_DEPTH {
                 // The whole subtree's weight stays on this frame.
@@ -446,11 +458,15 @@ pub fn folded(w: &Walker, col: Option<usize>) -> Vec<String> {
                 todo.extend(sorted_children(n).into_iter().rev().map(|k| (k, depth + 1)));
             }
             if v > 0 {
-                lines.push(format!("{} {v}", path.join(";")));
+                text.clear();
+                text.push_str(&path);
+                text.push(' ');
+                text.push_str(itoa::Buffer::new().format(v));
+                line(&text)?;
             }
         }
     }
-    lines
+    Ok(())
 }
 
 /// Renders folded lines as an SVG flame graph.

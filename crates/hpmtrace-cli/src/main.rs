@@ -136,6 +136,25 @@ fn walk(
     Ok((w, stats))
 }
 
+/// `fmt::Write` into an `io::Write`, keeping the first error (the report
+/// is written with `write!`; a closed pipe must still end it cleanly).
+struct FmtIo<W: Write> {
+    inner: W,
+    err: Option<io::Error>,
+}
+
+impl<W: Write> std::fmt::Write for FmtIo<W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.err.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.inner.write_all(s.as_bytes()).map_err(|e| {
+            self.err = Some(e);
+            std::fmt::Error
+        })
+    }
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(
         || p.display().to_string(),
@@ -169,8 +188,15 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Report { input, opts } => {
             let (w, stats) = walk(&input, &mut NoVisitor, opts.tree)?;
-            let text = report::render(&w, &opts, &stats).map_err(anyhow::Error::msg)?;
-            print!("{text}");
+            let mut out = FmtIo {
+                inner: output(&None)?,
+                err: None,
+            };
+            report::render(&w, &opts, &stats, &mut out).map_err(anyhow::Error::msg)?;
+            if let Some(e) = out.err {
+                return Err(e).context("cannot write the output");
+            }
+            out.inner.flush().context("cannot write the output")?;
         }
         Cmd::Export {
             input,
@@ -207,13 +233,16 @@ fn run(cli: Cli) -> Result<()> {
                 let col = export::weight_column(&w, opts.weight.as_deref())
                     .map_err(anyhow::Error::msg)?;
                 let wname = col.map_or("calls".to_string(), |c| w.columns[c].clone());
-                let lines = export::folded(&w, col);
                 let mut out = output(&out_path)?;
                 if opts.format == export::ExportFormat::Folded {
-                    for l in &lines {
-                        writeln!(out, "{l}")?;
-                    }
+                    export::folded(&w, col, &mut |l| writeln!(out, "{l}"))?;
                 } else {
+                    // inferno wants every line (it merges and sorts them).
+                    let mut lines = Vec::new();
+                    export::folded(&w, col, &mut |l| {
+                        lines.push(l.to_string());
+                        Ok(())
+                    })?;
                     let title = format!("{} ({wname})", file_name(&input.trace));
                     export::svg(&lines, &title, &wname, &mut out)
                         .context("cannot draw the flame graph")?;

@@ -102,32 +102,36 @@ fn sort_key(w: &Walker, key: &str) -> Result<(Option<usize>, bool), String> {
     }
 }
 
-/// Renders the whole report as text.
+/// Writes the whole report to `out`. Nothing is written when the options
+/// are wrong (unknown counter or sort key); the call tree, which can be
+/// as large as the trace, is streamed.
 pub fn render(
     w: &Walker,
     args: &ReportArgs,
     stats: &hpmtrace::decode::Stats,
-) -> Result<String, String> {
+    out: &mut dyn std::fmt::Write,
+) -> Result<(), String> {
     let cols = shown_columns(w, args)?;
-    let mut out = String::new();
-    summary(&mut out, w, stats);
+    let mut head = String::new();
+    summary(&mut head, w, stats);
     let calls_traced = w.kinds[0] + w.kinds[1] > 0;
     if calls_traced {
-        functions(&mut out, w, args, &cols)?;
-        if args.tree {
-            let _ = writeln!(out, "\nCall tree (inclusive counts; calls):");
-            for &(_, root) in &w.roots {
-                tree(&mut out, w, root, args, &cols);
-            }
+        functions(&mut head, w, args, &cols)?;
+    }
+    let _ = out.write_str(&head);
+    if calls_traced && args.tree {
+        let _ = writeln!(out, "\nCall tree (inclusive counts; calls):");
+        for &(_, root) in &w.roots {
+            tree(out, w, root, args, &cols);
         }
     }
     if w.kinds[2] + w.kinds[3] > 0 {
-        samples(&mut out, w, args, &cols);
+        samples(out, w, args, &cols);
     }
-    Ok(out)
+    Ok(())
 }
 
-fn summary(out: &mut String, w: &Walker, stats: &hpmtrace::decode::Stats) {
+fn summary(out: &mut dyn std::fmt::Write, w: &Walker, stats: &hpmtrace::decode::Stats) {
     let _ = writeln!(
         out,
         "Trace: {} records ({} enter, {} exit, {} manual, {} timer samples), {} headers, {} cores, {} decoding errors",
@@ -155,7 +159,7 @@ fn summary(out: &mut String, w: &Walker, stats: &hpmtrace::decode::Stats) {
     }
 }
 
-fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+fn table(out: &mut dyn std::fmt::Write, head: &[String], rows: &[Vec<String>]) {
     let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -180,7 +184,7 @@ fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
 }
 
 fn functions(
-    out: &mut String,
+    out: &mut dyn std::fmt::Write,
     w: &Walker,
     args: &ReportArgs,
     cols: &[usize],
@@ -250,7 +254,7 @@ fn functions(
 
 /// Prints the call tree under `root`, heaviest child first, down to
 /// `--depth` (iteratively: a trace may nest deeper than a thread's stack).
-fn tree(out: &mut String, w: &Walker, root: usize, args: &ReportArgs, cols: &[usize]) {
+fn tree(out: &mut dyn std::fmt::Write, w: &Walker, root: usize, args: &ReportArgs, cols: &[usize]) {
     let t = &w.tree;
     let key = cols.first().copied().unwrap_or(TIME);
     let mut todo = vec![(root, 0usize)];
@@ -282,7 +286,7 @@ fn tree(out: &mut String, w: &Walker, root: usize, args: &ReportArgs, cols: &[us
     }
 }
 
-fn samples(out: &mut String, w: &Walker, args: &ReportArgs, cols: &[usize]) {
+fn samples(out: &mut dyn std::fmt::Write, w: &Walker, args: &ReportArgs, cols: &[usize]) {
     let total: u64 = w.funcs.values().map(|s| s.samples).sum();
     let mut list: Vec<_> = w.funcs.iter().filter(|(_, s)| s.samples > 0).collect();
     list.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
