@@ -5,7 +5,7 @@
 
 use crate::util::{cache_dir, root, step};
 use anyhow::{bail, Context, Result};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -208,7 +208,12 @@ fn run_logged(
         .with_context(|| format!("cannot start {cmd:?}"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut compiled = 0u64;
-    let mut last = std::time::Instant::now();
+    let start = std::time::Instant::now();
+    let mut last = start;
+    // On a terminal one line rewritten twice a second; in a log (CI) a
+    // line every 30 s.
+    let tty = std::io::stderr().is_terminal();
+    let every = std::time::Duration::from_millis(if tty { 500 } else { 30_000 });
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default();
         writeln!(log, "{line}")?;
@@ -216,18 +221,23 @@ fn run_logged(
             if line.starts_with("  CC") || line.starts_with("  AS") {
                 compiled += 1;
             }
-            if last.elapsed().as_millis() >= 500 {
-                eprint!("\r    {label}: {compiled} files compiled");
+            if last.elapsed() >= every {
+                let secs = start.elapsed().as_secs();
+                let text = format!("    {label}: {compiled} files compiled, {secs} s");
+                if tty {
+                    eprint!("\r{text}");
+                } else {
+                    eprintln!("{text}");
+                }
                 last = std::time::Instant::now();
             }
         }
     }
     let status = child.wait()?;
-    if progress.is_some() {
-        eprintln!(
-            "\r    {}: {compiled} files compiled, done",
-            progress.unwrap_or_default()
-        );
+    if let Some(label) = progress {
+        let secs = start.elapsed().as_secs();
+        let cr = if tty { "\r" } else { "" };
+        eprintln!("{cr}    {label}: {compiled} files compiled in {secs} s, done");
     }
     if !status.success() {
         let text = std::fs::read_to_string(log_path).unwrap_or_default();
