@@ -508,42 +508,67 @@ fn perfetto_json_has_nested_slices_and_counter_tracks() {
 fn speedscope_profile_is_balanced_and_weighted() {
     let p = prog();
     let t = write("calls_speedscope.rtd", &calls_trace(CountType::Delta));
-    let (out, err, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "-f",
-        "speedscope",
-        "-w",
-        "instructions",
-    ]);
-    assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let frames: Vec<&str> = v["shared"]["frames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    let prof = &v["profiles"][0];
-    assert_eq!(prof["type"], "evented");
-    assert_eq!(prof["endValue"], 280.0, "instructions from trace-on");
+    let profiles = speedscope(&[s(&t), "--elf", s(&p.elf), "-w", "instructions"]);
+    let prof = &profiles[0];
+    assert_eq!(prof.end, 280.0, "instructions from trace-on");
     let mut stack = Vec::new();
     let mut last = 0.0;
-    for e in prof["events"].as_array().unwrap() {
-        let at = e["at"].as_f64().unwrap();
-        assert!(at >= last);
-        last = at;
-        let f = frames[e["frame"].as_u64().unwrap() as usize];
-        if e["type"] == "O" {
+    for (kind, f, at) in &prof.events {
+        assert!(*at >= last);
+        last = *at;
+        if kind == "O" {
             stack.push(f);
         } else {
             assert_eq!(stack.pop(), Some(f));
         }
     }
     assert!(stack.is_empty());
+    let frames: Vec<&str> = prof.events.iter().map(|e| e.1.as_str()).collect();
     assert!(frames.contains(&"fib") && frames.contains(&"leaf") && frames.contains(&"main"));
+}
+
+/// One speedscope profile: name, end value, (type, frame name, at) events.
+struct Profile {
+    name: String,
+    end: f64,
+    events: Vec<(String, String, f64)>,
+}
+
+/// `hpmtrace export -f speedscope ARGS`, parsed; every profile evented.
+fn speedscope(args: &[&str]) -> Vec<Profile> {
+    let mut all = vec!["export", "-f", "speedscope"];
+    all.extend_from_slice(args);
+    let (out, err, ok) = hpmtrace(&all);
+    assert!(ok, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let frames: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["type"], "evented");
+            Profile {
+                name: p["name"].as_str().unwrap().to_string(),
+                end: p["endValue"].as_f64().unwrap(),
+                events: p["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| {
+                        let frame = frames[e["frame"].as_u64().unwrap() as usize];
+                        let kind = e["type"].as_str().unwrap().to_string();
+                        (kind, frame.to_string(), e["at"].as_f64().unwrap())
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -712,55 +737,28 @@ fn cores_are_reported_separately() {
         .collect();
     assert_eq!(leaf[..4], ["leaf", "2", "90", "90"]);
     // speedscope: one profile per core, each core's events on its own.
-    let (out, err, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "--src-bits",
-        "1",
-        "-f",
-        "speedscope",
-    ]);
-    assert!(ok, "{err}");
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let frames: Vec<&str> = doc["shared"]["frames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    let profiles = doc["profiles"].as_array().unwrap();
+    let profiles = speedscope(&[s(&t), "--elf", s(&p.elf), "--src-bits", "1"]);
     assert_eq!(profiles.len(), 2);
-    assert_eq!(profiles[0]["name"], "core 0 (cycles)");
-    assert_eq!(profiles[0]["endValue"], 560.0);
-    assert_eq!(profiles[1]["name"], "core 1 (cycles)");
+    assert_eq!(profiles[0].name, "core 0 (cycles)");
+    assert_eq!(profiles[0].end, 560.0);
+    assert_eq!(profiles[1].name, "core 1 (cycles)");
+    assert_eq!(profiles[1].end, 130.0);
     // Core 1: main (made up: the trace starts inside it) from 0, leaf's
     // entry after 100 cycles, 30 cycles in leaf.
-    let ev: Vec<(String, &str, f64)> = profiles[1]["events"]
-        .as_array()
-        .unwrap()
+    let ev: Vec<(&str, &str, f64)> = profiles[1]
+        .events
         .iter()
-        .map(|e| {
-            let frame = frames[e["frame"].as_u64().unwrap() as usize];
-            (
-                e["type"].as_str().unwrap().to_string(),
-                frame,
-                e["at"].as_f64().unwrap(),
-            )
-        })
+        .map(|(k, f, at)| (k.as_str(), f.as_str(), *at))
         .collect();
-    let want = [
-        ("O", "main", 0.0),
-        ("O", "leaf", 100.0),
-        ("C", "leaf", 130.0),
-        ("C", "main", 130.0),
-    ];
-    assert_eq!(ev.len(), want.len(), "{ev:?}");
-    for (got, want) in ev.iter().zip(want) {
-        assert_eq!((got.0.as_str(), got.1, got.2), want, "{ev:?}");
-    }
-    assert_eq!(profiles[1]["endValue"], 130.0);
+    assert_eq!(
+        ev,
+        [
+            ("O", "main", 0.0),
+            ("O", "leaf", 100.0),
+            ("C", "leaf", 130.0),
+            ("C", "main", 130.0)
+        ]
+    );
 }
 
 #[test]
