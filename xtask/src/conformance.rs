@@ -7,15 +7,13 @@
 //! hangs or crashes on a check, the run is repeated with that check on the
 //! kernel command line (`rvpmu.skip=`), where it is reported as failed.
 
-use crate::util::{cargo, root, step};
+use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Debian's OpenSBI 1.5.1, the reference firmware.
 const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
@@ -161,52 +159,16 @@ fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture>
     if !append.is_empty() {
         cmd.args(["-append", append]);
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let mut pipe = child.stdout.take().expect("stdout is piped");
-    let sink = Arc::clone(&out);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .expect("reader lock")
-                .extend_from_slice(&buf[..n]);
-        }
-    });
-    let start = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break Some(st);
-        }
-        if start.elapsed() > RUN_TIMEOUT {
-            timed_out = true;
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let _ = reader.join();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    if let Some(st) = status {
+    let run = run_captured(&mut cmd, RUN_TIMEOUT, None)?;
+    if let Some(st) = run.status {
         if !st.success() {
-            bail!("qemu exited with {st}: {}", err.trim());
+            bail!("qemu exited with {st}: {}", run.stderr.trim());
         }
     }
-    let text = String::from_utf8_lossy(&out.lock().expect("output lock")).into_owned();
-    Ok(Capture { text, timed_out })
+    Ok(Capture {
+        text: run.stdout,
+        timed_out: run.timed_out,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -5,13 +5,11 @@
 //! harts and a few machine variants, checks what the payload and the
 //! firmware report, and compares size and boot cost with OpenSBI.
 
-use crate::util::{cargo, root, step};
+use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const TARGET: &str = "riscv64gc-unknown-none-elf";
 const PROFILE: &str = "fw";
@@ -123,44 +121,12 @@ fn qemu(
         .arg(bios)
         .arg("-kernel")
         .arg(kernel)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let mut pipe = child.stdout.take().expect("stdout is piped");
-    let sink = Arc::clone(&out);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .expect("reader lock")
-                .extend_from_slice(&buf[..n]);
-        }
-    });
-    let start = Instant::now();
-    let code = loop {
-        if let Some(st) = child.try_wait()? {
-            break st.code();
-        }
-        let seen = stop_at
-            .is_some_and(|s| String::from_utf8_lossy(&out.lock().expect("lock")).contains(s));
-        if seen || start.elapsed() > timeout {
-            child.kill().ok();
-            child.wait().ok();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    reader.join().ok();
-    let text = String::from_utf8_lossy(&out.lock().expect("lock")).replace('\r', "");
-    Ok(Run { text, code })
+        .args(extra);
+    let run = run_captured(&mut cmd, timeout, stop_at)?;
+    Ok(Run {
+        text: run.stdout,
+        code: run.status.and_then(|s| s.code()),
+    })
 }
 
 /// The number after `key=` in the payload's output.

@@ -1,8 +1,11 @@
 //! Small helpers shared by the xtask modules.
 
 use anyhow::{bail, Context, Result};
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The workspace root (parent of `xtask/`).
 pub fn root() -> PathBuf {
@@ -57,6 +60,87 @@ pub fn print_check(label: &str, verdict: Verdict<'_>, expected: &str, got: &str)
             }
         }
     }
+}
+
+/// What a captured child process (a QEMU run) printed and how it ended.
+pub struct Captured {
+    /// Standard output, lossy UTF-8, carriage returns removed.
+    pub stdout: String,
+    pub stderr: String,
+    /// Exit status; `None` when it was killed (timeout or `stop_at`).
+    pub status: Option<ExitStatus>,
+    pub timed_out: bool,
+    pub wall: Duration,
+}
+
+/// Runs `cmd` with stdin closed and both outputs captured, until it exits,
+/// `timeout` passes (killed, `timed_out`) or `stop_at` appears in its
+/// output (killed).
+pub fn run_captured(
+    cmd: &mut Command,
+    timeout: Duration,
+    stop_at: Option<&str>,
+) -> Result<Captured> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "cannot start {}: run `cargo xtask setup`",
+                cmd.get_program().to_string_lossy()
+            )
+        })?;
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let mut pipe = child.stdout.take().expect("stdout is piped");
+    let sink = Arc::clone(&out);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .expect("output lock")
+                .extend_from_slice(&buf[..n]);
+        }
+    });
+    let mut epipe = child.stderr.take().expect("stderr is piped");
+    let ereader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = epipe.read_to_end(&mut buf);
+        buf
+    });
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        let seen = stop_at.is_some_and(|s| {
+            String::from_utf8_lossy(&out.lock().expect("output lock")).contains(s)
+        });
+        timed_out = !seen && start.elapsed() > timeout;
+        if seen || timed_out {
+            // Our own child, by handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let wall = start.elapsed();
+    let _ = reader.join();
+    let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default()).into_owned();
+    let stdout = String::from_utf8_lossy(&out.lock().expect("output lock")).replace('\r', "");
+    Ok(Captured {
+        stdout,
+        stderr,
+        status,
+        timed_out,
+        wall,
+    })
 }
 
 /// Run a command, failing with its command line if it exits non-zero.

@@ -1,11 +1,10 @@
 //! Booting the kernel under QEMU virt and collecting what /init reports.
 
 use super::dt::Chosen;
-use anyhow::{Context, Result};
-use std::io::Read;
+use anyhow::Result;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Debian's OpenSBI 1.5.1 (bookworm-backports `opensbi`), the peer firmware.
 pub const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
@@ -126,48 +125,14 @@ impl Boot<'_> {
             .arg("-initrd")
             .arg(self.initrd)
             .arg("-append")
-            .arg(self.command_line())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let start = Instant::now();
-        let mut child = cmd
-            .spawn()
-            .context("cannot start qemu-system-riscv64: run `cargo xtask setup`")?;
-        let mut out = child.stdout.take().expect("piped");
-        let mut err = child.stderr.take().expect("piped");
-        let reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = out.read_to_end(&mut buf);
-            buf
-        });
-        let ereader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = err.read_to_end(&mut buf);
-            buf
-        });
-        let mut timed_out = false;
-        loop {
-            if child.try_wait()?.is_some() {
-                break;
-            }
-            if start.elapsed() > self.timeout {
-                timed_out = true;
-                // Our own child, by handle.
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let wall = start.elapsed();
-        let mut console = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
-        let stderr = String::from_utf8_lossy(&ereader.join().unwrap_or_default()).into_owned();
-        if !stderr.trim().is_empty() {
+            .arg(self.command_line());
+        let run = crate::util::run_captured(&mut cmd, self.timeout, None)?;
+        let mut console = run.stdout;
+        if !run.stderr.trim().is_empty() {
             console.push_str("\n[qemu stderr] ");
-            console.push_str(&stderr);
+            console.push_str(&run.stderr.replace('\r', ""));
         }
-        let console = console.replace('\r', "");
+        let (timed_out, wall) = (run.timed_out, run.wall);
         let mut results = Vec::new();
         let mut bad_results = Vec::new();
         let mut done = None;
