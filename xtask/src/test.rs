@@ -29,6 +29,15 @@ pub fn run(args: TestArgs) -> Result<()> {
         "--target",
         "riscv64gc-unknown-none-elf",
     ]))?;
+    step("rustdoc of the libraries (rvpmu, hpmtrace): no broken links");
+    crate::util::run(cargo().env("RUSTDOCFLAGS", "-D warnings").args([
+        "doc",
+        "--no-deps",
+        "-p",
+        "rvpmu",
+        "-p",
+        "hpmtrace",
+    ]))?;
     step("rvpmu: loom model of the STA sequence protocol");
     // Its own target directory: `--cfg loom` changes every crate's flags,
     // and sharing target/ would rebuild the main cache each time. The

@@ -10,7 +10,7 @@
 //! flags), the per-hart engine ([`Pmu`]) applies the spec's semantics and
 //! talks to two small seams: [`hw::Hpm`] (the hart's counter CSRs) and
 //! [`mem::SupervisorMemory`] (the supervisor's physical memory). Firmware
-//! implements them with CSRs and physical accesses; tests use [`sim`].
+//! implements them with CSRs and physical accesses; tests use the `sim` module (feature `sim`).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 

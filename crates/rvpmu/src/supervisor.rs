@@ -2,7 +2,7 @@
 //! `sbi_rt` (flags as `ConfigFlags`/`StartFlags`/`StopFlags` types from
 //! `sbi-spec`), with `event_get_info` and the snapshot included.
 //!
-//! Calls go through a [`SbiCall`] transport: [`Ecall`] is the real `ecall`
+//! Calls go through a [`SbiCall`] transport: `Ecall` (riscv64 only) is the real `ecall`
 //! instruction (riscv64 only); tests plug in an engine directly.
 
 use crate::ecall::{SbiRet, EID_PMU, EID_STA};
