@@ -23,7 +23,8 @@ pub enum TextFormat {
     Json,
 }
 
-/// Counter index -> event name of one header.
+/// Counter index -> event name of one header, escaped for the writer's
+/// format (quoted for JSON, quoted when needed for CSV).
 type Names = Rc<[(u8, Rc<str>)]>;
 
 /// Writes decoded items in one of the text formats.
@@ -35,7 +36,9 @@ pub struct TextWriter<W: Write> {
     /// Per-address location text in this writer's format (traces revisit
     /// few addresses, so formatting each once pays).
     frag: FastMap<u64, std::rc::Rc<str>>,
-    /// The `.perf` lines of the record being written (reused).
+    /// CSV only: per-address `address2,function2` columns, cached.
+    frag2: FastMap<u64, Rc<str>>,
+    /// The output lines of the record being written (reused).
     line: Vec<u8>,
 }
 
@@ -85,7 +88,8 @@ impl<W: Write> TextWriter<W> {
             format,
             headers: HashMap::new(),
             names: HashMap::new(),
-            frag: HashMap::default(),
+            frag: FastMap::default(),
+            frag2: FastMap::default(),
             line: Vec::with_capacity(1024),
         })
     }
@@ -107,13 +111,12 @@ impl<W: Write> TextWriter<W> {
 
     fn header(&mut self, h: &HeaderInfo) -> io::Result<()> {
         self.headers.insert(h.src, h.header);
-        self.names.insert(
-            h.src,
-            h.header
-                .iter()
-                .map(|(i, d)| (i, Rc::from(event_name(&d))))
-                .collect(),
-        );
+        let names: Names = h
+            .header
+            .iter()
+            .map(|(i, d)| (i, Rc::from(self.escape(&event_name(&d)))))
+            .collect();
+        self.names.insert(h.src, names);
         let ts = h.timestamp.unwrap_or(0);
         match self.format {
             TextFormat::Perf => {
@@ -282,85 +285,138 @@ impl<W: Write> TextWriter<W> {
             .unwrap_or_else(|| Rc::from(Vec::new()))
     }
 
+    /// `s` as a field of this writer's format.
+    fn escape(&self, s: &str) -> String {
+        match self.format {
+            TextFormat::Perf => s.to_string(),
+            TextFormat::Csv => csv_field(s).into_owned(),
+            TextFormat::Json => serde_json::Value::from(s).to_string(),
+        }
+    }
+
+    /// The escaped name of counter `index` (`hpmN` when the header has none).
+    fn counter(&self, names: &[(u8, Rc<str>)], index: u8) -> Rc<str> {
+        match names.iter().find(|(i, _)| *i == index) {
+            Some((_, n)) => n.clone(),
+            None => self.escape(&format!("hpm{index}")).into(),
+        }
+    }
+
+    /// CSV's `address2,function2` columns for `a`, cached.
+    fn loc2(&mut self, a: u64, sym: &mut Symbolizer) -> Rc<str> {
+        if let Some(f) = self.frag2.get(&a) {
+            return f.clone();
+        }
+        let f: Rc<str> = format!("0x{a:x},{}", csv_field(&sym.label(a))).into();
+        if self.frag2.len() < 1 << 20 {
+            self.frag2.insert(a, f.clone());
+        }
+        f
+    }
+
     fn csv_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let mut num = itoa::Buffer::new();
         let l1 = self.loc(r.addr, sym);
-        let (a2, f2) = match r.addr2 {
-            Some(a) => (format!("0x{a:x}"), csv_field(&sym.label(a)).into_owned()),
-            None => (String::new(), String::new()),
+        let l2 = match r.addr2 {
+            Some(a) => self.loc2(a, sym),
+            None => Rc::from(","),
         };
-        let ts = r.timestamp.map(|t| t.to_string()).unwrap_or_default();
-        let prefix = format!(
-            "{},{},{ts},{},{l1},{a2},{f2}",
-            r.src,
-            r.offset,
-            kind_name(r.kind)
-        );
+        let put = |line: &mut Vec<u8>, s: &str| line.extend_from_slice(s.as_bytes());
+        put(&mut line, num.format(r.src));
+        line.push(b',');
+        put(&mut line, num.format(r.offset));
+        line.push(b',');
+        if let Some(t) = r.timestamp {
+            put(&mut line, num.format(t));
+        }
+        line.push(b',');
+        put(&mut line, kind_name(r.kind));
+        line.push(b',');
+        put(&mut line, &l1);
+        line.push(b',');
+        put(&mut line, &l2);
+        let prefix = line.len();
         if r.counters.is_empty() {
-            writeln!(self.out, "{prefix},,,,,")?;
+            put(&mut line, ",,,,,\n");
         }
         let names = self.names(r.src);
-        for c in &r.counters {
-            let name = counter(&names, c.index);
-            write!(
-                self.out,
-                "{prefix},{},{},{},{},",
-                c.index,
-                csv_field(&name),
-                c.recorded,
-                c.reading
-            )?;
-            match c.delta {
-                Some(d) => writeln!(self.out, "{d}")?,
-                None => writeln!(self.out)?,
+        for (k, c) in r.counters.iter().enumerate() {
+            if k > 0 {
+                line.extend_from_within(..prefix);
             }
+            line.push(b',');
+            put(&mut line, num.format(c.index));
+            line.push(b',');
+            put(&mut line, &self.counter(&names, c.index));
+            line.push(b',');
+            put(&mut line, num.format(c.recorded));
+            line.push(b',');
+            put(&mut line, num.format(c.reading));
+            line.push(b',');
+            if let Some(d) = c.delta {
+                put(&mut line, num.format(d));
+            }
+            line.push(b'\n');
         }
-        Ok(())
+        let res = self.out.write_all(&line);
+        self.line = line;
+        res
     }
 
     fn json_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let mut num = itoa::Buffer::new();
         let l1 = self.loc(r.addr, sym);
-        let l2 = match r.addr2 {
-            Some(a) => self.loc(a, sym).to_string(),
-            None => "null".to_string(),
-        };
-        let ts = r
-            .timestamp
-            .map_or_else(|| "null".to_string(), |t| t.to_string());
-        write!(
-            self.out,
-            "{{\"type\":\"record\",\"core\":{},\"offset\":{},\"timestamp\":{ts},\"kind\":\"{}\",\"location\":{l1},\"location2\":{l2},\"counters\":[",
-            r.src,
-            r.offset,
-            kind_name(r.kind)
-        )?;
+        let l2 = r.addr2.map(|a| self.loc(a, sym));
+        let put = |line: &mut Vec<u8>, s: &str| line.extend_from_slice(s.as_bytes());
+        put(&mut line, r#"{"type":"record","core":"#);
+        put(&mut line, num.format(r.src));
+        put(&mut line, r#","offset":"#);
+        put(&mut line, num.format(r.offset));
+        put(&mut line, r#","timestamp":"#);
+        put(
+            &mut line,
+            &r.timestamp.map_or("null".into(), |t| t.to_string()),
+        );
+        put(&mut line, r#","kind":""#);
+        put(&mut line, kind_name(r.kind));
+        put(&mut line, r#"","location":"#);
+        put(&mut line, &l1);
+        put(&mut line, r#","location2":"#);
+        put(&mut line, l2.as_deref().unwrap_or("null"));
+        put(&mut line, r#","counters":["#);
         let names = self.names(r.src);
-        for (i, c) in r.counters.iter().enumerate() {
-            let name = serde_json::to_string(&*counter(&names, c.index)).expect("string");
-            let d = c
-                .delta
-                .map_or_else(|| "null".to_string(), |d| d.to_string());
-            write!(
-                self.out,
-                "{}{{\"index\":{},\"event\":{name},\"recorded\":{},\"value\":{},\"delta\":{d}}}",
-                if i > 0 { "," } else { "" },
-                c.index,
-                c.recorded,
-                c.reading
-            )?;
+        for (k, c) in r.counters.iter().enumerate() {
+            if k > 0 {
+                line.push(b',');
+            }
+            put(&mut line, r#"{"index":"#);
+            put(&mut line, num.format(c.index));
+            put(&mut line, r#","event":"#);
+            put(&mut line, &self.counter(&names, c.index));
+            put(&mut line, r#","recorded":"#);
+            put(&mut line, num.format(c.recorded));
+            put(&mut line, r#","value":"#);
+            put(&mut line, num.format(c.reading));
+            put(&mut line, r#","delta":"#);
+            match c.delta {
+                Some(d) => put(&mut line, num.format(d)),
+                None => put(&mut line, "null"),
+            }
+            line.push(b'}');
         }
-        writeln!(self.out, "]}}")
+        put(&mut line, "]}\n");
+        let res = self.out.write_all(&line);
+        self.line = line;
+        res
     }
 
     /// Flushes the output.
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()
-    }
-}
-
-fn counter(names: &[(u8, Rc<str>)], index: u8) -> Cow<'_, str> {
-    match names.iter().find(|(i, _)| *i == index) {
-        Some((_, n)) => Cow::Borrowed(n),
-        None => Cow::Owned(format!("hpm{index}")),
     }
 }
 
