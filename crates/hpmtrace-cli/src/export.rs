@@ -228,18 +228,26 @@ struct CoreEvents {
 
 /// A temporary file with no name: nothing to clean up, whatever happens.
 fn anonymous_file() -> io::Result<std::fs::File> {
-    let path = std::env::temp_dir().join(format!(
-        "hpmtrace-speedscope-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    ));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(f)
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("hpmtrace-speedscope-{}-{n}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        match f {
+            Ok(f) => {
+                std::fs::remove_file(&path)?;
+                return Ok(f);
+            }
+            // Left behind by an earlier process with this pid: next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 impl SpeedscopeCollector {
