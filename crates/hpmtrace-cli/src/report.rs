@@ -1,7 +1,6 @@
 //! `hpmtrace report`: per-function table, call tree, trace summary.
 
 use crate::stack::{FuncStats, Walker, TIME};
-use std::fmt::Write as _;
 
 /// Report options.
 #[derive(clap::Args, Debug, Clone)]
@@ -160,19 +159,25 @@ fn summary(out: &mut dyn std::fmt::Write, w: &Walker, stats: &hpmtrace::decode::
 }
 
 fn table(out: &mut dyn std::fmt::Write, head: &[String], rows: &[Vec<String>]) {
-    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.len());
+            width[i] = width[i].max(c.chars().count());
         }
     }
     let line = |cells: &[String]| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
+            // Padded by hand: `{:w$}` panics for widths over 65535, and
+            // names come from the user's ELF.
+            let pad = " ".repeat(width[i] - c.chars().count());
             if i == 0 {
-                let _ = write!(s, "{:<w$}", c, w = width[0]);
+                s.push_str(c);
+                s.push_str(&pad);
             } else {
-                let _ = write!(s, "  {:>w$}", c, w = width[i]);
+                s.push_str("  ");
+                s.push_str(&pad);
+                s.push_str(c);
             }
         }
         s.trim_end().to_string()
