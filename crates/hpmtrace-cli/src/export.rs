@@ -1,11 +1,11 @@
 //! `hpmtrace export`: Perfetto/Chrome trace JSON, speedscope evented JSON,
 //! folded stacks and SVG flame graphs.
 
-use crate::fastmap::FastMap;
+use crate::fastmap::{memo, FastMap};
 use crate::stack::{Point, Visitor, Walker, TIME};
+use crate::text::json_str;
 use hpmtrace::format::RecordType;
 use serde_json::json;
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -63,14 +63,9 @@ pub struct PerfettoWriter<W: Write> {
     /// Function name -> its JSON string literal.
     names: FastMap<Arc<str>, Rc<str>>,
     /// (core, column) -> the counter track's JSON string literal.
-    tracks: HashMap<(u16, usize), Rc<str>>,
+    tracks: FastMap<(u16, usize), Rc<str>>,
     tick_ns: f64,
     t0: Option<u64>,
-}
-
-/// `s` as a JSON string literal, quotes included.
-fn json_str(s: &str) -> Rc<str> {
-    serde_json::Value::from(s).to_string().into()
 }
 
 impl<W: Write> PerfettoWriter<W> {
@@ -84,7 +79,7 @@ impl<W: Write> PerfettoWriter<W> {
             cores: Vec::new(),
             columns: Vec::new(),
             names: FastMap::default(),
-            tracks: HashMap::new(),
+            tracks: FastMap::default(),
             tick_ns,
             t0: None,
         };
@@ -107,12 +102,7 @@ impl<W: Write> PerfettoWriter<W> {
     }
 
     fn name(&mut self, func: &Arc<str>) -> Rc<str> {
-        if let Some(n) = self.names.get(func) {
-            return n.clone();
-        }
-        let n = json_str(func);
-        self.names.insert(func.clone(), n.clone());
-        n
+        memo(&mut self.names, func, || json_str(func))
     }
 
     /// Microseconds since the first timestamp (sequence numbers without
@@ -187,14 +177,10 @@ impl<W: Write> Visitor for PerfettoWriter<W> {
         self.core(core);
         let ts = self.us(&at);
         for c in 1..self.columns.len().min(at.totals.len()) {
-            let name = match self.tracks.get(&(core, c)) {
-                Some(n) => n.clone(),
-                None => {
-                    let n = json_str(&format!("core {core} {}", self.columns[c]));
-                    self.tracks.insert((core, c), n.clone());
-                    n
-                }
-            };
+            let column = &self.columns[c];
+            let name = memo(&mut self.tracks, &(core, c), || {
+                json_str(&format!("core {core} {column}"))
+            });
             let v = at.totals[c];
             self.event(format_args!(
                 r#""ph":"C","name":{name},"pid":1,"ts":{ts},"args":{{"value":{v}}}"#

@@ -10,6 +10,26 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A `HashMap` with [`FastHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
+/// Values kept by [`memo`] at most: past it a value is made again each
+/// time (a trace with millions of distinct addresses stays bounded).
+const MEMO_MAX: usize = 1 << 20;
+
+/// `map[key]`, made by `make` and kept the first time it is asked for.
+pub fn memo<K, V>(map: &mut FastMap<K, V>, key: &K, make: impl FnOnce() -> V) -> V
+where
+    K: std::hash::Hash + Eq + Clone,
+    V: Clone,
+{
+    if let Some(v) = map.get(key) {
+        return v.clone();
+    }
+    let v = make();
+    if map.len() < MEMO_MAX {
+        map.insert(key.clone(), v.clone());
+    }
+    v
+}
+
 /// Multiply-rotate hashing, a word at a time (the FxHash scheme).
 #[derive(Default, Clone, Copy)]
 pub struct FastHasher(u64);

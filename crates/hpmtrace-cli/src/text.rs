@@ -1,7 +1,7 @@
 //! `hpmtrace decode` output formats: SiFive decoder `.perf` text, CSV and
 //! JSON lines.
 
-use crate::fastmap::FastMap;
+use crate::fastmap::{memo, FastMap};
 use crate::names::event_name;
 use crate::symbols::Symbolizer;
 use hpmtrace::decode::{HeaderInfo, Output, Record};
@@ -35,7 +35,7 @@ pub struct TextWriter<W: Write> {
     names: HashMap<u16, Names>,
     /// Per-address location text in this writer's format (traces revisit
     /// few addresses, so formatting each once pays).
-    frag: FastMap<u64, std::rc::Rc<str>>,
+    frag: FastMap<u64, Rc<str>>,
     /// CSV only: per-address `address2,function2` columns, cached.
     frag2: FastMap<u64, Rc<str>>,
     /// The output lines of the record being written (reused).
@@ -114,7 +114,7 @@ impl<W: Write> TextWriter<W> {
         let names: Names = h
             .header
             .iter()
-            .map(|(i, d)| (i, Rc::from(self.escape(&event_name(&d)))))
+            .map(|(i, d)| (i, self.escape(&event_name(&d))))
             .collect();
         self.names.insert(h.src, names);
         let ts = h.timestamp.unwrap_or(0);
@@ -165,21 +165,27 @@ impl<W: Write> TextWriter<W> {
         Ok(())
     }
 
+    /// Builds a record's lines by hand into one reused buffer, then writes
+    /// them: records are most of a decode's output, and `write!` per line
+    /// was half of its time.
     fn record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        match self.format {
-            TextFormat::Perf => self.perf_record(r, sym),
-            TextFormat::Csv => self.csv_record(r, sym),
-            TextFormat::Json => self.json_record(r, sym),
-        }
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let built = match self.format {
+            TextFormat::Perf => self.perf_record(r, sym, &mut line),
+            TextFormat::Csv => self.csv_record(r, sym, &mut line),
+            TextFormat::Json => self.json_record(r, sym, &mut line),
+        };
+        let res = built.and_then(|()| self.out.write_all(&line));
+        self.line = line;
+        res
     }
 
     /// The location fragment of `addr` in this writer's format, cached.
-    fn loc(&mut self, addr: u64, sym: &mut Symbolizer) -> std::rc::Rc<str> {
-        if let Some(f) = self.frag.get(&addr) {
-            return f.clone();
-        }
-        let text: String = match self.format {
-            TextFormat::Perf => ffl(sym, addr),
+    fn loc(&mut self, addr: u64, sym: &mut Symbolizer) -> Rc<str> {
+        let format = self.format;
+        memo(&mut self.frag, &addr, || match format {
+            TextFormat::Perf => ffl(sym, addr).into(),
             TextFormat::Csv => {
                 let res = sym.resolve(addr);
                 format!(
@@ -193,6 +199,7 @@ impl<W: Write> TextWriter<W> {
                     },
                     res.is_resolved()
                 )
+                .into()
             }
             TextFormat::Json => {
                 let res = sym.resolve(addr);
@@ -200,26 +207,22 @@ impl<W: Write> TextWriter<W> {
                        "file": res.file.as_deref(), "line": if res.line > 0 { Some(res.line) } else { None },
                        "resolved": res.is_resolved()})
                 .to_string()
+                .into()
             }
-        };
-        let rc: std::rc::Rc<str> = text.into();
-        if self.frag.len() < 1 << 20 {
-            self.frag.insert(addr, rc.clone());
-        }
-        rc
+        })
     }
 
-    fn perf_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        // Built by hand into one buffer: these lines are most of a decode's
-        // output, and `write!` per line was half of its time.
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        let mut num = itoa::Buffer::new();
-        line.push(b'[');
-        line.extend_from_slice(num.format(r.src).as_bytes());
-        line.extend_from_slice(b"] ");
-        line.extend_from_slice(num.format(r.timestamp.unwrap_or(0)).as_bytes());
-        line.push(b' ');
+    fn perf_record(
+        &mut self,
+        r: &Record,
+        sym: &mut Symbolizer,
+        line: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        line.put("[");
+        line.num(r.src);
+        line.put("] ");
+        line.num(r.timestamp.unwrap_or(0));
+        line.put(" ");
         let head = line.len();
         let a2 = r.addr2.unwrap_or(0);
         // The address the counter lines refer to: the function for
@@ -247,8 +250,8 @@ impl<W: Write> TextWriter<W> {
             }
         };
         let f = self.loc(pc, sym);
-        line.extend_from_slice(f.as_bytes());
-        line.push(b'\n');
+        line.put(&f);
+        line.put("\n");
         if !r.counters.is_empty() {
             let start = line.len();
             line.extend_from_within(..head);
@@ -264,17 +267,15 @@ impl<W: Write> TextWriter<W> {
                     CountType::Delta => c.recorded,
                     _ => c.reading,
                 };
-                line.extend_from_slice(num.format(c.index).as_bytes());
-                line.extend_from_slice(b"] [Value=");
-                line.extend_from_slice(num.format(v).as_bytes());
-                line.extend_from_slice(b"] ");
-                line.extend_from_slice(f.as_bytes());
-                line.push(b'\n');
+                line.num(c.index);
+                line.put("] [Value=");
+                line.num(v);
+                line.put("] ");
+                line.put(&f);
+                line.put("\n");
             }
         }
-        let res = self.out.write_all(&line);
-        self.line = line;
-        res
+        Ok(())
     }
 
     /// Counter names of a core's header (shared, cheap to clone).
@@ -286,11 +287,11 @@ impl<W: Write> TextWriter<W> {
     }
 
     /// `s` as a field of this writer's format.
-    fn escape(&self, s: &str) -> String {
+    fn escape(&self, s: &str) -> Rc<str> {
         match self.format {
-            TextFormat::Perf => s.to_string(),
-            TextFormat::Csv => csv_field(s).into_owned(),
-            TextFormat::Json => serde_json::Value::from(s).to_string(),
+            TextFormat::Perf => s.into(),
+            TextFormat::Csv => csv_field(s).into(),
+            TextFormat::Json => json_str(s),
         }
     }
 
@@ -298,125 +299,134 @@ impl<W: Write> TextWriter<W> {
     fn counter(&self, names: &[(u8, Rc<str>)], index: u8) -> Rc<str> {
         match names.iter().find(|(i, _)| *i == index) {
             Some((_, n)) => n.clone(),
-            None => self.escape(&format!("hpm{index}")).into(),
+            None => self.escape(&format!("hpm{index}")),
         }
     }
 
-    /// CSV's `address2,function2` columns for `a`, cached.
-    fn loc2(&mut self, a: u64, sym: &mut Symbolizer) -> Rc<str> {
-        if let Some(f) = self.frag2.get(&a) {
-            return f.clone();
-        }
-        let f: Rc<str> = format!("0x{a:x},{}", csv_field(&sym.label(a))).into();
-        if self.frag2.len() < 1 << 20 {
-            self.frag2.insert(a, f.clone());
-        }
-        f
-    }
-
-    fn csv_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        let mut num = itoa::Buffer::new();
+    fn csv_record(
+        &mut self,
+        r: &Record,
+        sym: &mut Symbolizer,
+        line: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let l1 = self.loc(r.addr, sym);
+        // address2,function2
         let l2 = match r.addr2 {
-            Some(a) => self.loc2(a, sym),
+            Some(a) => memo(&mut self.frag2, &a, || {
+                format!("0x{a:x},{}", csv_field(&sym.label(a))).into()
+            }),
             None => Rc::from(","),
         };
-        let put = |line: &mut Vec<u8>, s: &str| line.extend_from_slice(s.as_bytes());
-        put(&mut line, num.format(r.src));
-        line.push(b',');
-        put(&mut line, num.format(r.offset));
-        line.push(b',');
+        line.num(r.src);
+        line.put(",");
+        line.num(r.offset);
+        line.put(",");
         if let Some(t) = r.timestamp {
-            put(&mut line, num.format(t));
+            line.num(t);
         }
-        line.push(b',');
-        put(&mut line, kind_name(r.kind));
-        line.push(b',');
-        put(&mut line, &l1);
-        line.push(b',');
-        put(&mut line, &l2);
+        line.put(",");
+        line.put(kind_name(r.kind));
+        line.put(",");
+        line.put(&l1);
+        line.put(",");
+        line.put(&l2);
         let prefix = line.len();
         if r.counters.is_empty() {
-            put(&mut line, ",,,,,\n");
+            line.put(",,,,,\n");
         }
         let names = self.names(r.src);
         for (k, c) in r.counters.iter().enumerate() {
             if k > 0 {
                 line.extend_from_within(..prefix);
             }
-            line.push(b',');
-            put(&mut line, num.format(c.index));
-            line.push(b',');
-            put(&mut line, &self.counter(&names, c.index));
-            line.push(b',');
-            put(&mut line, num.format(c.recorded));
-            line.push(b',');
-            put(&mut line, num.format(c.reading));
-            line.push(b',');
+            line.put(",");
+            line.num(c.index);
+            line.put(",");
+            line.put(&self.counter(&names, c.index));
+            line.put(",");
+            line.num(c.recorded);
+            line.put(",");
+            line.num(c.reading);
+            line.put(",");
             if let Some(d) = c.delta {
-                put(&mut line, num.format(d));
+                line.num(d);
             }
-            line.push(b'\n');
+            line.put("\n");
         }
-        let res = self.out.write_all(&line);
-        self.line = line;
-        res
+        Ok(())
     }
 
-    fn json_record(&mut self, r: &Record, sym: &mut Symbolizer) -> io::Result<()> {
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
-        let mut num = itoa::Buffer::new();
+    fn json_record(
+        &mut self,
+        r: &Record,
+        sym: &mut Symbolizer,
+        line: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let l1 = self.loc(r.addr, sym);
         let l2 = r.addr2.map(|a| self.loc(a, sym));
-        let put = |line: &mut Vec<u8>, s: &str| line.extend_from_slice(s.as_bytes());
-        put(&mut line, r#"{"type":"record","core":"#);
-        put(&mut line, num.format(r.src));
-        put(&mut line, r#","offset":"#);
-        put(&mut line, num.format(r.offset));
-        put(&mut line, r#","timestamp":"#);
-        put(
-            &mut line,
-            &r.timestamp.map_or("null".into(), |t| t.to_string()),
-        );
-        put(&mut line, r#","kind":""#);
-        put(&mut line, kind_name(r.kind));
-        put(&mut line, r#"","location":"#);
-        put(&mut line, &l1);
-        put(&mut line, r#","location2":"#);
-        put(&mut line, l2.as_deref().unwrap_or("null"));
-        put(&mut line, r#","counters":["#);
+        line.put(r#"{"type":"record","core":"#);
+        line.num(r.src);
+        line.put(r#","offset":"#);
+        line.num(r.offset);
+        line.put(r#","timestamp":"#);
+        match r.timestamp {
+            Some(t) => line.num(t),
+            None => line.put("null"),
+        }
+        line.put(r#","kind":""#);
+        line.put(kind_name(r.kind));
+        line.put(r#"","location":"#);
+        line.put(&l1);
+        line.put(r#","location2":"#);
+        line.put(l2.as_deref().unwrap_or("null"));
+        line.put(r#","counters":["#);
         let names = self.names(r.src);
         for (k, c) in r.counters.iter().enumerate() {
             if k > 0 {
-                line.push(b',');
+                line.put(",");
             }
-            put(&mut line, r#"{"index":"#);
-            put(&mut line, num.format(c.index));
-            put(&mut line, r#","event":"#);
-            put(&mut line, &self.counter(&names, c.index));
-            put(&mut line, r#","recorded":"#);
-            put(&mut line, num.format(c.recorded));
-            put(&mut line, r#","value":"#);
-            put(&mut line, num.format(c.reading));
-            put(&mut line, r#","delta":"#);
+            line.put(r#"{"index":"#);
+            line.num(c.index);
+            line.put(r#","event":"#);
+            line.put(&self.counter(&names, c.index));
+            line.put(r#","recorded":"#);
+            line.num(c.recorded);
+            line.put(r#","value":"#);
+            line.num(c.reading);
+            line.put(r#","delta":"#);
             match c.delta {
-                Some(d) => put(&mut line, num.format(d)),
-                None => put(&mut line, "null"),
+                Some(d) => line.num(d),
+                None => line.put("null"),
             }
-            line.push(b'}');
+            line.put("}");
         }
-        put(&mut line, "]}\n");
-        let res = self.out.write_all(&line);
-        self.line = line;
-        res
+        line.put("]}\n");
+        Ok(())
     }
 
     /// Flushes the output.
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+/// `s` as a JSON string literal, quotes included.
+pub fn json_str(s: &str) -> Rc<str> {
+    serde_json::Value::from(s).to_string().into()
+}
+
+/// Appending text and integers to a line being built.
+trait Put {
+    fn put(&mut self, s: &str);
+    fn num(&mut self, v: impl itoa::Integer);
+}
+
+impl Put for Vec<u8> {
+    fn put(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+    fn num(&mut self, v: impl itoa::Integer) {
+        self.put(itoa::Buffer::new().format(v));
     }
 }
 
