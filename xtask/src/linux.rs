@@ -1,5 +1,6 @@
-//! Linux 6.12 kernel and initramfs builds, QEMU boots, the perf demo
-//! (`cargo xtask run`) and the Linux-in-QEMU end-to-end tests.
+//! Linux kernel (7.2 and 6.12), guest userland and initramfs builds, QEMU
+//! boots, the perf demo (`cargo xtask run`) and the Linux-in-QEMU
+//! end-to-end tests.
 
 mod dt;
 mod e2e;
@@ -7,6 +8,7 @@ mod initramfs;
 mod kernel;
 mod qemu;
 pub mod trace;
+mod userland;
 
 use crate::util::step;
 use anyhow::{bail, Result};
@@ -17,6 +19,9 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
+    /// Kernel to boot.
+    #[arg(long, value_enum, default_value = "7.2")]
+    pub kernel: kernel::Version,
     /// Print the demo's results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -43,15 +48,44 @@ pub const STEAL_BUSY_MS: u64 = 2000;
 
 /// The kernel and the initramfs, built (or taken from the cache).
 struct Guest {
+    version: kernel::Version,
     kernel: kernel::Kernel,
     initramfs: initramfs::Initramfs,
 }
 
 impl Guest {
-    fn build() -> Result<Guest> {
-        let kernel = kernel::build()?;
+    fn build(version: kernel::Version) -> Result<Guest> {
+        let kernel = kernel::build(version)?;
         let initramfs = initramfs::build(&kernel)?;
-        Ok(Guest { kernel, initramfs })
+        Ok(Guest {
+            version,
+            kernel,
+            initramfs,
+        })
+    }
+
+    /// Boot with `plan` (lines of TAB-separated argv, see e2e-init) as
+    /// /rvpmu/plan and `rvpmu.mode=plan`: /init runs each command and
+    /// reports its output as a `cmd` result.
+    fn run_plan(
+        &self,
+        firmware: &Firmware,
+        smp: u32,
+        chosen: Chosen,
+        plan: &str,
+        timeout_s: u64,
+    ) -> Result<Outcome> {
+        let initrd = self.initramfs.with_plan(&self.kernel, plan)?;
+        Boot {
+            firmware,
+            image: &self.kernel.image,
+            initrd: &initrd,
+            machine: Machine { smp },
+            chosen,
+            args: "rvpmu.mode=plan".to_string(),
+            timeout: Duration::from_secs(timeout_s),
+        }
+        .run()
     }
 
     fn boot(
@@ -115,7 +149,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     crate::setup::ensure_host()?;
     let firmware = chosen_firmware(&a.bios)?;
-    let guest = Guest::build()?;
+    let guest = Guest::build(a.kernel)?;
     let chosen = Chosen {
         noisy_neighbour: noisy,
         ..Chosen::NONE

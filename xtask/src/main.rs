@@ -3,6 +3,7 @@
 //! (see `setup`), so a fresh Debian 12 machine needs nothing else.
 
 mod conformance;
+mod debian;
 mod dtcheck;
 mod firmware;
 mod linux;

@@ -3,7 +3,6 @@
 
 use crate::util::{output, run, step};
 use anyhow::{Context, Result};
-use std::path::Path;
 use std::process::Command;
 
 const RUST_TARGETS: &[&str] = &["riscv64gc-unknown-none-elf", "riscv64gc-unknown-linux-gnu"];
@@ -60,21 +59,6 @@ fn apt(args: &[&str]) -> Result<()> {
     run(&mut cmd)
 }
 
-fn backports_enabled() -> bool {
-    let mut text = String::new();
-    for dir in ["/etc/apt/sources.list", "/etc/apt/sources.list.d"] {
-        let p = Path::new(dir);
-        if p.is_file() {
-            text += &std::fs::read_to_string(p).unwrap_or_default();
-        } else if let Ok(rd) = std::fs::read_dir(p) {
-            for e in rd.flatten() {
-                text += &std::fs::read_to_string(e.path()).unwrap_or_default();
-            }
-        }
-    }
-    text.contains("bookworm-backports")
-}
-
 /// Make sure every tool and package the project uses is present.
 pub fn ensure_host() -> Result<()> {
     ensure_rust()?;
@@ -118,12 +102,17 @@ fn ensure_apt() -> Result<()> {
     if main_missing.is_empty() && bp_missing.is_empty() {
         return Ok(());
     }
-    if !bp_missing.is_empty() && !backports_enabled() {
-        step(&format!("enabling bookworm-backports in {BACKPORTS_LIST}"));
-        let text = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
-                    Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
-        std::fs::write(BACKPORTS_LIST, text)
-            .with_context(|| format!("writing {BACKPORTS_LIST} (run as root or create it)"))?;
+    if !bp_missing.is_empty() && !crate::debian::host_has_suite("bookworm-backports") {
+        // The same mirror the host already uses for bookworm.
+        let uri = crate::debian::host_mirror()?;
+        step(&format!(
+            "enabling bookworm-backports ({uri}) in {BACKPORTS_LIST}"
+        ));
+        std::fs::write(
+            BACKPORTS_LIST,
+            crate::debian::deb822_source(&uri, "bookworm-backports"),
+        )
+        .with_context(|| format!("writing {BACKPORTS_LIST} (run as root or create it)"))?;
     }
     step("apt-get update");
     apt(&["update", "-q"])?;

@@ -1145,7 +1145,7 @@ fn steal_checks(s: &mut Suite, guest: &Guest) -> Vec<(String, String)> {
 /// Build everything, run the suite on our firmware and on OpenSBI, print
 /// the demo side by side, fail if any non-peer check failed.
 pub fn run_all() -> Result<()> {
-    let guest = Guest::build()?;
+    let guest = Guest::build(super::kernel::Version::V7_2)?;
     let d = Derived {
         alu: super::initramfs::loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_alu_loop")?,
         walk: super::initramfs::loop_body_instructions(

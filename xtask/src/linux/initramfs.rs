@@ -1,27 +1,36 @@
-//! The initramfs: /init is the static e2e-init binary, plus the directories
-//! and /dev/console it needs. Packed with the kernel's usr/gen_init_cpio
-//! (fixed timestamps) and `gzip -n`, so the same binary gives the same bytes.
+//! The initramfs: the Debian userland archive ([`super::userland`]) with
+//! our own files appended as a second archive: /init (the static e2e-init
+//! binary, stripped) and the same binary as /usr/bin/rvpmu-work (the
+//! workloads, symbol table kept so `perf report` names functions). A boot
+//! that runs a plan gets a third, one-file archive with /rvpmu/plan. Packed
+//! with the kernel's usr/gen_init_cpio (fixed timestamps), so the same
+//! inputs give the same bytes.
 
 use super::kernel::Kernel;
+use super::userland::{self, gen_cpio, Userland};
 use crate::util::{cargo, root, run, step};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Rust target of the guest program.
 pub const GUEST_TARGET: &str = "riscv64gc-unknown-linux-gnu";
+
+/// Where the guest finds the plan of commands `rvpmu.mode=plan` runs.
+pub const PLAN_PATH: &str = "/rvpmu/plan";
 
 /// A built initramfs and the unstripped /init it contains (for disassembly).
 pub struct Initramfs {
     pub archive: PathBuf,
     pub init_elf: PathBuf,
+    pub userland: Userland,
 }
 
 fn out_dir() -> PathBuf {
     root().join("target/rvpmu-e2e")
 }
 
-/// Build e2e-init for the guest and pack it.
+/// Build e2e-init for the guest and pack it with the userland.
 pub fn build(kernel: &Kernel) -> Result<Initramfs> {
     build_with(kernel, &out_dir(), &[])
 }
@@ -30,6 +39,7 @@ pub fn build(kernel: &Kernel) -> Result<Initramfs> {
 /// stripped copies, mode 0755) next to /init, packed in `dir` (so the
 /// plain e2e initramfs stays as it is).
 pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Result<Initramfs> {
+    let userland = userland::build(kernel)?;
     step("building /init (crates/e2e-init, static riscv64 Linux binary)");
     run(cargo().args([
         "build",
@@ -45,15 +55,13 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
     }
     std::fs::create_dir_all(dir)?;
     let stripped = dir.join("init");
-    strip(&init_elf, &stripped)?;
-    let list = dir.join("initramfs.list");
+    strip(&init_elf, &stripped, true)?;
+    let work = dir.join("rvpmu-work");
+    strip(&init_elf, &work, false)?;
     let mut entries = format!(
-        "dir /dev 0755 0 0\n\
-         nod /dev/console 0600 0 0 c 5 1\n\
-         dir /proc 0755 0 0\n\
-         dir /sys 0755 0 0\n\
-         file /init {} 0755 0 0\n",
-        stripped.display()
+        "file /init {} 0755 0 0\nfile /usr/bin/rvpmu-work {} 0755 0 0\n",
+        stripped.display(),
+        work.display()
     );
     for (guest, elf) in extra {
         let Some(name) = guest.strip_prefix('/') else {
@@ -63,39 +71,61 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
             bail!("initramfs path {guest:?} must name a file in / without spaces");
         }
         let stripped = dir.join(format!("{name}.stripped"));
-        strip(elf, &stripped)?;
+        strip(elf, &stripped, true)?;
         entries.push_str(&format!("file {guest} {} 0755 0 0\n", stripped.display()));
     }
+    let list = dir.join("initramfs.list");
     std::fs::write(&list, entries)?;
-    let cpio = Command::new(kernel.gen_init_cpio())
-        .args(["-t", "0"])
-        .arg(&list)
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("cannot run {}", kernel.gen_init_cpio().display()))?;
-    if !cpio.status.success() {
-        bail!("gen_init_cpio failed with {}", cpio.status);
-    }
-    let archive = dir.join("initramfs.cpio.gz");
-    let mut gz = Command::new("gzip")
-        .args(["-n", "-9", "-c"])
-        .stdin(Stdio::piped())
-        .stdout(std::fs::File::create(&archive)?)
-        .spawn()
-        .context("cannot start gzip")?;
-    {
-        use std::io::Write;
-        gz.stdin.take().expect("piped").write_all(&cpio.stdout)?;
-    }
-    let st = gz.wait()?;
-    if !st.success() {
-        bail!("gzip failed with {st}");
-    }
-    Ok(Initramfs { archive, init_elf })
+    let ours = dir.join("ours.cpio");
+    gen_cpio(kernel, &list, &ours)?;
+    let archive = dir.join("initramfs.cpio");
+    concat(&[&userland.cpio, &ours], &archive)?;
+    Ok(Initramfs {
+        archive,
+        init_elf,
+        userland,
+    })
 }
 
-fn strip(elf: &Path, out: &Path) -> Result<()> {
+/// `parts` one after the other into `out` (the kernel unpacks
+/// concatenated newc archives in order; later entries win).
+fn concat(parts: &[&Path], out: &Path) -> Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(out)?);
+    for p in parts {
+        std::io::copy(&mut std::fs::File::open(p)?, &mut w)?;
+    }
+    use std::io::Write;
+    w.flush()?;
+    Ok(())
+}
+
+impl Initramfs {
+    /// This initramfs plus /rvpmu/plan holding `plan`, written to a file
+    /// of its own under `dir` (named after the plan's hash).
+    pub fn with_plan(&self, kernel: &Kernel, plan: &str) -> Result<PathBuf> {
+        let key = super::kernel::fnv64(&[plan.as_bytes()]);
+        let dir = out_dir().join("plans");
+        std::fs::create_dir_all(&dir)?;
+        let text = dir.join(format!("plan-{key:016x}.txt"));
+        std::fs::write(&text, plan)?;
+        let list = dir.join(format!("plan-{key:016x}.list"));
+        std::fs::write(
+            &list,
+            format!("dir /rvpmu 0755 0 0\nfile {PLAN_PATH} {} 0644 0 0\n", text.display()),
+        )?;
+        let cpio = dir.join(format!("plan-{key:016x}.cpio"));
+        gen_cpio(kernel, &list, &cpio)?;
+        let out = dir.join(format!("initramfs-{key:016x}.cpio"));
+        concat(&[&self.archive, &cpio], &out)?;
+        Ok(out)
+    }
+}
+
+/// Strip `elf` into `out`: everything, or (`all` false) debug info only,
+/// keeping the symbol table.
+fn strip(elf: &Path, out: &Path, all: bool) -> Result<()> {
     run(Command::new("riscv64-linux-gnu-strip")
+        .arg(if all { "--strip-all" } else { "--strip-debug" })
         .arg("-o")
         .arg(out)
         .arg(elf))

@@ -1,20 +1,109 @@
-//! Linux 6.12 `Image` for QEMU virt: tinyconfig + `e2e/kernel.config`,
-//! olddefconfig, every fragment line verified, then `make Image`. Built out
-//! of tree in the cache, keyed by the fragment and the source tarball, so a
-//! second run costs nothing.
+//! Linux `Image`s for QEMU virt: tinyconfig + `e2e/kernel.config`,
+//! olddefconfig, every fragment line verified, then `make Image`. Two
+//! kernels: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
+//! fetched through the private apt of [`crate::debian`]) and the 6.12 LTS
+//! (the host's bookworm-backports `linux-source-6.12`). Built out of tree in
+//! the cache, keyed by the version, the fragment and the source tarball, so
+//! a second run costs nothing.
 
+use crate::debian::{PrivateApt, TRIXIE_BACKPORTS};
 use crate::util::{cache_dir, root, step};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Debian's linux-source-6.12 tarball (bookworm-backports).
-pub const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-/// Top directory inside the tarball.
-const SOURCE_TOP: &str = "linux-source-6.12";
 /// Bump when the build recipe changes in a way the key would not see.
 const RECIPE_VERSION: &str = "1";
+
+/// The kernels the project builds and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Version {
+    /// Linux 6.12 LTS (Debian bookworm-backports).
+    #[value(name = "6.12")]
+    V6_12,
+    /// Linux 7.2 (Debian trixie-backports), the default.
+    #[value(name = "7.2")]
+    V7_2,
+}
+
+impl Version {
+    /// Both, in the order the e2e suite runs them.
+    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
+
+    /// `6.12` / `7.2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::V6_12 => "6.12",
+            Version::V7_2 => "7.2",
+        }
+    }
+
+    /// Debian's source package (and the top directory of its tarball).
+    fn source_package(self) -> String {
+        format!("linux-source-{}", self.name())
+    }
+
+    /// The source tarball: the host's for 6.12, downloaded for 7.2.
+    fn tarball(self) -> Result<PathBuf> {
+        match self {
+            Version::V6_12 => {
+                let p = PathBuf::from("/usr/src/linux-source-6.12.tar.xz");
+                if !p.is_file() {
+                    bail!("{} is missing: run `cargo xtask setup` (installs linux-source-6.12 from bookworm-backports)", p.display());
+                }
+                Ok(p)
+            }
+            Version::V7_2 => trixie_tarball(self),
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Linux {}", self.name())
+    }
+}
+
+/// The tarball inside trixie-backports' source package, extracted once per
+/// package version into the cache. If the mirror cannot be reached, the
+/// last tarball fetched is used (and said so).
+fn trixie_tarball(v: Version) -> Result<PathBuf> {
+    let pkg = v.source_package();
+    let dir = cache_dir().join(&pkg);
+    std::fs::create_dir_all(&dir)?;
+    let last = dir.join("last");
+    let apt = PrivateApt::trixie("riscv64");
+    let deb = match apt.update_once().and_then(|_| apt.download_one(&pkg, &TRIXIE_BACKPORTS)) {
+        Ok(deb) => deb,
+        Err(e) => {
+            let prev = std::fs::read_to_string(&last).unwrap_or_default();
+            let prev = PathBuf::from(prev.trim());
+            if prev.is_file() {
+                eprintln!("    warning: {e:#}\n    using the {pkg} fetched before: {}", prev.display());
+                return Ok(prev);
+            }
+            return Err(e.context(format!("fetching {pkg} for the {v} build")));
+        }
+    };
+    let stem = deb.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let tarball = dir.join(format!("{stem}.tar.xz"));
+    if !tarball.is_file() {
+        step(&format!("extracting {pkg}.tar.xz from {}", deb.display()));
+        let tmp = dir.join(format!("{stem}.partial"));
+        let member = format!("./usr/src/{pkg}.tar.xz");
+        let sh = format!(
+            "dpkg-deb --fsys-tarfile '{}' | tar -xO '{member}' > '{}'",
+            deb.display(),
+            tmp.display()
+        );
+        crate::util::run(Command::new("sh").args(["-c", &sh]))
+            .with_context(|| format!("{} has no {member}", deb.display()))?;
+        std::fs::rename(&tmp, &tarball)?;
+    }
+    std::fs::write(&last, tarball.display().to_string())?;
+    Ok(tarball)
+}
 
 /// A built kernel: the `Image` and the build tree (for usr/gen_init_cpio).
 pub struct Kernel {
@@ -40,10 +129,9 @@ pub(super) fn fnv64(parts: &[&[u8]]) -> u64 {
     h
 }
 
-fn tarball_identity() -> Result<String> {
-    let md = std::fs::metadata(SOURCE_TARBALL).with_context(|| {
-        format!("{SOURCE_TARBALL} is missing: run `cargo xtask setup` (installs linux-source-6.12 from bookworm-backports)")
-    })?;
+fn tarball_identity(tarball: &Path) -> Result<String> {
+    let md = std::fs::metadata(tarball)
+        .with_context(|| format!("{} is missing", tarball.display()))?;
     let mtime = md
         .modified()?
         .duration_since(std::time::UNIX_EPOCH)
@@ -56,34 +144,33 @@ fn fragment_path() -> PathBuf {
     root().join("e2e/kernel.config")
 }
 
-/// Make sure the kernel is built; returns it (cached after the first build).
-pub fn build() -> Result<Kernel> {
+/// Make sure kernel `v` is built; returns it (cached after the first build).
+pub fn build(v: Version) -> Result<Kernel> {
     let fragment = std::fs::read_to_string(fragment_path())
         .with_context(|| format!("cannot read {}", fragment_path().display()))?;
-    let tar_id = tarball_identity()?;
+    let tarball = v.tarball()?;
+    let tar_id = tarball_identity(&tarball)?;
     let key = fnv64(&[
+        v.name().as_bytes(),
         fragment.as_bytes(),
         tar_id.as_bytes(),
         RECIPE_VERSION.as_bytes(),
     ]);
-    let build_dir = cache_dir().join(format!("linux-build-{key:016x}"));
+    let build_dir = cache_dir().join(format!("linux-{}-build-{key:016x}", v.name()));
     let kernel = Kernel {
         image: build_dir.join("arch/riscv/boot/Image"),
         build_dir: build_dir.clone(),
     };
     let done = build_dir.join(".rvpmu-done");
     if done.exists() && kernel.image.exists() && kernel.gen_init_cpio().exists() {
-        step(&format!(
-            "Linux 6.12 Image (cached: {})",
-            kernel.image.display()
-        ));
+        step(&format!("{v} Image (cached: {})", kernel.image.display()));
         return Ok(kernel);
     }
-    let src = extract(&tar_id)?;
+    let src = extract(v, &tarball, &tar_id)?;
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
     step(&format!(
-        "building Linux 6.12 Image (tinyconfig + e2e/kernel.config; a few minutes; log {})",
+        "building {v} Image (tinyconfig + e2e/kernel.config; a few minutes; log {})",
         log_path.display()
     ));
     let make = |args: &[&str]| -> Command {
@@ -110,7 +197,7 @@ pub fn build() -> Result<Kernel> {
         &mut make(&[&format!("-j{jobs}"), "Image"]),
         &mut log,
         &log_path,
-        Some("kernel build"),
+        Some(&format!("{v} build")),
     )?;
     if !kernel.gen_init_cpio().exists() {
         // Built with the kernel's usr/ (initramfs support); make sure of it.
@@ -129,14 +216,15 @@ pub fn build() -> Result<Kernel> {
 
 /// Extract the tarball once per tarball identity (into a temporary name,
 /// renamed when complete, so an interrupted extraction is never used).
-fn extract(tar_id: &str) -> Result<PathBuf> {
-    let dir = cache_dir().join(format!("linux-src-{tar_id}"));
-    let src = dir.join(SOURCE_TOP);
+fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
+    let top = v.source_package();
+    let dir = cache_dir().join(format!("linux-{}-src-{tar_id}", v.name()));
+    let src = dir.join(&top);
     if src.join("Makefile").exists() {
         return Ok(src);
     }
-    step(&format!("extracting {SOURCE_TARBALL}"));
-    let tmp = cache_dir().join(format!("linux-src-{tar_id}.partial"));
+    step(&format!("extracting {}", tarball.display()));
+    let tmp = cache_dir().join(format!("linux-{}-src-{tar_id}.partial", v.name()));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp)?;
     }
@@ -144,7 +232,7 @@ fn extract(tar_id: &str) -> Result<PathBuf> {
     crate::util::run(
         Command::new("tar")
             .arg("-xJf")
-            .arg(SOURCE_TARBALL)
+            .arg(tarball)
             .arg("-C")
             .arg(&tmp),
     )?;
@@ -153,7 +241,7 @@ fn extract(tar_id: &str) -> Result<PathBuf> {
     }
     std::fs::rename(&tmp, &dir)?;
     if !src.join("Makefile").exists() {
-        bail!("{SOURCE_TARBALL} did not contain {SOURCE_TOP}/Makefile");
+        bail!("{} did not contain {top}/Makefile", tarball.display());
     }
     Ok(src)
 }

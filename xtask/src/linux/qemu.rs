@@ -47,7 +47,8 @@ impl Machine {
             "-smp",
             &self.smp.to_string(),
             "-m",
-            "256M",
+            // The Debian userland unpacks into RAM (about 140 MB).
+            "1G",
             "-icount",
             "shift=0,sleep=off",
         ]

@@ -61,11 +61,16 @@ pub fn run(programs: &[Program], cli: &Path, dir: &Path) -> Result<()> {
     }
     let files: Vec<(&str, &Path)> = programs.iter().map(|p| (p.guest_path, p.elf)).collect();
     let firmware = our_firmware()?;
-    let kernel = kernel::build()?;
+    let version = kernel::Version::V7_2;
+    let kernel = kernel::build(version)?;
     let initramfs = initramfs::build_with(&kernel, &dir.join("initramfs"), &files)?;
-    let guest = Guest { kernel, initramfs };
+    let guest = Guest {
+        version,
+        kernel,
+        initramfs,
+    };
     step(&format!(
-        "hpmtrace in the guest: {} on {} (Linux 6.12, 1 hart, icount), rvpmu.mode=trace",
+        "hpmtrace in the guest: {} on {} ({version}, 1 hart, icount), rvpmu.mode=trace",
         programs
             .iter()
             .map(|p| p.guest_path)
