@@ -271,7 +271,14 @@ impl PrivateApt {
     pub fn update(&self) -> Result<()> {
         let uri = host_mirror()?;
         let mut errors = Vec::new();
-        for alias in [false, true] {
+        // The name that answered last time goes first.
+        let remembered = self.dir.join("suite-names");
+        let order = if std::fs::read_to_string(&remembered).is_ok_and(|t| t.trim() == "alias") {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for alias in order {
             self.write_sources(&uri, alias)?;
             for attempt in 1..=TRIES {
                 let names: Vec<_> = self
@@ -287,6 +294,7 @@ impl PrivateApt {
                 let out = self.apt("apt-get").arg("update").output()?;
                 let err = String::from_utf8_lossy(&out.stderr);
                 if out.status.success() && !err.lines().any(|l| l.starts_with("E:")) {
+                    std::fs::write(&remembered, if alias { "alias" } else { "codename" })?;
                     return self.check_codenames();
                 }
                 let first = err
@@ -471,8 +479,10 @@ fn parse_simulation(text: &str) -> Vec<Package> {
         .filter_map(|l| {
             let rest = l.strip_prefix("Inst ")?;
             let (name, rest) = rest.split_once(" (")?;
-            let version = rest.split_whitespace().next()?;
-            let arch = rest.rsplit_once('[')?.1.split(']').next()?;
+            // "(version suites [arch])", possibly followed by " []".
+            let inner = rest.split(')').next()?;
+            let version = inner.split_whitespace().next()?;
+            let arch = inner.rsplit_once('[')?.1.split(']').next()?;
             Some(Package {
                 name: name.to_string(),
                 version: version.to_string(),
@@ -522,11 +532,12 @@ mod tests {
     #[test]
     fn simulation_lines_and_deb_names() {
         let p = parse_simulation(
-            "NOTE: x\nInst busybox-static (1:1.37.0-6+b9 Debian:13.2/stable [riscv64])\n\
+            "NOTE: x\nInst busybox-static (1:1.37.0-6+b9 Debian:13.2/stable [riscv64]) []\n\
              Inst linux-perf (7.2.11-1~bpo13+1 Debian Backports:stable-backports [riscv64])\nConf x\n",
         );
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].deb_name(), "busybox-static_1%3a1.37.0-6+b9_riscv64.deb");
+        assert_eq!(p[0].arch, "riscv64");
         assert_eq!(p[1].version, "7.2.11-1~bpo13+1");
         assert_eq!(p[1].arch, "riscv64");
     }

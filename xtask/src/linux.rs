@@ -2,10 +2,12 @@
 //! boots, the perf demo (`cargo xtask run`) and the Linux-in-QEMU
 //! end-to-end tests.
 
+mod demo;
 mod dt;
 mod e2e;
 mod initramfs;
 mod kernel;
+mod perftool;
 mod qemu;
 pub mod trace;
 mod userland;
@@ -40,8 +42,6 @@ pub struct RunArgs {
     pub steal: u32,
 }
 
-/// Iterations of the demo's fixed loop (2 instructions each).
-pub const DEMO_ITERS: u64 = 10_000_000;
 /// Guest milliseconds of the busy interval over which steal is measured
 /// (under icount: 10^9 instructions per second of guest time).
 pub const STEAL_BUSY_MS: u64 = 2000;
@@ -136,7 +136,8 @@ fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
     }
 }
 
-/// `cargo xtask run`: boot Linux on the chosen firmware and print the demo.
+/// `cargo xtask run`: boot Linux on the chosen firmware, run the real
+/// perf tool on known workloads and print what it said and the summary.
 pub fn run(a: RunArgs) -> Result<()> {
     if a.smp == 0 || a.smp > 4 {
         bail!("--smp {}: the kernel is built for 1 to 4 harts", a.smp);
@@ -154,25 +155,26 @@ pub fn run(a: RunArgs) -> Result<()> {
         noisy_neighbour: noisy,
         ..Chosen::NONE
     };
-    let mut args = format!("rvpmu.mode=demo rvpmu.iters={DEMO_ITERS}");
-    if noisy.is_some() {
-        args.push_str(&format!(" rvpmu.busy_ms={STEAL_BUSY_MS}"));
-    }
+    let demo = demo::Demo {
+        smp: a.smp,
+        steal_busy_ms: noisy.map(|_| STEAL_BUSY_MS),
+    };
     step(&format!(
-        "booting Linux on {} ({} hart(s), icount), demo scenario{}",
+        "booting {} on {} ({} hart(s), icount): perf stat, perf record, perf report{}",
+        guest.version,
         firmware.name,
         a.smp,
         match noisy {
             Some(n) => format!(
-                ", noisy neighbour {} us of every {} us, then a {STEAL_BUSY_MS} ms busy interval (guest time; slow under icount)",
+                "; noisy neighbour {} us of every {} us, then a {STEAL_BUSY_MS} ms busy interval (guest time; slow under icount)",
                 n.busy_us, n.period_us
             ),
             None => String::new(),
         }
     ));
     // The injector's M-mode spin is slow to emulate under icount.
-    let timeout = if noisy.is_some() { 600 } else { 120 };
-    let out = guest.boot(&firmware, a.smp, chosen, &args, timeout)?;
+    let timeout = if noisy.is_some() { 900 } else { 300 };
+    let out = guest.run_plan(&firmware, a.smp, chosen, &demo.plan().text(), timeout)?;
     if out.timed_out || out.done.as_deref() != Some("ok") {
         bail!(
             "the guest did not finish the demo ({}); console tail:\n{}",
@@ -184,66 +186,36 @@ pub fn run(a: RunArgs) -> Result<()> {
             out.tail(40)
         );
     }
-    let rows = e2e::demo_rows(&out);
-    let steal = out.scenario("steal").first().map(|r| (*r).clone());
-    if noisy.is_some() && steal.is_none() {
-        bail!(
-            "the guest printed no steal result; console tail:\n{}",
-            out.tail(40)
-        );
-    }
+    let results = demo::Results::collect(&out, &guest.initramfs.init_elf)?;
+    let rows = results.summary();
+    let steal = noisy.map(|n| demo::steal(&results, n));
     if a.json {
         let v = serde_json::json!({
             "firmware": firmware.name,
             "bios": firmware.path,
+            "kernel_version": guest.version.name(),
             "smp": a.smp,
             "kernel": e2e::kernel_pmu_lines(&out),
-            "iters": DEMO_ITERS,
-            "events": rows.iter().map(|r| serde_json::json!({
-                "pass": r.pass, "event": r.event, "count": r.value,
-                "time_enabled_ns": r.enabled, "time_running_ns": r.running,
-                "error": r.error, "meaning": e2e::meaning(&r.event),
+            "summary": rows,
+            "commands": results.cmds.iter().map(|c| serde_json::json!({
+                "name": c.name, "argv": c.argv, "status": c.status,
+                "stdout": c.stdout, "stderr": c.stderr,
             })).collect::<Vec<_>>(),
-            "steal": noisy.map(|n| serde_json::json!({
-                "busy_us": n.busy_us, "period_us": n.period_us,
-                "expected_share": n.share(), "busy_ms": STEAL_BUSY_MS,
-                "guest": steal,
-            })),
+            "steal": steal,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("firmware: {} ({})", firmware.name, firmware.path.display());
+        println!("kernel:   {} ({} hart(s))", guest.version, a.smp);
         for l in e2e::kernel_pmu_lines(&out) {
-            println!("kernel:   {l}");
+            println!("          {l}");
         }
-        println!(
-            "workload: {DEMO_ITERS} iterations of a 2-instruction loop + 4 x 1024-page load/store walk (user mode)\n"
-        );
-        e2e::print_demo_table(&rows);
-        if let (Some(n), Some(r)) = (noisy, &steal) {
-            println!(
-                "\nsteal: DT asks the firmware's noisy neighbour (rvpmu-fw) for {} us of every {} us ({:.1}% of a busy hart)",
-                n.busy_us,
-                n.period_us,
-                n.share() * 100.0
-            );
-            println!(
-                "       Linux (/proc/stat, steal / all time over a {STEAL_BUSY_MS} ms busy interval on every CPU): {}",
-                e2e::steal_cells(r)
-                    .iter()
-                    .map(e2e::StealCell::describe)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            println!(
-                "       kernel: \"SBI STA extension detected\": {}, \"Computing paravirt steal-time\": {}",
-                r["sta_detected"], r["steal_computing"]
-            );
-            if r["sta_detected"] != true {
-                println!(
-                    "       (this firmware offers no SBI STA, so Linux cannot see steal time)"
-                );
-            }
+        println!();
+        print!("{}", results.transcript());
+        println!("summary (perf stat -x, and perf report, against the workloads' construction):");
+        demo::print_summary(&rows);
+        if let Some(s) = &steal {
+            println!("\n{}", s["text"].as_str().unwrap_or(""));
         }
     }
     Ok(())

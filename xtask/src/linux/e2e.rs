@@ -6,11 +6,14 @@
 
 use super::dt::{Chosen, NoisyNeighbour};
 use super::qemu::{kernel_command_line, Firmware, Outcome};
-use super::{Guest, DEMO_ITERS, STEAL_BUSY_MS};
+use super::{Guest, STEAL_BUSY_MS};
 use crate::util::{print_check, step, Verdict};
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+/// Iterations of the perf_event_open demo scenario's fixed loop (2
+/// instructions each).
+const DEMO_ITERS: u64 = 10_000_000;
 /// Hardware counters Linux must report on QEMU virt: cycle + instret + the
 /// 16 mhpmcounters of the generated DT (mask 0x7fff8, FACTS.md 3).
 const QEMU_HW_COUNTERS: u64 = 18;
