@@ -6,7 +6,7 @@ mod demo;
 mod dt;
 mod e2e;
 mod initramfs;
-mod kernel;
+pub mod kernel;
 mod perftool;
 mod qemu;
 pub mod trace;
@@ -207,6 +207,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         println!("firmware: {} ({})", firmware.name, firmware.path.display());
         println!("kernel:   {} ({} hart(s))", guest.version, a.smp);
+        println!(
+            "guest:    Debian trixie riscv64, {} packages ({} and their dependencies) + our /init and rvpmu-work",
+            guest.initramfs.userland.packages.len(),
+            userland::PACKAGES.join(", ")
+        );
         for l in e2e::kernel_pmu_lines(&out) {
             println!("          {l}");
         }
@@ -221,9 +226,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Linux-in-QEMU end-to-end tests.
-pub fn test() -> Result<()> {
-    e2e::run_all()
+/// Linux-in-QEMU end-to-end tests on `kernels`.
+pub fn test(kernels: &[kernel::Version]) -> Result<()> {
+    e2e::run_all(kernels)
 }
 
 #[cfg(test)]
@@ -233,6 +238,6 @@ mod tests {
     #[test]
     #[ignore]
     fn linux_e2e() {
-        super::test().unwrap();
+        super::test(&super::kernel::Version::ALL).unwrap();
     }
 }

@@ -8,6 +8,9 @@ pub struct TestArgs {
     /// Only the host-side tests (no QEMU, no kernel build).
     #[arg(long)]
     pub host_only: bool,
+    /// Run the Linux e2e suite on this kernel only (default: 7.2 and 6.12).
+    #[arg(long, value_enum)]
+    pub kernel: Option<crate::linux::kernel::Version>,
 }
 
 pub fn run(args: TestArgs) -> Result<()> {
@@ -63,7 +66,11 @@ pub fn run(args: TestArgs) -> Result<()> {
         return Ok(());
     }
     crate::firmware::test()?;
-    crate::linux::test()?;
+    let kernels = match args.kernel {
+        Some(k) => vec![k],
+        None => crate::linux::kernel::Version::ALL.to_vec(),
+    };
+    crate::linux::test(&kernels)?;
     crate::conformance::test()?;
     crate::trace::test()?;
     step("all tests passed");

@@ -1,0 +1,307 @@
+//! The e2e checks driven by the real `perf` tool (Debian's linux-perf in
+//! the guest), each against the workloads' construction:
+//!
+//! - exact user counts: `alu N` minus `alu 0` is N x the loop body read
+//!   from the disassembly, to the instruction (icount);
+//! - `perf record -c P`: samples = the process's user cycles / P +-2, and
+//!   `perf report`'s shares of the two hot functions (3:1 by construction)
+//!   within 1 point;
+//! - more events than counters (20 in one `perf stat`): every scaled count
+//!   within 2% of the same event counted alone;
+//! - `cycles:k` beside `cycles:u` (anomaly 1: QEMU counts one event id on
+//!   one counter): the kernel-mode events must count, not read 0;
+//! - `perf stat -a -A` on 4 harts, firmware events through perf's raw
+//!   syntax, an unpinned `perf record` at -smp 4 (anomaly 2), three times;
+//! - the 52 standard events: the set perf reports as supported, compared
+//!   across kernels (6.12 probes with config_matching, 7.2 asks
+//!   event_get_info once) by [`print_tables`].
+
+use super::super::demo::{fw_event, HOT_N, RECORD_PERIOD};
+use super::super::initramfs::loop_body_instructions;
+use super::super::perftool::{
+    parse_record_samples, parse_report, parse_stat_csv, CmdResult, Plan, StatLine,
+};
+use super::super::qemu::{Firmware, Outcome};
+use super::super::{Chosen, Guest};
+use super::{Report, Suite, Version};
+use std::collections::BTreeSet;
+
+/// `alu` iterations for the exact counts (2 instructions each).
+const ALU_N: u64 = 10_000_000;
+/// `alu` iterations under multiplexing: long enough for many rotations.
+const MUX_N: u64 = 50_000_000;
+/// Copies of each event in the 20-event `perf stat`.
+const MUX_COPIES: usize = 10;
+/// Unpinned `perf record` runs at -smp 4.
+const SMP_RECORDS: usize = 3;
+/// IPI workload calls (`rvpmu-work ipi`).
+const IPI_CALLS: u64 = 50;
+
+/// The 10 general and 42 cache events Linux's SBI PMU driver knows, in
+/// perf's names (tools/perf/util/evsel.c, parse-events.c).
+fn standard_events() -> Vec<String> {
+    let mut v: Vec<String> = [
+        "cycles",
+        "instructions",
+        "cache-references",
+        "cache-misses",
+        "branches",
+        "branch-misses",
+        "bus-cycles",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+        "ref-cycles",
+    ]
+    .map(String::from)
+    .to_vec();
+    for cache in ["L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node"] {
+        for op in ["load", "store", "prefetch"] {
+            for miss in ["s", "-misses"] {
+                let op = match (op, miss) {
+                    ("load", "s") => "loads".to_string(),
+                    ("store", "s") => "stores".to_string(),
+                    ("prefetch", "s") => "prefetches".to_string(),
+                    (o, m) => format!("{o}{m}"),
+                };
+                v.push(format!("{cache}-{op}"));
+            }
+        }
+    }
+    v
+}
+
+/// What the checks keep for the tables.
+#[derive(Default)]
+pub struct Kept {
+    /// Events perf reported as supported (of the 52).
+    pub supported: Option<BTreeSet<String>>,
+    pub exact: Option<(u64, u64)>,
+    pub record: Option<(u64, u64, f64)>,
+    pub mux_worst: Option<f64>,
+    pub kernel_events: Option<(u64, u64)>,
+    pub ipi: Option<(u64, u64)>,
+    pub smp_records: Vec<Option<u64>>,
+}
+
+fn one(p: &mut Plan, name: &str, argv: &str) {
+    p.cmd(name, argv);
+}
+
+fn results(out: &Outcome) -> Vec<CmdResult> {
+    out.scenario("cmd").into_iter().map(CmdResult::from_json).collect()
+}
+
+fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
+    r.iter().find(|c| c.name == name)
+}
+
+fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
+    find(r, name).map(|c| parse_stat_csv(&c.stderr)).unwrap_or_default()
+}
+
+fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
+    stat(r, name).into_iter().find(|l| l.event == event)?.value
+}
+
+/// The checks on one kernel and firmware.
+pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
+    let mut s = Suite {
+        kernel: guest.version,
+        fw,
+        report,
+    };
+    let mut kept = Kept::default();
+    let elf = &guest.initramfs.init_elf;
+    let (Ok(alu), Ok(hot)) = (
+        loop_body_instructions(elf, "rvpmu_alu_loop"),
+        loop_body_instructions(elf, "rvpmu_hot_a"),
+    ) else {
+        s.check("perf: workloads disassemble", false, false, "rvpmu_alu_loop and rvpmu_hot_a loops", "not found", None);
+        return kept;
+    };
+    let events = standard_events();
+
+    // -smp 1: counts, sampling, multiplexing, the 52 events.
+    let mut p = Plan::default();
+    one(&mut p, "user", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {ALU_N}"));
+    one(&mut p, "base", "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu 0");
+    one(&mut p, "hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
+    one(&mut p, "record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
+    one(&mut p, "report", "perf report -i /root/perf.data --stdio --sort symbol");
+    let mux: Vec<&str> = std::iter::repeat(["cycles:u", "instructions:u"]).take(MUX_COPIES).flatten().collect();
+    one(&mut p, "mux", &format!("perf stat -x, -e {} -- rvpmu-work alu {MUX_N}", mux.join(",")));
+    one(&mut p, "alone-c", &format!("perf stat -x, -e cycles:u -- rvpmu-work alu {MUX_N}"));
+    one(&mut p, "alone-i", &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {MUX_N}"));
+    one(&mut p, "uk", &format!("perf stat -x, -e cycles:u,instructions:u,cycles:k,instructions:k -- rvpmu-work alu {ALU_N}"));
+    one(&mut p, "events", &format!("perf stat -x, -e {} -- rvpmu-work alu 1000", events.join(",")));
+    let label = "perf -smp 1";
+    if let Some(out) = boot(&mut s, guest, label, 1, &p) {
+        let r = results(&out);
+        let failed: Vec<String> = r.iter().filter(|c| !c.ok()).map(|c| format!("{} ({:?}): {}", c.name, c.status, c.stderr.lines().last().unwrap_or(""))).collect();
+        s.check(&format!("{label}: every perf command exits 0"), failed.is_empty() && r.len() == p.cmds.len(), false,
+            &format!("{} commands, status 0", p.cmds.len()), &if failed.is_empty() { format!("{} ran", r.len()) } else { failed.join(" | ") }, Some(&out));
+
+        let want = alu * ALU_N;
+        for ev in ["instructions:u", "cycles:u"] {
+            let (n, b) = (value(&r, "user", ev), value(&r, "base", ev));
+            let got = n.zip(b).map(|(n, b)| n as i64 - b as i64);
+            if ev == "instructions:u" {
+                kept.exact = n.zip(b);
+            }
+            s.check(&format!("{label}: perf stat {ev} of `alu {ALU_N}` minus `alu 0` (icount: exact)"), got == Some(want as i64), false,
+                &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
+                &format!("{n:?} - {b:?} = {got:?}"), Some(&out));
+        }
+
+        let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
+        let rep = find(&r, "report").map(|c| parse_report(&c.stdout)).unwrap_or_default();
+        let base = value(&r, "hot-base", "cycles:u");
+        let loop_cycles = 4 * HOT_N * hot;
+        if let Some(b) = base {
+            let total = loop_cycles + b;
+            let periods = total / RECORD_PERIOD;
+            let ok = rec.is_some_and(|n| n.abs_diff(periods) <= 2) && rep.samples == rec && rep.lost == 0;
+            s.check(&format!("{label}: perf record -e cycles:u -c {RECORD_PERIOD}: samples = periods +-2"), ok, false,
+                &format!("({hot} x 4 x {HOT_N} loop + {b} start-up) / {RECORD_PERIOD} = {periods} +-2, perf report agrees, 0 lost"),
+                &format!("record {rec:?}, report {:?}, lost {}", rep.samples, rep.lost), Some(&out));
+            let (a, bb) = (rep.share("rvpmu_hot_a"), rep.share("rvpmu_hot_b"));
+            let (wa, wb) = (100.0 * (3 * HOT_N * hot) as f64 / total as f64, 100.0 * (HOT_N * hot) as f64 / total as f64);
+            kept.record = rec.map(|n| (n, periods, a));
+            s.check(&format!("{label}: perf report shares of rvpmu_hot_a / rvpmu_hot_b within 1 point"),
+                (a - wa).abs() <= 1.0 && (bb - wb).abs() <= 1.0, false,
+                &format!("{wa:.2}% / {wb:.2}% (3:1 loops of the same body, start-up elsewhere)"),
+                &format!("{a:.2}% / {bb:.2}%"), Some(&out));
+        } else {
+            s.check(&format!("{label}: perf stat of `hot 0`"), false, false, "a cycles:u count", "none", Some(&out));
+        }
+
+        let lines = stat(&r, "mux");
+        let alone = |ev: &str| value(&r, if ev == "cycles:u" { "alone-c" } else { "alone-i" }, ev);
+        let mut worst: Option<f64> = None;
+        let mut bad = Vec::new();
+        let mut scaled = 0;
+        for l in &lines {
+            let dev = l.value.zip(alone(&l.event)).map(|(v, a)| (v as f64 - a as f64).abs() / a.max(1) as f64);
+            if l.running_pct.is_some_and(|p| p < 100.0) {
+                scaled += 1;
+            }
+            match dev {
+                Some(d) if d <= 0.02 => worst = Some(worst.map_or(d, |w: f64| w.max(d))),
+                _ => bad.push(format!("{} {:?} ({:?}%)", l.event, l.value, l.running_pct)),
+            }
+        }
+        kept.mux_worst = worst.filter(|_| bad.is_empty());
+        s.check(&format!("{label}: {} events in one perf stat (more than the 18 counters): scaled counts within 2% of each event alone", 2 * MUX_COPIES),
+            lines.len() == 2 * MUX_COPIES && bad.is_empty() && scaled > 0, true,
+            &format!("{} lines, each within 2% of `alone` ({:?} cycles:u, {:?} instructions:u), some multiplexed", 2 * MUX_COPIES, alone("cycles:u"), alone("instructions:u")),
+            &format!("{} lines, {scaled} scaled, worst deviation {:?}, off: {}", lines.len(), worst.map(|w| format!("{:.3}%", w * 100.0)), if bad.is_empty() { "none".into() } else { bad.join(", ") }), Some(&out));
+
+        let (ck, ik) = (value(&r, "uk", "cycles:k"), value(&r, "uk", "instructions:k"));
+        kept.kernel_events = ck.zip(ik);
+        s.check(&format!("{label}: cycles:k and instructions:k beside their :u twins count (anomaly 1)"),
+            ck.is_some_and(|v| v > 0) && ik.is_some_and(|v| v > 0), true,
+            "both > 0 (the process's exec and exit run in the kernel); a second counter of the same event id reads 0 on QEMU unless the firmware refuses it",
+            &format!("cycles:k {ck:?}, instructions:k {ik:?}"), Some(&out));
+
+        let ev = stat(&r, "events");
+        let sup: BTreeSet<String> = ev.iter().filter(|l| l.status != "<not supported>").map(|l| l.event.clone()).collect();
+        s.check(&format!("{label}: perf stat of the 52 standard events reports each"), ev.len() == events.len(), false,
+            &format!("{} lines", events.len()), &format!("{} lines, {} supported: {:?}", ev.len(), sup.len(), sup), Some(&out));
+        kept.supported = Some(sup);
+    }
+
+    // -smp 4: system-wide counting, firmware events, unpinned sampling.
+    let mut p = Plan::default();
+    let spread = |n: u64| (0..4).map(|c| format!("taskset -c {c} rvpmu-work alu {n} & ")).collect::<String>() + "wait";
+    p.cmd("all", &format!("perf stat -x, -a -A -e instructions:u -- sh -c"));
+    p.cmds.last_mut().expect("just added").argv.push(spread(ALU_N));
+    p.cmd("all-base", "perf stat -x, -a -A -e instructions:u -- sh -c");
+    p.cmds.last_mut().expect("just added").argv.push(spread(0));
+    one(&mut p, "ipi", &format!("perf stat -x, -a -e {},{} -- rvpmu-work ipi {IPI_CALLS}", fw_event("fw_ipi_sent", 6), fw_event("fw_ipi_received", 7)));
+    for i in 0..SMP_RECORDS {
+        one(&mut p, &format!("record{i}"), &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/p{i}.data -- rvpmu-work hot {HOT_N}"));
+    }
+    one(&mut p, "hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
+    let label = "perf -smp 4";
+    if let Some(out) = boot(&mut s, guest, label, 4, &p) {
+        let r = results(&out);
+        let per_cpu = |name: &str| -> Vec<(String, u64)> {
+            // -A lines: "CPU0,value,unit,event,..." (the CPU column first).
+            find(&r, name).map(|c| c.stderr.lines().filter_map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f.len() > 4 && f[0].starts_with("CPU")).then(|| Some((f[0].to_string(), f[1].parse().ok()?))).flatten()
+            }).collect()).unwrap_or_default()
+        };
+        let (a, b) = (per_cpu("all"), per_cpu("all-base"));
+        let want = alu * ALU_N;
+        let diffs: Vec<i64> = a.iter().map(|(cpu, v)| *v as i64 - b.iter().find(|(c, _)| c == cpu).map_or(0, |x| x.1 as i64)).collect();
+        let total: i64 = diffs.iter().sum();
+        s.check(&format!("{label}: perf stat -a -A instructions:u, one pinned `alu {ALU_N}` per hart"),
+            a.len() == 4 && a.iter().all(|(_, v)| *v >= want) && (total - 4 * want as i64).unsigned_abs() <= 4 * want / 100, false,
+            &format!("4 CPU lines, each >= {want}; sum minus the same run with `alu 0` = 4 x {want} within 1% (the shell and perf move between harts)"),
+            &format!("{a:?}; differences {diffs:?}"), Some(&out));
+
+        let lines = stat(&r, "ipi");
+        let get = |n: &str| lines.iter().find(|l| l.event == n).and_then(|l| l.value);
+        let (sent, recv) = (get("fw_ipi_sent"), get("fw_ipi_received"));
+        kept.ipi = sent.zip(recv);
+        s.check(&format!("{label}: firmware events through perf (cpu/config=0x8000000000000006/ and ..07/), `ipi {IPI_CALLS}`"),
+            sent.is_some_and(|v| v >= IPI_CALLS) && sent == recv, false,
+            &format!("fw_ipi_sent >= {IPI_CALLS} (one IPI per call by construction) and received == sent, over all harts"),
+            &format!("sent {sent:?}, received {recv:?}"), Some(&out));
+
+        if let Some(base) = value(&r, "hot-base", "cycles:u") {
+            let periods = (4 * HOT_N * hot + base) / RECORD_PERIOD;
+            let got: Vec<Option<u64>> = (0..SMP_RECORDS).map(|i| find(&r, &format!("record{i}")).and_then(|c| parse_record_samples(&c.stderr))).collect();
+            kept.smp_records = got.clone();
+            s.check(&format!("{label}: unpinned perf record, {SMP_RECORDS} runs: samples = periods +-2 each (anomaly 2)"),
+                got.iter().all(|n| n.is_some_and(|n| n.abs_diff(periods) <= 2)), false,
+                &format!("{periods} +-2 each"), &format!("{got:?}"), Some(&out));
+        }
+    }
+    kept
+}
+
+fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Option<Outcome> {
+    let out = match guest.run_plan(s.fw, smp, Chosen::NONE, &plan.text(), 600) {
+        Ok(o) => o,
+        Err(e) => {
+            s.check(&format!("{label}: QEMU starts"), false, false, "QEMU to start", &format!("{e:#}"), None);
+            return None;
+        }
+    };
+    let complaints = super::kernel_complaints(&out.console);
+    let finished = !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
+    s.check(&format!("{label}: boots, runs the plan, powers off, no kernel warning"), finished && complaints.is_empty(), false,
+        "RVPMU-DONE ok, every result parses, no firmware/kernel complaint",
+        &format!("/init {:?}, {} results, timed out {}, complaints {complaints:?}; {:.1} s wall", out.done, out.results.len(), out.timed_out, out.wall.as_secs_f64()),
+        Some(&out));
+    finished.then_some(out)
+}
+
+/// Side-by-side tables of the real-perf checks, kernels x firmwares.
+pub fn print_tables(kept: &[(Version, String, Kept)]) {
+    crate::util::step("real perf, kernels x firmwares (icount)");
+    println!("{:<10} {:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14}", "kernel", "firmware", "instr:u alu N / alu 0", "record samples/periods", "hot_a %", "20 events worst", ":k beside :u", "ipi sent/recv");
+    for (k, fw, p) in kept {
+        println!("{:<10} {fw:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14}",
+            k.to_string(),
+            p.exact.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()),
+            p.record.map(|(n, w, _)| format!("{n} / {w}")).unwrap_or("-".into()),
+            p.record.map(|(.., a)| format!("{a:.2}")).unwrap_or("-".into()),
+            p.mux_worst.map(|w| format!("{:.3}%", w * 100.0)).unwrap_or("off >2%".into()),
+            p.kernel_events.map(|(c, _)| if c > 0 { "counts" } else { "reads 0" }).unwrap_or("-").to_string(),
+            p.ipi.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()));
+    }
+    // 6.12 asks config_matching per event, 7.2 event_get_info once: for
+    // one firmware both must find the same events.
+    let mut fws: Vec<&String> = kept.iter().map(|(_, f, _)| f).collect();
+    fws.dedup();
+    for fw in fws {
+        let sets: Vec<(&Version, &BTreeSet<String>)> = kept.iter().filter(|(_, f, _)| f == fw).filter_map(|(k, _, p)| Some((k, p.supported.as_ref()?))).collect();
+        if let [(k1, a), (k2, b)] = sets.as_slice() {
+            println!("{fw}: supported events on {k1}: {}, on {k2}: {}; {}", a.len(), b.len(),
+                if a == b { "the same set".to_string() } else { format!("DIFFER: only {k1}: {:?}, only {k2}: {:?}", a.difference(b).collect::<Vec<_>>(), b.difference(a).collect::<Vec<_>>()) });
+        }
+    }
+}
