@@ -3,7 +3,7 @@
 //! event table with its validation result.
 
 use anyhow::{bail, Context, Result};
-use rvpmu::dt::{CounterList, EventMap, PmuProps};
+use rvpmu::dt::{platform_quirk_of, CounterList, EventMap, PlatformQuirk, PmuProps};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -162,14 +162,16 @@ fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
             ),
         }
     }
+    let name = "rvpmu,one-counter-per-event";
+    match props.one_counter_per_event {
+        None => println!("  {name:<33} absent"),
+        Some([]) => println!("  {name:<33} present"),
+        Some(v) => println!("  {name:<33} {} bytes (must be empty)", v.len()),
+    }
 
-    let map = EventMap::from_props(
-        props.event_to_mhpmevent,
-        props.event_to_mhpmcounters,
-        props.raw_event_to_mhpmcounters,
-        present,
-    )
-    .map_err(|e| {
+    // The firmware's own parse: all four properties, counters checked.
+    let mut map = EventMap::empty();
+    map.load_props(props, present).map_err(|e| {
         println!();
         anyhow::anyhow!("invalid riscv,pmu node in {}:\n  {e}", file.display())
     })?;
@@ -190,6 +192,10 @@ fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
         Some(p) => println!(", all present on the hart ({})", CounterList(p | 0b101)),
         None => println!(", not checked against the hart (pass --present LIST)"),
     }
+    println!(
+        "{}",
+        one_counter_line(map.one_counter_per_event(), platform_quirk_of(&fdt))
+    );
     if strict && !warnings.is_empty() {
         bail!("{} warning(s) and --strict", warnings.len());
     }
@@ -201,6 +207,35 @@ fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
         plural(warnings.len(), "warning")
     );
     Ok(())
+}
+
+/// Whether the firmware will keep one HPM counter per event selector, and
+/// why: the pmu node's `rvpmu,one-counter-per-event` (`from_dt`), the
+/// platform quirk table (`quirk`, by the root `compatible`), or neither.
+fn one_counter_line(from_dt: bool, quirk: Option<&PlatformQuirk>) -> String {
+    let quirk = quirk.filter(|q| q.one_counter_per_event);
+    let why = match (from_dt, quirk) {
+        (false, None) => {
+            return "one counter per event: off (HPM counters may share an event selector)"
+                .to_string()
+        }
+        (true, None) => "rvpmu,one-counter-per-event in the pmu node".to_string(),
+        (from_dt, Some(q)) => format!(
+            "{}platform quirk for root compatible \"{}\": {}",
+            if from_dt {
+                "rvpmu,one-counter-per-event in the pmu node, and the "
+            } else {
+                ""
+            },
+            q.root_compatible,
+            q.why
+        ),
+    };
+    format!(
+        "one counter per event: on ({why})\n  config_matching gives no HPM counter an event \
+         selector another configured HPM counter holds (it would read 0); such a request gets \
+         the fixed counter or NOT_SUPPORTED, and Linux multiplexes"
+    )
 }
 
 /// Print each CPU's PMU-relevant ISA extensions.
@@ -300,8 +335,9 @@ fn parse_counters(s: &str) -> Result<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check, parse_counters};
+    use super::{check, one_counter_line, parse_counters};
     use crate::util::root;
+    use rvpmu::dt::PLATFORM_QUIRKS;
 
     fn fixture(name: &str) -> std::path::PathBuf {
         root().join("tests/fixtures/dt").join(name)
@@ -333,6 +369,52 @@ mod tests {
         // Not a device tree at all.
         let e = check(&root().join("Cargo.toml"), None, false).unwrap_err();
         assert!(e.to_string().contains("dtc cannot read"), "{e}");
+    }
+
+    #[test]
+    fn one_counter_per_event_source_is_named() {
+        assert_eq!(
+            one_counter_line(false, None),
+            "one counter per event: off (HPM counters may share an event selector)"
+        );
+        let dt = one_counter_line(true, None);
+        assert!(
+            dt.starts_with(
+                "one counter per event: on (rvpmu,one-counter-per-event in the pmu node)\n"
+            ),
+            "{dt}"
+        );
+        let q = &PLATFORM_QUIRKS[0];
+        let quirk = one_counter_line(false, Some(q));
+        assert!(
+            quirk.starts_with(
+                "one counter per event: on (platform quirk for root compatible \"riscv-virtio\": QEMU"
+            ),
+            "{quirk}"
+        );
+        assert!(one_counter_line(true, Some(q)).contains("pmu node, and the platform quirk"));
+    }
+
+    #[test]
+    fn malformed_one_counter_per_event_is_refused() {
+        let dir = std::env::temp_dir().join(format!("rvpmu-dtcheck-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dts = dir.join("bad-bool.dts");
+        std::fs::write(
+            &dts,
+            "/dts-v1/;\n/ { #address-cells = <2>; #size-cells = <2>;\n\
+             pmu { compatible = \"riscv,pmu\"; rvpmu,one-counter-per-event = <1>; }; };\n",
+        )
+        .unwrap();
+        let e = check(&dts, None, false).unwrap_err();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            e.to_string().ends_with(
+                "rvpmu,one-counter-per-event: a boolean property is empty (present means \
+                 true), but this one has 4 bytes; write it without a value"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod initramfs;
 pub mod kernel;
 mod perftool;
 mod qemu;
+pub mod shell;
 pub mod trace;
 mod userland;
 
@@ -80,7 +81,7 @@ impl Guest {
             firmware,
             image: &self.kernel.image,
             initrd: &initrd,
-            machine: Machine { smp },
+            machine: Machine { smp, icount: true },
             chosen,
             args: "rvpmu.mode=plan".to_string(),
             timeout: Duration::from_secs(timeout_s),
@@ -100,7 +101,7 @@ impl Guest {
             firmware,
             image: &self.kernel.image,
             initrd: &self.initramfs.archive,
-            machine: Machine { smp },
+            machine: Machine { smp, icount: true },
             chosen,
             args: args.to_string(),
             timeout: Duration::from_secs(timeout_s),

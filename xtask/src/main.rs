@@ -26,6 +26,8 @@ enum Cmd {
     /// The main job: build firmware, kernel and initramfs, boot Linux under
     /// QEMU and print the perf demo table.
     Run(linux::RunArgs),
+    /// Boot the guest to a busybox shell with perf on the PATH.
+    Shell(linux::shell::ShellArgs),
     /// Every test: host unit/property tests, firmware boots, Linux e2e,
     /// conformance, trace library.
     Test(test::TestArgs),
@@ -49,6 +51,7 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Run(a) => linux::run(a),
         Cmd::Test(a) => test::run(a),
+        Cmd::Shell(a) => linux::shell::run(a),
         Cmd::Setup => setup::ensure_host(),
         Cmd::DtCheck(a) => dtcheck::run(a),
         Cmd::Firmware(a) => firmware::cmd(a),

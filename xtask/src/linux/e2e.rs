@@ -1191,6 +1191,13 @@ pub fn run_all(kernels: &[Version]) -> Result<()> {
             perf_kept.push((kernel, fw.name.clone(), p));
             kept.push(k);
         }
+        if let Some(fw) = &ours {
+            match super::shell::test(&guest, fw, d.alu) {
+                Ok(0) => report.passed += 1,
+                Ok(n) => report.failed.push(format!("[{} shell] {n} check(s) failed", kernel.name())),
+                Err(e) => report.failed.push(format!("[{} shell] {e:#}", kernel.name())),
+            }
+        }
         let none = Kept::default();
         let (ours_kept, peer_kept) = match kept.as_slice() {
             [o, p] => (o, p),

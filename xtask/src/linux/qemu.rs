@@ -34,12 +34,16 @@ impl Firmware {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     pub smp: u32,
+    /// `-icount shift=0,sleep=off`: 1 instruction = 1 cycle = 1 ns, exact
+    /// and repeatable counts (every test and benchmark); off only for the
+    /// interactive shell, which then runs at host speed.
+    pub icount: bool,
 }
 
 impl Machine {
-    /// QEMU options for this machine, icount included (exact counts).
+    /// QEMU options for this machine.
     pub fn args(&self) -> Vec<String> {
-        [
+        let mut v: Vec<String> = [
             "-machine",
             "virt",
             "-cpu",
@@ -49,11 +53,13 @@ impl Machine {
             "-m",
             // The Debian userland unpacks into RAM (about 140 MB).
             "1G",
-            "-icount",
-            "shift=0,sleep=off",
         ]
         .map(String::from)
-        .to_vec()
+        .to_vec();
+        if self.icount {
+            v.extend(["-icount", "shift=0,sleep=off"].map(String::from));
+        }
+        v
     }
 }
 
@@ -111,7 +117,8 @@ impl Boot<'_> {
         kernel_command_line(&self.args)
     }
 
-    pub fn run(&self) -> Result<Outcome> {
+    /// The QEMU command of this boot (console on stdio).
+    pub fn command(&self) -> Result<Command> {
         let mut cmd = Command::new("qemu-system-riscv64");
         cmd.args(self.machine.args());
         if !self.chosen.is_none() {
@@ -127,7 +134,11 @@ impl Boot<'_> {
             .arg(self.initrd)
             .arg("-append")
             .arg(self.command_line());
-        let run = crate::util::run_captured(&mut cmd, self.timeout, None)?;
+        Ok(cmd)
+    }
+
+    pub fn run(&self) -> Result<Outcome> {
+        let run = crate::util::run_captured(&mut self.command()?, self.timeout, None)?;
         let mut console = run.stdout;
         if !run.stderr.trim().is_empty() {
             console.push_str("\n[qemu stderr] ");
