@@ -627,7 +627,8 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         dir.join("sbi.md").display(),
         dir.join("sbi.json").display()
     );
-    Ok(())
+    // The per-sample cost needs Linux boots: same command, one run.
+    crate::linux::sample_cost_bench()
 }
 
 #[cfg(test)]
