@@ -34,7 +34,13 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
         Err(e) => boot_failure(e),
     };
     let present = crate::pmu::present_counters();
-    crate::pmu::load_event_map(machine::event_map_mut(), pmu_node, present, &Out(p.uart));
+    crate::pmu::load_event_map(
+        machine::event_map_mut(),
+        pmu_node,
+        present,
+        p.pmu_quirk,
+        &Out(p.uart),
+    );
     reserve_firmware(&p);
     banner(&p, present);
     let next = p.next_addr;
@@ -104,6 +110,10 @@ fn banner(p: &Platform, counters: u32) {
         .str("+")
         .hex(p.firmware.size as usize);
     o.str(" reserved, counters ").hex(counters as usize);
+    if machine::event_map().one_counter_per_event() {
+        // Why config_matching refuses a second HPM counter for an event.
+        o.str(", one counter per event");
+    }
     o.str(", next stage ").hex(p.next_addr).str(" (S)\n");
 }
 

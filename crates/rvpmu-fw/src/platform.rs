@@ -4,7 +4,7 @@
 use crate::console::{Uart, DEFAULT_UART};
 use crate::layout::{DEFAULT_NEXT_ADDR, MAX_HARTS};
 use fdt::Fdt;
-use rvpmu::dt::{PmuProps, Property};
+use rvpmu::dt::{platform_quirk, PlatformQuirk, PmuProps, Property};
 use rvpmu::mem::{PhysMemory, Ranges};
 
 /// OpenSBI's fw_dynamic info, as QEMU passes it in a2.
@@ -193,6 +193,9 @@ pub struct Platform {
     /// Offer the PMU counter snapshot (`/chosen/rvpmu,pmu-snapshot = <0>`
     /// turns it off, e.g. for kernels whose snapshot code is broken).
     pub pmu_snapshot: bool,
+    /// The PMU quirks of this machine (`rvpmu::dt::PLATFORM_QUIRKS`, by the
+    /// root node's `compatible`), for what its DT does not say.
+    pub pmu_quirk: Option<&'static PlatformQuirk>,
 }
 
 impl Platform {
@@ -255,6 +258,7 @@ pub fn parse<'a>(
         timebase_hz: 10_000_000,
         noisy: None,
         pmu_snapshot: true,
+        pmu_quirk: None,
     };
     let mut uart_found = false;
     let mut syscon: [Option<(u32, u32, u32)>; 2] = [None, None]; // (regmap, offset, value)
@@ -272,7 +276,9 @@ pub fn parse<'a>(
             }
         }
         let is = |names: &[&[u8]]| compat.split(|&b| b == 0).any(|c| names.contains(&c));
-        if dev_type == b"memory\0" {
+        if node.name == "/" {
+            p.pmu_quirk = platform_quirk(compat);
+        } else if dev_type == b"memory\0" {
             for r in node.reg().into_iter().flatten() {
                 if p.memory_count < MAX_MEMORY_REGIONS {
                     let size = r.size.unwrap_or(0) as u64;
@@ -328,6 +334,7 @@ pub fn parse<'a>(
                 event_to_mhpmevent: prop(Property::EventToMhpmevent),
                 event_to_mhpmcounters: prop(Property::EventToMhpmcounters),
                 raw_event_to_mhpmcounters: prop(Property::RawEventToMhpmcounters),
+                one_counter_per_event: prop(Property::OneCounterPerEvent),
             });
         } else if !uart_found && is(&[b"ns16550a", b"ns16550"]) {
             if let Some(base) = nth_reg(&node, 0) {

@@ -4,7 +4,7 @@
 
 use crate::machine;
 use crate::platform::Features;
-use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::dt::{EventMap, PlatformQuirk, PmuProps};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::csr::CsrHpm;
@@ -48,21 +48,29 @@ fn isa(f: Features) -> IsaFeatures {
     }
 }
 
-/// Fill the shared event map from the DT's `riscv,pmu` node (boot hart).
-/// A missing node leaves only cycles/instructions countable; a node the
-/// engine rejects does the same, with a warning.
+/// Fill the shared event map from the DT's `riscv,pmu` node (boot hart),
+/// then apply the machine's quirks (`quirk`, found by the root node's
+/// `compatible`): they add what the DT does not say, e.g. that QEMU counts
+/// an event on one HPM counter only. A missing node leaves only
+/// cycles/instructions countable; a node the engine rejects does the same,
+/// with a warning.
 pub fn load_event_map(
     map: &mut EventMap,
     node: Option<PmuProps>,
     present: u32,
+    quirk: Option<&PlatformQuirk>,
     out: &crate::console::Out,
 ) {
-    let Some(props) = node else { return };
-    if map.load_props(props, Some(present)).is_err() {
-        out.str(
-            "rvpmu-fw: warning: riscv,pmu node rejected (check it with `cargo xtask dt-check`); ",
-        );
-        out.str("only cycles and instructions are countable\n");
+    if let Some(props) = node {
+        if map.load_props(props, Some(present)).is_err() {
+            out.str(
+                "rvpmu-fw: warning: riscv,pmu node rejected (check it with `cargo xtask dt-check`); ",
+            );
+            out.str("only cycles and instructions are countable\n");
+        }
+    }
+    if quirk.is_some_and(|q| q.one_counter_per_event) {
+        map.set_one_counter_per_event(true);
     }
 }
 

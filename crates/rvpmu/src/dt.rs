@@ -12,6 +12,15 @@
 //! `cycle`, bit 1 `time` (never a counter), bit 2 `instret`, bit N
 //! `mhpmcounterN`.
 //!
+//! One more property is this project's own (not in the binding):
+//! - `rvpmu,one-counter-per-event` (boolean, no value): the hardware counts
+//!   an event on at most one HPM counter at a time, so a second HPM counter
+//!   programmed with the selector of one already configured would read 0.
+//!   The engine then never hands out such a counter (see
+//!   [`EventMap::one_counter_per_event`]). QEMU behaves this way but its
+//!   generated tree does not say so; [`PLATFORM_QUIRKS`] turns the property
+//!   on for it by the root node's `compatible`.
+//!
 //! # Validation
 //!
 //! The parser refuses, with a [`DtError`] naming the property, the row
@@ -128,7 +137,7 @@ impl RawRow {
     }
 }
 
-/// The three properties of the binding.
+/// The three properties of the binding, and this project's boolean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Property {
     /// `riscv,event-to-mhpmevent`
@@ -137,6 +146,8 @@ pub enum Property {
     EventToMhpmcounters,
     /// `riscv,raw-event-to-mhpmcounters`
     RawEventToMhpmcounters,
+    /// `rvpmu,one-counter-per-event` (boolean, see the module documentation)
+    OneCounterPerEvent,
 }
 
 impl Property {
@@ -146,14 +157,16 @@ impl Property {
             Property::EventToMhpmevent => "riscv,event-to-mhpmevent",
             Property::EventToMhpmcounters => "riscv,event-to-mhpmcounters",
             Property::RawEventToMhpmcounters => "riscv,raw-event-to-mhpmcounters",
+            Property::OneCounterPerEvent => "rvpmu,one-counter-per-event",
         }
     }
 
-    /// Cells per row: 3, 3 and 5.
+    /// Cells per row: 3, 3 and 5; 0 for the boolean, which has no rows.
     pub const fn cells_per_row(self) -> usize {
         match self {
             Property::EventToMhpmevent | Property::EventToMhpmcounters => 3,
             Property::RawEventToMhpmcounters => 5,
+            Property::OneCounterPerEvent => 0,
         }
     }
 }
@@ -297,6 +310,11 @@ pub enum Reason {
         /// The earlier row (0-based).
         row: usize,
     },
+    /// A boolean property with a value (a DT boolean is present and empty).
+    NotBoolean {
+        /// Property length in bytes.
+        bytes: usize,
+    },
 }
 
 /// Displays an event_idx as `NAME (0xidx)` when it is a standard event.
@@ -404,6 +422,11 @@ impl fmt::Display for Reason {
             Reason::DuplicateRaw { row } => {
                 write!(f, "same match value and mask as row {row}")
             }
+            Reason::NotBoolean { bytes } => write!(
+                f,
+                "a boolean property is empty (present means true), but this one has \
+                 {bytes} bytes; write it without a value"
+            ),
         }
     }
 }
@@ -571,7 +594,7 @@ struct MaskGroup {
     end: u16,
 }
 
-/// The three `riscv,pmu` properties of one node, as raw bytes.
+/// The `riscv,pmu` properties of one node, as raw bytes (`None` = absent).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PmuProps<'a> {
     /// `riscv,event-to-mhpmevent`
@@ -580,6 +603,8 @@ pub struct PmuProps<'a> {
     pub event_to_mhpmcounters: Option<&'a [u8]>,
     /// `riscv,raw-event-to-mhpmcounters`
     pub raw_event_to_mhpmcounters: Option<&'a [u8]>,
+    /// `rvpmu,one-counter-per-event` (valid only when empty)
+    pub one_counter_per_event: Option<&'a [u8]>,
 }
 
 impl<'a> PmuProps<'a> {
@@ -592,8 +617,60 @@ impl<'a> PmuProps<'a> {
             event_to_mhpmevent: prop(Property::EventToMhpmevent),
             event_to_mhpmcounters: prop(Property::EventToMhpmcounters),
             raw_event_to_mhpmcounters: prop(Property::RawEventToMhpmcounters),
+            one_counter_per_event: prop(Property::OneCounterPerEvent),
         })
     }
+}
+
+/// What a platform's PMU does that its device tree does not say, keyed by
+/// the root node's `compatible`. An entry only ever adds a restriction
+/// (ORed with the DT's own properties).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlatformQuirk {
+    /// One of the root node's `compatible` strings.
+    pub root_compatible: &'static str,
+    /// Turn `rvpmu,one-counter-per-event` on.
+    pub one_counter_per_event: bool,
+    /// Why, for logs and `cargo xtask dt-check`.
+    pub why: &'static str,
+}
+
+/// The platform quirk table.
+///
+/// QEMU virt (root `compatible = "riscv-virtio"`, a string no real board
+/// uses) counts each event id on one counter only: `target/riscv/pmu.c`
+/// `riscv_pmu_update_event_map` keeps one counter per event id and ignores
+/// an mhpmevent write of an id another counter already holds, so that
+/// counter never counts (FACTS 3 and 11). Its generated tree has no
+/// `rvpmu,one-counter-per-event`. The key is the machine, not
+/// mvendorid/marchid: the behaviour is QEMU's whatever CPU model it
+/// emulates (vendor models report their vendor's ids), and an M-mode
+/// firmware on `virt` always runs under QEMU's own emulation (KVM guests
+/// get their SBI from the host, not from firmware like this one).
+pub const PLATFORM_QUIRKS: &[PlatformQuirk] = &[PlatformQuirk {
+    root_compatible: "riscv-virtio",
+    one_counter_per_event: true,
+    why: "QEMU counts an event id on one HPM counter only (target/riscv/pmu.c \
+          riscv_pmu_update_event_map ignores a second counter's mhpmevent write)",
+}];
+
+/// The [`PLATFORM_QUIRKS`] entry for a root node whose `compatible`
+/// property is `compatible` (raw bytes: NUL-terminated strings), if any.
+pub fn platform_quirk(compatible: &[u8]) -> Option<&'static PlatformQuirk> {
+    compatible
+        .split(|&b| b == 0)
+        .filter(|c| !c.is_empty())
+        .find_map(|c| {
+            PLATFORM_QUIRKS
+                .iter()
+                .find(|q| q.root_compatible.as_bytes() == c)
+        })
+}
+
+/// [`platform_quirk`] for the root node of `fdt`.
+pub fn platform_quirk_of(fdt: &fdt::Fdt<'_>) -> Option<&'static PlatformQuirk> {
+    let root = fdt.find_node("/")?;
+    platform_quirk(root.property("compatible")?.value)
 }
 
 /// Split a property into rows of `N` big-endian cells, refusing partial
@@ -707,6 +784,8 @@ pub struct EventMap {
     raw_sorted: [RawRow; MAX_ROWS],
     groups: [MaskGroup; MAX_ROWS],
     n_groups: usize,
+    /// See [`EventMap::one_counter_per_event`].
+    one_counter_per_event: bool,
 }
 
 impl Default for EventMap {
@@ -748,28 +827,31 @@ impl EventMap {
                 end: 0,
             }; MAX_ROWS],
             n_groups: 0,
+            one_counter_per_event: false,
         }
     }
 
-    /// The map of the first node compatible with `riscv,pmu`; `Ok(None)`
-    /// when there is none. Counters are not checked against the hart (use
-    /// [`PmuProps::find`] and [`EventMap::from_props`] with
-    /// `present_counters` for that).
+    /// The map of the first node compatible with `riscv,pmu` (all four
+    /// properties), with the [`PLATFORM_QUIRKS`] of the root node applied;
+    /// `Ok(None)` when there is no such node. Counters are not checked
+    /// against the hart (use [`PmuProps::find`] and
+    /// [`EventMap::load_props`] with `present_counters` for that).
     pub fn from_fdt(fdt: &fdt::Fdt<'_>) -> Result<Option<EventMap>, DtError> {
-        match PmuProps::find(fdt) {
-            None => Ok(None),
-            Some(p) => EventMap::from_props(
-                p.event_to_mhpmevent,
-                p.event_to_mhpmcounters,
-                p.raw_event_to_mhpmcounters,
-                None,
-            )
-            .map(Some),
+        let Some(props) = PmuProps::find(fdt) else {
+            return Ok(None);
+        };
+        let mut map = EventMap::empty();
+        map.load_props(props, None)?;
+        if platform_quirk_of(fdt).is_some_and(|q| q.one_counter_per_event) {
+            map.set_one_counter_per_event(true);
         }
+        Ok(Some(map))
     }
 
-    /// Parse and validate the raw bytes of the three properties (`None` =
-    /// absent). `present_counters` is the bitmap (over CSR offsets) of the
+    /// Parse and validate the raw bytes of the three properties of the
+    /// binding (`None` = absent; `rvpmu,one-counter-per-event` is taken as
+    /// absent, see [`EventMap::load_props`] for all four).
+    /// `present_counters` is the bitmap (over CSR offsets) of the
     /// counters the hart implements, if known; bits 0 and 2 are taken as
     /// present whatever it says.
     pub fn from_props(
@@ -784,6 +866,7 @@ impl EventMap {
                 event_to_mhpmevent,
                 event_to_mhpmcounters,
                 raw_event_to_mhpmcounters: raw,
+                one_counter_per_event: None,
             },
             present_counters,
         )?;
@@ -811,6 +894,17 @@ impl EventMap {
         props: PmuProps<'_>,
         present: Option<u32>,
     ) -> Result<(), DtError> {
+        // A boolean: present and empty means true (DT convention).
+        self.one_counter_per_event = match props.one_counter_per_event {
+            None => false,
+            Some([]) => true,
+            Some(v) => {
+                return Err(DtError {
+                    place: Place::property(Property::OneCounterPerEvent),
+                    reason: Reason::NotBoolean { bytes: v.len() },
+                })
+            }
+        };
         if props.event_to_mhpmevent.is_some() && props.event_to_mhpmcounters.is_none() {
             return Err(DtError {
                 place: Place::property(Property::EventToMhpmevent),
@@ -898,6 +992,7 @@ impl EventMap {
         self.n_ranges = 0;
         self.n_raw = 0;
         self.n_groups = 0;
+        self.one_counter_per_event = false;
     }
 
     /// Check the rows already stored (ranges first: selectors refer to
@@ -1023,6 +1118,21 @@ impl EventMap {
             self.n_groups += 1;
             start = end;
         }
+    }
+
+    /// Whether the hardware counts an event on at most one HPM counter at a
+    /// time (`rvpmu,one-counter-per-event`, or a [`PlatformQuirk`]). The
+    /// engine then refuses, in config_matching, an HPM counter whose
+    /// selector another configured HPM counter already holds.
+    pub fn one_counter_per_event(&self) -> bool {
+        self.one_counter_per_event
+    }
+
+    /// Set [`EventMap::one_counter_per_event`]: for platform code that knows
+    /// what its tree does not say ([`PLATFORM_QUIRKS`]), and maps built
+    /// with [`EventMap::from_rows`].
+    pub fn set_one_counter_per_event(&mut self, on: bool) {
+        self.one_counter_per_event = on;
     }
 
     /// Counters (bitmap over CSR offsets) the DT says can count `ev`.

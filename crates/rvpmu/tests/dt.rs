@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use rvpmu::dt::{
-    CounterList, DtError, EventMap, Place, PmuProps, Property, RangeRow, RawRow, Reason,
-    SelectorRow, WarningKind, MAX_ROWS,
+    platform_quirk, platform_quirk_of, CounterList, DtError, EventMap, Place, PmuProps, Property,
+    RangeRow, RawRow, Reason, SelectorRow, WarningKind, MAX_ROWS, PLATFORM_QUIRKS,
 };
 use rvpmu::event::{Cache, Event, General};
 
@@ -569,4 +569,135 @@ fn no_pmu_node_is_none() {
     std::fs::remove_dir_all(&dir).ok();
     let fdt = fdt::Fdt::new(&out.stdout).unwrap();
     assert!(EventMap::from_fdt(&fdt).unwrap().is_none());
+}
+
+// ------------------------------------------- rvpmu,one-counter-per-event
+
+/// Compile DT source text with dtc.
+fn dtb_from_source(name: &str, src: &str) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("rvpmu-dt-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dts = dir.join(format!("{name}.dts"));
+    std::fs::write(&dts, src).unwrap();
+    let out = Command::new("dtc")
+        .args(["-q", "-I", "dts", "-O", "dtb", "-o", "-"])
+        .arg(&dts)
+        .output()
+        .expect("dtc not found: install device-tree-compiler (cargo xtask setup)");
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A board (not QEMU) whose pmu node has QEMU virt's counter rows and the
+/// extra line `prop`.
+fn board_with(prop: &str) -> String {
+    format!(
+        "/dts-v1/;\n/ {{ #address-cells = <2>; #size-cells = <2>; compatible = \"acme,board\";\n\
+         pmu {{ compatible = \"riscv,pmu\";\n\
+         riscv,event-to-mhpmcounters = <0x01 0x01 0x7fff9 0x02 0x02 0x7fffc>;\n{prop}\n}}; }};\n"
+    )
+}
+
+fn parse_source(name: &str, src: &str) -> Result<EventMap, DtError> {
+    let blob = dtb_from_source(name, src);
+    let fdt = fdt::Fdt::new(&blob).unwrap();
+    EventMap::from_fdt(&fdt).map(|m| m.expect("a riscv,pmu node"))
+}
+
+#[test]
+fn one_counter_per_event_property_is_parsed() {
+    let src = board_with("rvpmu,one-counter-per-event;");
+    let blob = dtb_from_source("ocpe-on", &src);
+    let fdt = fdt::Fdt::new(&blob).unwrap();
+    let props = PmuProps::find(&fdt).unwrap();
+    assert_eq!(props.one_counter_per_event, Some(&[][..]));
+    // Through the firmware's path (load_props, counters checked) too.
+    let mut map = EventMap::empty();
+    map.load_props(props, Some(0x7fffd)).unwrap();
+    assert!(map.one_counter_per_event());
+    assert!(platform_quirk_of(&fdt).is_none(), "not QEMU: no quirk");
+    assert!(parse_source("ocpe-on2", &src)
+        .unwrap()
+        .one_counter_per_event());
+}
+
+#[test]
+fn one_counter_per_event_absent_is_off() {
+    let map = parse_source("ocpe-off", &board_with("")).unwrap();
+    assert!(!map.one_counter_per_event());
+    for seed in [
+        "seed001-example1.dts",
+        "seed001-example2.dts",
+        "seed001-example3.dts",
+    ] {
+        assert!(!parse(seed).unwrap().one_counter_per_event(), "{seed}");
+    }
+    // from_props (the three binding properties) never sets it.
+    let map = EventMap::from_props(None, Some(&cells(&[0x3, 0x6, 0x18])), None, None).unwrap();
+    assert!(!map.one_counter_per_event());
+}
+
+#[test]
+fn one_counter_per_event_with_a_value_is_refused() {
+    // A DT boolean has no value; `= <0>` does not mean "off".
+    for (value, bytes) in [("<1>", 4), ("<0>", 4), ("\"yes\"", 4), ("<0 1>", 8)] {
+        let src = board_with(&format!("rvpmu,one-counter-per-event = {value};"));
+        let err = parse_source("ocpe-bad", &src).unwrap_err();
+        assert_eq!(
+            err,
+            DtError {
+                place: Place::property(Property::OneCounterPerEvent),
+                reason: Reason::NotBoolean { bytes },
+            },
+            "{value}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "rvpmu,one-counter-per-event: a boolean property is empty (present means true), \
+                 but this one has {bytes} bytes; write it without a value"
+            )
+        );
+    }
+    // And a map left behind by a refused node has the property off.
+    let mut map = EventMap::empty();
+    map.set_one_counter_per_event(true);
+    let bad = [0u8, 0, 0, 1];
+    let props = PmuProps {
+        one_counter_per_event: Some(&bad),
+        ..PmuProps::default()
+    };
+    assert!(map.load_props(props, None).is_err());
+    assert!(!map.one_counter_per_event());
+}
+
+#[test]
+fn qemu_virt_quirk_turns_it_on() {
+    // QEMU's generated node does not carry the property (FACTS 3)...
+    let blob = dtb("qemu-virt.dts");
+    let fdt = fdt::Fdt::new(&blob).unwrap();
+    assert_eq!(PmuProps::find(&fdt).unwrap().one_counter_per_event, None);
+    // ... the quirk table does, by the root compatible "riscv-virtio".
+    let q = platform_quirk_of(&fdt).expect("QEMU virt has a quirk entry");
+    assert_eq!(q.root_compatible, "riscv-virtio");
+    assert!(q.one_counter_per_event);
+    assert!(parse("qemu-virt.dts").unwrap().one_counter_per_event());
+}
+
+#[test]
+fn platform_quirks_match_whole_compatible_strings() {
+    assert_eq!(PLATFORM_QUIRKS.len(), 1);
+    assert!(platform_quirk(b"riscv-virtio\0").is_some());
+    assert!(platform_quirk(b"acme,board\0riscv-virtio\0").is_some());
+    assert!(platform_quirk(b"riscv-virtio").is_some(), "without its NUL");
+    assert!(platform_quirk(b"riscv-virtio,qemu\0").is_none());
+    assert!(platform_quirk(b"riscv-virti\0").is_none());
+    assert!(platform_quirk(b"sifive,hifive-unmatched-a00\0").is_none());
+    assert!(platform_quirk(b"").is_none());
+    assert!(platform_quirk(b"\0\0").is_none());
 }
