@@ -85,6 +85,12 @@ pub struct PmuConfig<'a> {
     pub alias_window: bool,
 }
 
+/// The mhpmevent bits that name the event: all but Sscofpmf's OF and mode
+/// inhibits (bits 58..63), which say when to count, not what. Hardware that
+/// counts an event on one counter only keys its event map on these (QEMU on
+/// the low 20 of them).
+const EVENT_SELECT: u64 = !(bits::OF | bits::ALL_INH);
+
 /// How a hardware counter was programmed by config_matching.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct HwProgram {
@@ -125,6 +131,12 @@ pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
     allocated: u64,
     /// Counters currently counting.
     started: u64,
+    /// HPM counters (canonical bitmap) that may not share an event
+    /// selector: every present HPM counter when the platform counts an
+    /// event on one counter only ([`EventMap::one_counter_per_event`]),
+    /// else 0, which turns the check off. Fixed and firmware counters
+    /// are never in it.
+    exclusive: u64,
     programs: [HwProgram; HW_SLOTS],
     fw_sel: [FwSel; NUM_FW],
     fw_value: [u64; NUM_FW],
@@ -165,6 +177,11 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
         hw.write_inhibit(inhibit);
         let started = (layout.hw_present() as u64) & (1 << CYCLE | 1 << INSTRET);
+        let exclusive = if cfg.map.one_counter_per_event() {
+            (layout.hw_present() & !(1 << CYCLE | 1 << INSTRET)) as u64
+        } else {
+            0
+        };
         Pmu {
             cfg,
             hw,
@@ -172,6 +189,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             layout,
             allocated: 0,
             started,
+            exclusive,
             programs: [HwProgram::default(); HW_SLOTS],
             fw_sel: [FwSel::None; NUM_FW],
             fw_value: [0; NUM_FW],
@@ -471,6 +489,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         set.caller_index(c)
     }
 
+    /// The counter config_matching picks for `ev` in `set`.
     #[inline(always)]
     fn find_counter<const HW: bool>(
         &self,
@@ -482,6 +501,14 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         let free = set.members() & !self.allocated & !self.started;
         let candidates = if HW {
             let mut m = free & self.hw_candidates(ev);
+            // One counter per event: a second HPM counter with this
+            // selector would read 0, so none is a candidate while one holds
+            // it (the fixed counters count on their own and stay). The
+            // first test is all the check costs while no HPM counter is
+            // configured, e.g. Linux's boot-time probing of every event.
+            if self.allocated & self.exclusive != 0 && self.selector_held(ev) {
+                m &= !self.exclusive;
+            }
             if self.requested_inhibit(flags) != 0 {
                 // Never fall back to a counter that would ignore the filters.
                 for i in BitIter(m) {
@@ -508,6 +535,18 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             candidates
         };
         Ok(preferred.trailing_zeros() as usize)
+    }
+
+    /// Whether a configured HPM counter under the one-counter-per-event
+    /// rule holds the selector hardware event `ev` would get. Walks only
+    /// the configured ones (Linux holds a handful at most), reading their
+    /// selectors back from the programs kept for start. Inline: a call
+    /// would keep more registers live across it on every config_matching.
+    #[inline(always)]
+    fn selector_held(&self, ev: &Event) -> bool {
+        let key = self.cfg.map.selector(ev) & EVENT_SELECT;
+        BitIter(self.allocated & self.exclusive)
+            .any(|i| self.programs[i % HW_SLOTS].event_reg & EVENT_SELECT == key)
     }
 
     /// Map canonical counter `c` to `ev` (the counter is stopped).

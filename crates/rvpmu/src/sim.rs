@@ -62,7 +62,14 @@ pub struct SimHart {
     pub log: Vec<HwWrite>,
     /// Whether writes are appended to `log` (off for benchmarks).
     pub logging: bool,
+    /// QEMU's event map (see [`SimHart::qemu_event_map`]): `(event id,
+    /// counter)` pairs, `None` when the hart counts an event on any number
+    /// of counters.
+    event_map: Option<Vec<(u64, usize)>>,
 }
+
+/// The mhpmevent bits QEMU keys its event map on (`MHPMEVENT_IDX_MASK`).
+pub const QEMU_EVENT_ID_MASK: u64 = 0xF_FFFF;
 
 /// One CSR write seen by the simulated hart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +106,27 @@ impl SimHart {
             absent_accesses: 0,
             log: Vec::new(),
             logging: true,
+            event_map: None,
+        }
+    }
+
+    /// Count as QEMU 10 does (target/riscv/pmu.c, FACTS 3 and 11): an HPM
+    /// counter counts an event only if QEMU's map sends the event id
+    /// (mhpmevent bits 0..19) to it. Writing an id no counter holds maps it
+    /// to the written counter; writing an id another counter holds changes
+    /// nothing (that counter never counts); writing an id of 0 unmaps every
+    /// id of the written counter.
+    pub fn qemu_event_map(mut self) -> SimHart {
+        self.event_map = Some(Vec::new());
+        self
+    }
+
+    /// Whether HPM counter `i` counts the event `selector` under QEMU's map
+    /// (always true without [`SimHart::qemu_event_map`]).
+    fn mapped_to(&self, selector: u64, i: usize) -> bool {
+        match &self.event_map {
+            None => true,
+            Some(m) => m.contains(&(selector & QEMU_EVENT_ID_MASK, i)),
         }
     }
 
@@ -157,6 +185,9 @@ impl SimHart {
                 ),
             };
             if sel == 0 || sel != selector || filt & mode.inhibit_bit() != 0 {
+                continue;
+            }
+            if i >= 3 && !self.mapped_to(sel, i) {
                 continue;
             }
             let m = self.mask(i);
@@ -222,6 +253,14 @@ impl Hpm for SimHart {
         } else {
             v & !(bits::ALL_INH | bits::OF)
         };
+        if let Some(m) = &mut self.event_map {
+            let id = v & QEMU_EVENT_ID_MASK;
+            if id == 0 {
+                m.retain(|&(_, c)| c != i);
+            } else if !m.iter().any(|&(e, _)| e == id) {
+                m.push((id, i));
+            }
+        }
     }
     fn read_inhibit(&self) -> u32 {
         self.inhibit

@@ -17,10 +17,12 @@ mod spec;
 mod sta;
 
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 use rvpmu::dt::{EventMap, RangeRow, RawRow, SelectorRow};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures, MAX_EXTRA_FW_EVENTS};
+use rvpmu::hw::bits;
 use rvpmu::sim::{BufMemory, Mode, SimHart};
 use rvpmu::{ecall, Pmu, PmuConfig};
 use spec::{owned, Hart, MEvent, Obs, Platform, BUF_BASE, RAM_HI, RAM_LO};
@@ -131,6 +133,8 @@ fn platform() -> impl Strategy<Value = Platform> {
                     ranges: vec![],
                     selectors: vec![],
                     raw: vec![],
+                    one_per_event: false,
+                    qemu_event_map: false,
                 };
                 for (k, (include, ctrs, fixed, with_sel, sel)) in rs.into_iter().enumerate() {
                     if !include {
@@ -164,6 +168,84 @@ fn platform() -> impl Strategy<Value = Platform> {
                 p
             },
         )
+}
+
+/// [`platform`] with `rvpmu,one-counter-per-event` on or off. (A separate
+/// strategy: `generator_covers_the_spec` keeps drawing exactly what it drew
+/// before the property existed.)
+fn platform_any() -> impl Strategy<Value = Platform> {
+    (platform(), any::<bool>()).prop_map(|(mut p, one_per_event)| {
+        p.one_per_event = one_per_event;
+        p
+    })
+}
+
+/// QEMU virt's node (FACTS 3) plus a raw row, with the property on, on a
+/// hart that counts as QEMU does (one counter per event id).
+fn qemu_platform() -> impl Strategy<Value = Platform> {
+    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(smcntrpmf, h, alias)| Platform {
+        present: 0x7fffd,
+        width: 64,
+        sscofpmf: true,
+        smcntrpmf,
+        h,
+        snapshot: true,
+        alias,
+        fw_std: (1 << 22) - 1,
+        fw_impl: vec![],
+        fw_platform: vec![],
+        ranges: vec![
+            (1, 1, 0x7fff9),
+            (2, 2, 0x7fffc),
+            (0x10019, 0x10019, 0x7fff8),
+            (0x1001b, 0x1001b, 0x7fff8),
+            (0x10021, 0x10021, 0x7fff8),
+        ],
+        selectors: vec![],
+        raw: vec![(0, 0, 0x7fff8)],
+        one_per_event: true,
+        qemu_event_map: true,
+    })
+}
+
+/// Events for [`qemu_platform`]: its five, raw ones whose data is below
+/// 2^20 and non-zero (QEMU keys on bits 0..19 and reads 0 as "unmap"), one
+/// of them cycles' selector, and now and then a firmware event.
+fn qemu_event() -> impl Strategy<Value = (u64, u64)> {
+    prop_oneof![
+        8 => prop::sample::select(vec![1u64, 2, 0x10019, 0x1001b, 0x10021]).prop_map(|e| (e, 0)),
+        3 => prop::sample::select(vec![1u64, 0x11, 0x1234, 0x10019, 0xf_ffff])
+            .prop_map(|d| (0x20000, d)),
+        1 => Just((0xF0006u64, 0)),
+    ]
+}
+
+/// Linux-like calls on [`qemu_platform`]: config_matching over every
+/// counter with perf's filter flags, SKIP_MATCH re-configuration of a
+/// counter, start/stop with and without RESET, events happening.
+fn qemu_op() -> impl Strategy<Value = Op> {
+    // 0, :u, :k, exclude_guest, each sometimes with CLEAR_VALUE/AUTO_START.
+    let flags = (
+        prop::sample::select(vec![0u64, 0x58, 0x38, 0x18, 0x40, 0x20]),
+        prop::sample::select(vec![0u64, 2, 4, 6]),
+    )
+        .prop_map(|(f, g)| f | g);
+    let tick_sel = prop::sample::select(vec![1u64, 2, 0x10019, 0x1001b, 0x10021, 0x11, 0x1234]);
+    prop_oneof![
+        8 => (flags.clone(), qemu_event(), prop::bool::weighted(0.2))
+            .prop_map(|(f, e, w)| Op::CfgAll(f, e, w)),
+        2 => (0u64..35, prop::sample::select(vec![1u64, 3, 5, 7]), qemu_event())
+            .prop_map(|(c, f, (e, d))| Op::Call(2, [c, 1, f, e, d, 0])),
+        4 => (any::<usize>(), prop::sample::select(vec![0u64, 1]), value(), any::<bool>())
+            .prop_map(|(k, f, v, w)| Op::StartOne(k, f, v, w)),
+        4 => (any::<usize>(), prop::sample::select(vec![0u64, 1]), any::<bool>())
+            .prop_map(|(k, f, w)| Op::StopOne(k, f, w)),
+        1 => Just(Op::StartAll(1, 0)),
+        1 => prop::sample::select(vec![0u64, 1]).prop_map(Op::StopAll),
+        4 => (any::<usize>(), mode(), prop_oneof![Just(1u64), Just(1000)])
+            .prop_map(|(k, m, c)| Op::TickStarted(k, m, c)),
+        3 => (mode(), tick_sel, 1u64..100).prop_map(|(m, s, c)| Op::Tick(m, s, c)),
+    ]
 }
 
 #[derive(Clone, Debug)]
@@ -362,6 +444,8 @@ struct Coverage {
     supported_entries: u32,
     alias_calls: u32,
     wraps: u32,
+    /// config_matching refused only for `one_per_event`.
+    one_per_event_refusals: u32,
 }
 
 struct Run<'m> {
@@ -397,8 +481,10 @@ fn build_map(p: &Platform) -> EventMap {
             counters,
         })
         .collect();
-    EventMap::from_rows(&sel, &rng, &raw, None)
-        .unwrap_or_else(|e| panic!("generated DT rows refused: {e:?}\n{p:#?}"))
+    let mut map = EventMap::from_rows(&sel, &rng, &raw, None)
+        .unwrap_or_else(|e| panic!("generated DT rows refused: {e:?}\n{p:#?}"));
+    map.set_one_counter_per_event(p.one_per_event);
+    map
 }
 
 fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart, BufMemory> {
@@ -423,7 +509,10 @@ fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart, BufMemory> {
         snapshot: p.snapshot,
         alias_window: p.alias,
     };
-    let hart = SimHart::new(p.hw(), p.width, p.sscofpmf, p.smcntrpmf);
+    let mut hart = SimHart::new(p.hw(), p.width, p.sscofpmf, p.smcntrpmf);
+    if p.qemu_event_map {
+        hart = hart.qemu_event_map();
+    }
     Pmu::new(cfg, hart, BufMemory::virt(), p.hw())
 }
 
@@ -768,6 +857,20 @@ impl<'m> Run<'m> {
                 ));
             }
         }
+        if m.p.one_per_event {
+            // No two configured HPM counters hold the same selector (read
+            // from the hart, not from the model).
+            let hpm = pmu.allocated_mask() & m.p.hpm();
+            let sel = |i: usize| pmu.hw().event_reg(i) & !(bits::OF | bits::ALL_INH);
+            for i in (0..32).filter(|&i| hpm & (1 << i) != 0) {
+                if let Some(j) = (i + 1..32).find(|&j| hpm & (1 << j) != 0 && sel(j) == sel(i)) {
+                    return Err(format!(
+                        "one counter per event: HPM counters {i} and {j} both hold selector {:#x}",
+                        sel(i)
+                    ));
+                }
+            }
+        }
         for c in m.p.fw_base()..m.p.n() {
             if pmu.counter_fw_read(c as u64) != Ok(m.value[c]) {
                 return Err(format!(
@@ -788,6 +891,7 @@ fn run_ops(p: &Platform, ops: &[Op]) -> Result<Coverage, String> {
     for (k, op) in ops.iter().enumerate() {
         run.step(op).map_err(|e| format!("step {k}: {e}"))?;
     }
+    run.cov.one_per_event_refusals = run.model.one_per_event_refusals;
     Ok(run.cov)
 }
 
@@ -810,7 +914,7 @@ proptest! {
 
     /// Random call sequences on random platform shapes agree with the model.
     #[test]
-    fn engine_agrees_with_model(p in platform(), ops in prop::collection::vec(op(), 1..120)) {
+    fn engine_agrees_with_model(p in platform_any(), ops in prop::collection::vec(op(), 1..120)) {
         if let Err(e) = run_ops(&p, &ops) {
             return Err(TestCaseError::fail(e));
         }
@@ -820,7 +924,7 @@ proptest! {
     /// and the model's answers still hold.
     #[test]
     fn raw_registers_agree_with_model(
-        p in platform(),
+        p in platform_any(),
         calls in prop::collection::vec((0usize..16, prop::array::uniform6(any::<u64>())), 1..60),
     ) {
         let ops: Vec<Op> = calls.into_iter().map(|(f, a)| Op::Call(f, a)).collect();
@@ -828,6 +932,80 @@ proptest! {
             return Err(TestCaseError::fail(e));
         }
     }
+
+    /// `rvpmu,one-counter-per-event` on a hart that counts as QEMU does:
+    /// Linux-like call sequences agree with the model, so every counter
+    /// config_matching hands out counts its event (none silently reads 0),
+    /// and no two configured HPM counters ever hold one selector (checked
+    /// after every step by `invariants`).
+    #[test]
+    fn one_counter_per_event_on_qemu_agrees_with_model(
+        p in qemu_platform(),
+        ops in prop::collection::vec(qemu_op(), 1..120),
+    ) {
+        if let Err(e) = run_ops(&p, &ops) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
+
+/// The QEMU-like sequences above reach the refusal and the release paths:
+/// without this a generator that never configures one event twice would
+/// pass.
+#[test]
+fn one_counter_per_event_generator_reaches_refusals() {
+    let total = RefCell::new(Coverage::default());
+    let fixed = Config {
+        cases: 100,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        fixed,
+        proptest::test_runner::TestRng::deterministic_rng(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+        ),
+    );
+    runner
+        .run(
+            &(qemu_platform(), prop::collection::vec(qemu_op(), 1..120)),
+            |(p, ops)| {
+                let c = run_ops(&p, &ops).map_err(TestCaseError::fail)?;
+                let mut t = total.borrow_mut();
+                t.one_per_event_refusals += c.one_per_event_refusals;
+                t.hw_counted += c.hw_counted;
+                t.ok[2] += c.ok[2];
+                Ok(())
+            },
+        )
+        .unwrap();
+    let t = total.into_inner();
+    assert!(t.one_per_event_refusals >= 50, "{t:?}");
+    assert!(t.ok[2] >= 500, "{t:?}");
+    assert!(t.hw_counted >= 100, "{t:?}");
+}
+
+/// The negative check: the same QEMU-like hart without the property gives
+/// `cycles:u` and `cycles:k` two counters, and the second reads 0 where the
+/// model (the spec) expects the kernel-mode cycles.
+#[test]
+fn qemu_without_the_property_disagrees_with_model() {
+    let mut runner = TestRunner::deterministic();
+    let p = qemu_platform().new_tree(&mut runner).unwrap().current();
+    let ops = [
+        Op::Call(4, [0, ((1 << 35) - 1) & !2, 1, 0, 0, 0]),
+        Op::CfgAll(0x58, (1, 0), false), // cycles:u -> hpmcounter3
+        Op::CfgAll(0x38, (1, 0), false), // cycles:k
+        Op::StartAll(1, 0),
+        Op::Tick(Mode::S, 1, 100),
+    ];
+    assert!(run_ops(&p, &ops).is_ok());
+    let off = Platform {
+        one_per_event: false,
+        ..p
+    };
+    let e = run_ops(&off, &ops).unwrap_err();
+    assert!(e.contains("hardware counter 4 = 0x0, model 0x64"), "{e}");
 }
 
 /// The Linux 6.12 probe and counting flow (FACTS 4) on a QEMU-like hart,
@@ -853,6 +1031,8 @@ fn linux_flow_agrees_with_model() {
         ],
         selectors: vec![],
         raw: vec![(0, 0, 0x7fff8)],
+        one_per_event: false,
+        qemu_event_map: false,
     };
     let cmask = ((1u64 << 35) - 1) & !2;
     let mut ops = vec![Op::Call(0, [0; 6])];
@@ -921,6 +1101,8 @@ fn overflow_reaches_the_snapshot_bitmap() {
             ranges: vec![(3, 4, 0x7fff8)],
             selectors: vec![(3, 0x303)],
             raw: vec![(0x11, 0xff, 0x7fff8)],
+            one_per_event: false,
+            qemu_event_map: false,
         };
         let ops = [
             Op::Call(7, [RAM_LO + 0x2000, 0, 0, 0, 0, 0]),
@@ -1023,6 +1205,8 @@ fn model_refuses_wrong_answers() {
         ranges: vec![(4, 4, 0x18)],
         selectors: vec![],
         raw: vec![],
+        one_per_event: false,
+        qemu_event_map: false,
     };
     let peek = |_: u64, _: usize| vec![0u8; 16];
     let obs = |error: isize, value: u64, started: u64| Obs {

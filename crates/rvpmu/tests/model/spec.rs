@@ -16,7 +16,11 @@
 //!   non-zero event_data on general/cache/standard firmware events is
 //!   INVALID_PARAM;
 //! - mhpmevent selector: DT `event-to-mhpmevent` row, else the zero-extended
-//!   event_idx; raw events use event_data (FACTS 5).
+//!   event_idx; raw events use event_data (FACTS 5);
+//! - `rvpmu,one-counter-per-event` (docs/engine.md): while an HPM counter
+//!   mapped by config_matching holds a selector (mhpmevent bits 0..57), no
+//!   other HPM counter is a candidate for an event with that selector; the
+//!   fixed counters, firmware counters and SKIP_MATCH are unaffected.
 //!
 //! Where the spec allows several answers the model computes the set of
 //! allowed answers, checks the engine's answer is in it, and follows the
@@ -85,6 +89,11 @@ pub struct Platform {
     pub selectors: Vec<(u32, u64)>,
     /// `raw-event-to-mhpmcounters` rows (select, mask, counters).
     pub raw: Vec<(u64, u64, u32)>,
+    /// `rvpmu,one-counter-per-event`.
+    pub one_per_event: bool,
+    /// The simulated hart counts as QEMU does (an event id on one HPM
+    /// counter only). The model does not: it says what the spec expects.
+    pub qemu_event_map: bool,
 }
 
 impl Platform {
@@ -206,6 +215,10 @@ impl Platform {
             }
         }
     }
+    /// The HPM counters (bitmap over CSR offsets 3..=31) present.
+    pub fn hpm(&self) -> u64 {
+        (self.hw() & !0b111) as u64
+    }
     /// The mhpmevent selector of an HPM counter programmed for `ev`.
     pub fn selector(&self, ev: &MEvent) -> u64 {
         match *ev {
@@ -324,6 +337,9 @@ pub struct Hart {
     /// Sscofpmf overflow flag per HPM counter.
     pub ovf: [bool; 32],
     pub shmem: Option<u64>,
+    /// config_matching answers NOT_SUPPORTED only because of
+    /// `one_per_event` (coverage).
+    pub one_per_event_refusals: u32,
 }
 
 fn expect_err(a: &Allowed, got: isize, what: &str) -> Result<(), String> {
@@ -346,11 +362,24 @@ impl Hart {
             sel: [0; 32],
             ovf: [false; 32],
             shmem: None,
+            one_per_event_refusals: 0,
         }
     }
 
     pub fn configured(&self, c: usize) -> bool {
         self.mapped[c].is_some() || c == 0 || c == 2
+    }
+
+    /// Whether an HPM counter mapped by config_matching has the selector
+    /// (mhpmevent bits 0..57: without OF and the mode inhibits) that `ev`
+    /// would get.
+    fn selector_taken(&self, ev: &MEvent) -> bool {
+        const EVENT_BITS: u64 = (1 << 58) - 1;
+        let want = self.p.selector(ev) & EVENT_BITS;
+        (0..64).any(|c| {
+            self.p.hpm() & (1 << c) != 0
+                && self.mapped[c].is_some_and(|m| self.p.selector(&m) & EVENT_BITS == want)
+        })
     }
 
     /// Modes a config request asks to inhibit (VS/VU only with H).
@@ -496,7 +525,12 @@ impl Hart {
                         && self.mapped[c].is_none()
                 })
                 .fold(0u64, |m, c| m | 1 << c);
-            let cand = free & self.p.capable(&ev);
+            let mut cand = free & self.p.capable(&ev);
+            let blocked =
+                self.p.one_per_event && matches!(ev, MEvent::Hw { .. }) && self.selector_taken(&ev);
+            if blocked {
+                cand &= !self.p.hpm();
+            }
             let req = self.requested(flags);
             let (must, may_refuse) = match ev {
                 MEvent::Hw { .. } if req != 0 => {
@@ -515,6 +549,9 @@ impl Hart {
             };
             if must == 0 || (may_refuse && o.error == NS) {
                 a.err(&[NS]);
+                if blocked && o.error == NS {
+                    self.one_per_event_refusals += 1;
+                }
                 return expect_err(&a, o.error, &what);
             }
             if o.error != 0 {
