@@ -176,8 +176,9 @@ pub fn parse_report(text: &str) -> Report {
             let Ok(p) = pct.trim().parse::<f64>() else {
                 continue;
             };
-            if let Some(sym) = rest.split("] ").nth(1) {
-                r.rows.push((p, sym.trim().to_string()));
+            // "[.] symbol", then perf 7's IPC columns ("-  -").
+            if let Some(sym) = rest.split("] ").nth(1).and_then(|x| x.split_whitespace().next()) {
+                r.rows.push((p, sym.to_string()));
             }
         }
     }
@@ -251,7 +252,7 @@ mod tests {
         assert_eq!(parse_record_samples("nothing"), None);
         let r = parse_report(
             "# Total Lost Samples: 0\n#\n# Samples: 400  of event 'cycles:u'\n# Event count (approx.): 40000000\n#\n\
-             # Overhead  Symbol\n# ........  ......\n#\n    75.00%  [.] rvpmu_hot_a\n    24.75%  [.] rvpmu_hot_b\n     0.25%  [k] handle_exception\n",
+             # Overhead  Symbol           IPC   [IPC Coverage]\n# ........  ......\n#\n    75.00%  [.] rvpmu_hot_a  -      -            \n    24.75%  [.] rvpmu_hot_b\n     0.25%  [k] handle_exception\n",
         );
         assert_eq!(r.samples, Some(400));
         assert_eq!(r.lost, 0);
