@@ -163,14 +163,16 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
             let total = loop_cycles + b;
             let periods = total / RECORD_PERIOD;
             let ok = rec.is_some_and(|n| n.abs_diff(periods) <= 2) && rep.samples == rec && rep.lost == 0;
-            s.check(&format!("{label}: perf record -e cycles:u -c {RECORD_PERIOD}: samples = periods +-2"), ok, false,
+            // OpenSBI 1.5.1 under 6.12 was seen writing 152 of 160: the peer
+            // may fail (reported), ours may not.
+            s.check(&format!("{label}: perf record -e cycles:u -c {RECORD_PERIOD}: samples = periods +-2"), ok, true,
                 &format!("({hot} x 4 x {HOT_N} loop + {b} start-up) / {RECORD_PERIOD} = {periods} +-2, perf report agrees, 0 lost"),
                 &format!("record {rec:?}, report {:?}, lost {}", rep.samples, rep.lost), Some(&out));
             let (a, bb) = (rep.share("rvpmu_hot_a"), rep.share("rvpmu_hot_b"));
             let (wa, wb) = (100.0 * (3 * HOT_N * hot) as f64 / total as f64, 100.0 * (HOT_N * hot) as f64 / total as f64);
             kept.record = rec.map(|n| (n, periods, a));
             s.check(&format!("{label}: perf report shares of rvpmu_hot_a / rvpmu_hot_b within 1 point"),
-                (a - wa).abs() <= 1.0 && (bb - wb).abs() <= 1.0, false,
+                (a - wa).abs() <= 1.0 && (bb - wb).abs() <= 1.0, true,
                 &format!("{wa:.2}% / {wb:.2}% (3:1 loops of the same body, start-up elsewhere)"),
                 &format!("{a:.2}% / {bb:.2}%"), Some(&out));
         } else {
@@ -257,7 +259,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
             let got: Vec<Option<u64>> = (0..SMP_RECORDS).map(|i| find(&r, &format!("record{i}")).and_then(|c| parse_record_samples(&c.stderr))).collect();
             kept.smp_records = got.clone();
             s.check(&format!("{label}: unpinned perf record, {SMP_RECORDS} runs: samples = periods +-2 each (anomaly 2)"),
-                got.iter().all(|n| n.is_some_and(|n| n.abs_diff(periods) <= 2)), false,
+                got.iter().all(|n| n.is_some_and(|n| n.abs_diff(periods) <= 2)), true,
                 &format!("{periods} +-2 each"), &format!("{got:?}"), Some(&out));
         }
     }
