@@ -20,6 +20,14 @@ pub enum Mode {
     Steal,
     /// Run the instrumented /fib (hpmtrace's C API) and copy its trace out.
     Trace,
+    /// Run the commands of `/rvpmu/plan` (perf and friends), one result
+    /// line each.
+    Plan,
+    /// An interactive busybox shell on the console.
+    Shell,
+    /// Instructions from a sampling counter's overflow to the sampled
+    /// task's resumption (firmware + kernel), from timed loops.
+    SampleCost,
 }
 
 impl Mode {
@@ -32,6 +40,9 @@ impl Mode {
             "fwevents" => Mode::FwEvents,
             "steal" => Mode::Steal,
             "trace" => Mode::Trace,
+            "plan" => Mode::Plan,
+            "shell" => Mode::Shell,
+            "samplecost" => Mode::SampleCost,
             _ => return None,
         })
     }
@@ -46,6 +57,9 @@ impl Mode {
             Mode::FwEvents => "fwevents",
             Mode::Steal => "steal",
             Mode::Trace => "trace",
+            Mode::Plan => "plan",
+            Mode::Shell => "shell",
+            Mode::SampleCost => "samplecost",
         }
     }
 }
@@ -107,7 +121,7 @@ impl Params {
                 "mode" => {
                     p.mode = Mode::from_word(value).ok_or_else(|| {
                         format!(
-                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents, steal or trace"
+                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents, steal, trace, plan, shell or samplecost"
                     )
                     })?
                 }
@@ -152,6 +166,18 @@ mod tests {
         assert_eq!((p.busy_ms, p.hotplug), (Some(1500), true));
         assert!(!Params::parse("rvpmu.hotplug=0").unwrap().hotplug);
         assert_eq!(Params::parse("rvpmu.mode=trace").unwrap().mode, Mode::Trace);
+        for (word, mode) in [
+            ("plan", Mode::Plan),
+            ("shell", Mode::Shell),
+            ("samplecost", Mode::SampleCost),
+        ] {
+            let p =
+                Params::parse(&format!("rvpmu.mode={word} rvpmu.iters=7 rvpmu.period=3")).unwrap();
+            assert_eq!(
+                (p.mode, p.mode.name(), p.iters, p.period),
+                (mode, word, 7, 3)
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,32 @@ impl Obj {
         self
     }
 
+    /// Add a signed number, or `null` for `None`.
+    pub fn opt_i64(mut self, k: &str, v: Option<i64>) -> Obj {
+        self.key(k);
+        match v {
+            Some(v) => {
+                let _ = write!(self.out, "{v}");
+            }
+            None => self.out.push_str("null"),
+        }
+        self
+    }
+
+    /// Add an array of strings.
+    pub fn str_array(mut self, k: &str, items: &[String]) -> Obj {
+        self.key(k);
+        self.out.push('[');
+        for (i, s) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            push_str(&mut self.out, s);
+        }
+        self.out.push(']');
+        self
+    }
+
     /// Add a boolean.
     pub fn bool(mut self, k: &str, v: bool) -> Obj {
         self.key(k);
@@ -84,7 +110,10 @@ fn push_str(out: &mut String, s: &str) {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
+            // C0 controls must be escaped; DEL and the C1 controls need not
+            // be, but escaped they cannot act on a terminal showing the
+            // console.
+            c if (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32)) => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
@@ -110,6 +139,28 @@ mod tests {
         assert_eq!(
             s,
             r#"{"name":"a\"b\\c\u000a","ok":true,"share":0.25,"nan":null,"list":[{"n":3},{"n":3}]}"#
+        );
+    }
+
+    #[test]
+    fn writes_nullable_numbers_and_string_arrays() {
+        let s = Obj::new()
+            .opt_i64("status", Some(-1))
+            .opt_i64("signal", None)
+            .str_array(
+                "argv",
+                &[
+                    "perf".into(),
+                    "a\tb\u{1b}[0m\u{7f}\u{9b}".into(),
+                    "\u{e9}".into(),
+                ],
+            )
+            .str_array("empty", &[])
+            .finish();
+        // Control characters are escaped, other characters (é) kept as UTF-8.
+        assert_eq!(
+            s,
+            "{\"status\":-1,\"signal\":null,\"argv\":[\"perf\",\"a\\u0009b\\u001b[0m\\u007f\\u009b\",\"\u{e9}\"],\"empty\":[]}"
         );
     }
 }

@@ -68,6 +68,8 @@ pub enum Kind {
     TaskClock,
     /// Any `PERF_TYPE_HARDWARE` event by perf config (`PERF_COUNT_HW_*`).
     Hardware(u64),
+    /// Any `PERF_TYPE_SOFTWARE` event by perf config (`PERF_COUNT_SW_*`).
+    Software(u64),
     /// A `PERF_TYPE_RAW` event: config bits 63:62 = 0 select an SBI raw
     /// event with this event_data (riscv-pmu-sbi).
     Raw(u64),
@@ -183,6 +185,7 @@ impl Event {
             Kind::ItlbLoadMisses => "iTLB-load-misses",
             Kind::TaskClock => "task-clock",
             Kind::Hardware(c) => return with_filter(format!("hw:{c}"), self.filter),
+            Kind::Software(c) => return with_filter(format!("sw:{c}"), self.filter),
             Kind::Raw(c) => return with_filter(format!("raw:{c:#x}"), self.filter),
             Kind::Firmware(f) => f.name(),
         };
@@ -200,6 +203,7 @@ impl Event {
             Kind::ItlbLoadMisses => (TYPE_HW_CACHE, 4 | (1 << 16)),
             Kind::TaskClock => (TYPE_SOFTWARE, 1),
             Kind::Hardware(c) => (TYPE_HARDWARE, c),
+            Kind::Software(c) => (TYPE_SOFTWARE, c),
             Kind::Raw(c) => (TYPE_RAW, c),
             Kind::Firmware(f) => (TYPE_RAW, (0b10 << 62) | f as u64),
         };

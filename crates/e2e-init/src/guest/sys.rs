@@ -46,6 +46,33 @@ pub fn power_off() -> ! {
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds (the vDSO's clock_gettime; under QEMU
+/// icount shift=0 one nanosecond per instruction retired).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reap every child that has exited (PID 1 inherits orphans); returns the
+/// (pid, wait status) pairs. Never blocks.
+pub fn reap() -> Vec<(libc::pid_t, libc::c_int)> {
+    let mut out = Vec::new();
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status we pass.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return out;
+        }
+        out.push((pid, status));
+    }
+}
+
 /// Parse a CPU list such as "0-1,3".
 pub fn parse_cpu_list(s: &str) -> Vec<u32> {
     let mut cpus = Vec::new();
@@ -117,7 +144,7 @@ pub fn write_file(path: &str, value: &str) -> Result<(), String> {
 /// A raw system call with up to three integer arguments.
 pub fn syscall3(nr: libc::c_long, a: usize, b: usize, c: usize) -> io::Result<libc::c_long> {
     // SAFETY: callers pass integer arguments only (no pointers the kernel
-    // writes through) for the calls used here (membarrier, riscv_flush_icache).
+    // writes through) for the calls used here (riscv_flush_icache).
     let r = unsafe { libc::syscall(nr, a, b, c) };
     if r < 0 {
         Err(io::Error::last_os_error())

@@ -2,7 +2,8 @@
 //! written here, not from measurement: `alu_loop(n)` runs exactly 2 user
 //! instructions per iteration (`addi` + `bnez`; xtask re-derives this from
 //! the disassembly of `rvpmu_alu_loop` in the built /init), `page_walk`
-//! exactly 5 per page (`ld`, `sd`, `add`, `addi`, `bnez`).
+//! exactly 5 per page (`ld`, `sd`, `add`, `addi`, `bnez`), `hot_a` and
+//! `hot_b` exactly 4 per iteration each (`addi`, `xor`, `addi`, `bnez`).
 
 use std::arch::asm;
 
@@ -25,6 +26,61 @@ pub extern "C" fn rvpmu_alu_loop(n: u64) {
             "addi {n}, {n}, -1",
             "bnez {n}, 2b",
             n = inout(reg) n => _,
+            options(nomem, nostack),
+        );
+    }
+}
+
+/// The "hot" function of `rvpmu-work hot`: 4 register-only instructions
+/// per iteration. Its twin [`rvpmu_hot_b`] has the same shape with another
+/// constant, so the two cannot be merged into one symbol (LLVM's
+/// MergeFunctions would make identical bodies aliases of one address, and
+/// perf could not tell them apart).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn rvpmu_hot_a(n: u64) {
+    // SAFETY: register-only loop. The zero test is in the assembly so
+    // that n = 0 and n > 0 run the same instructions outside the loop.
+    unsafe {
+        asm!(
+            "li {t}, 0",
+            "li {u}, 0",
+            "beqz {n}, 3f",
+            "2:",
+            "addi {t}, {t}, 1",
+            "xor {u}, {u}, {t}",
+            "addi {n}, {n}, -1",
+            "bnez {n}, 2b",
+            "3:",
+            n = inout(reg) n => _,
+            t = out(reg) _,
+            u = out(reg) _,
+            options(nomem, nostack),
+        );
+    }
+}
+
+/// The "cold" twin of [`rvpmu_hot_a`]: the same 4 instructions per
+/// iteration.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn rvpmu_hot_b(n: u64) {
+    // SAFETY: register-only loop. The zero test is in the assembly so
+    // that n = 0 and n > 0 run the same instructions outside the loop.
+    unsafe {
+        asm!(
+            "li {t}, 0",
+            "li {u}, 0",
+            "beqz {n}, 3f",
+            "2:",
+            "addi {t}, {t}, 3",
+            "xor {u}, {u}, {t}",
+            "addi {n}, {n}, -1",
+            "bnez {n}, 2b",
+            "3:",
+            n = inout(reg) n => _,
+            t = out(reg) _,
+            u = out(reg) _,
             options(nomem, nostack),
         );
     }
