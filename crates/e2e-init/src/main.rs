@@ -4,7 +4,7 @@
 //!
 //! # `rvpmu-work` (the program started under that name)
 //!
-//! When the basename of argv[0] is `rvpmu-work` (xtask installs the binary,
+//! When the basename of `argv[0]` is `rvpmu-work` (xtask installs the binary,
 //! symbol table kept, as /usr/bin/rvpmu-work) the program runs one
 //! workload and exits; it never touches PID 1 duties and never powers off.
 //! Its user-mode instructions are known from the code (inline assembly in
@@ -23,11 +23,25 @@
 //! rvpmu-work alu N`), `count(alu N) - count(alu 0)` is exactly 2N when the
 //! two arguments have the same number of digits (`alu 0000000`, `alu
 //! 1000000`): copying and parsing the argument costs a few instructions per
-//! digit, nothing else depends on N. Likewise for `hot` (16N). For `ipi`,
-//! opening, enabling and closing the event send a constant few IPIs to the
-//! target: `count(ipi N) - count(ipi 0)` = N. Why a perf read and not
-//! membarrier: guest/ipi.rs (on Linux 7.2, expedited membarrier misses the
-//! target whenever a kernel thread runs there, and then keeps missing).
+//! digit, nothing else depends on N. Likewise for `hot` (16N). Measured
+//! exact (2N and 16N for N = 8,000,000 and 1,000,000, Linux 6.12 and 7.2)
+//! under two conditions that are the booter's: `-smp 1`, and address
+//! space randomisation off (`echo 0 > /proc/sys/kernel/randomize_va_space`
+//! as the plan's first command). With randomisation on, start-up varies by
+//! up to ~150 user instructions run to run (alignment-dependent string
+//! and memory routines); at `-smp 2` a 17 ms run counted about 40,000 too
+//! many (about 2,500 per ms: under icount the counters follow QEMU's
+//! instruction count, which the other hart advances too).
+//!
+//! For `ipi`, opening, enabling and closing the event send a constant few
+//! IPIs to the target, so `count(ipi N) - count(ipi 0)` = N, plus whatever
+//! the kernel sends on its own meanwhile (`perf stat -a -A -e
+//! r8000000000000006,r8000000000000007 taskset -c 0 rvpmu-work ipi 1000`
+//! on 7.2: cpu0 sent 1005 and cpu1 received 1005, against 4 and 4 for
+//! `ipi 0000`). 1000 IPIs take about 0.4 s of guest time (each read waits
+//! for the other vCPU's turn). Why a perf read and not membarrier:
+//! guest/ipi.rs (on Linux 7.2, expedited membarrier misses the target
+//! whenever a kernel thread runs there, and then keeps missing).
 //!
 //! # `/init` (PID 1)
 //!
@@ -47,7 +61,7 @@
 //! malformed plan is an error: `RVPMU-DONE error: ...` before any command
 //! runs): UTF-8 text, one command per line, empty lines and lines starting
 //! with `#` (after blanks) ignored, fields separated by TAB, the first the
-//! command's name, the rest its argv (argv[0] looked up on PATH; no shell,
+//! command's name, the rest its argv (`argv[0]` looked up on PATH; no shell,
 //! no quoting; an empty field is an empty argument; a trailing CR is
 //! dropped). Pinning is done in argv (`taskset -c 1 ...`). Each command
 //! runs in order, cwd /root, stdin /dev/null, stdout and stderr captured

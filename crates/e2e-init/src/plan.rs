@@ -5,7 +5,7 @@
 //! Format: UTF-8 text, one command per line. Empty lines (only spaces or
 //! tabs) and lines whose first non-blank character is `#` are ignored.
 //! Fields are separated by single TABs: the first is the command's name
-//! (any text, for the result), the rest its argv (argv[0] is looked up on
+//! (any text, for the result), the rest its argv (`argv[0]` is looked up on
 //! PATH). Fields are taken verbatim (an empty field between two TABs is an
 //! empty argument); a trailing CR (CRLF files) is dropped.
 

@@ -1,8 +1,8 @@
 //! The `rvpmu-work` command line: which workload to run. The same binary is
 //! /init; it takes this role when started under the name `rvpmu-work`
-//! (basename of argv[0]), see the crate documentation for the contract.
+//! (basename of `argv[0]`), see the crate documentation for the contract.
 
-/// The name (basename of argv[0]) under which the binary runs a workload.
+/// The name (basename of `argv[0]`) under which the binary runs a workload.
 pub const NAME: &str = "rvpmu-work";
 
 /// Usage text, printed on stderr with exit status 2 for a bad command line.
@@ -36,7 +36,7 @@ pub fn is_work(argv0: &[u8]) -> bool {
     base == NAME.as_bytes()
 }
 
-/// Parse the arguments after argv[0].
+/// Parse the arguments after `argv[0]`.
 pub fn parse(args: &[String]) -> Result<Work, String> {
     let [what, n] = args else {
         return Err(format!(

@@ -7,9 +7,9 @@
 
 use std::arch::asm;
 
-/// Instructions per iteration of [`alu_loop`].
+/// Instructions per iteration of [`rvpmu_alu_loop`].
 pub const ALU_INSNS_PER_ITER: u64 = 2;
-/// Instructions per page of [`page_walk`].
+/// Instructions per page of [`rvpmu_page_walk`].
 pub const WALK_INSNS_PER_PAGE: u64 = 5;
 
 /// Count `n` down to zero: 2 instructions per iteration, no memory access.
