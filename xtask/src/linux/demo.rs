@@ -60,7 +60,7 @@ const SHOWN: &[&str] = &["stat", "stat-tlb", "stat-fw", "record", "report"];
 
 impl Demo {
     pub fn plan(&self) -> Plan {
-        let mut p = Plan::default();
+        let mut p = Plan::exact();
         let n = ALU_ITERS;
         p.cmd(
             "stat",

@@ -35,6 +35,16 @@ impl Plan {
         self
     }
 
+    /// A plan whose first command turns address-space randomisation off:
+    /// with it a process's start-up (stack and mmap alignment in libc's
+    /// and std's initialisation) varies by a few dozen instructions from
+    /// run to run, and exact counts compare two runs.
+    pub fn exact() -> Plan {
+        let mut p = Plan::default();
+        p.sh("aslr-off", "echo 0 > /proc/sys/kernel/randomize_va_space");
+        p
+    }
+
     /// Add a busybox shell script (no TAB or newline in it) under `name`.
     pub fn sh(&mut self, name: &str, script: &str) -> &mut Self {
         assert!(!script.contains(['\t', '\n']), "plan scripts are one line");

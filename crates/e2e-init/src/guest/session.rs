@@ -28,6 +28,19 @@ fn setup_env() -> Result<(), String> {
                 .map_err(|e| format!("chmod {dir}: {e}"))?;
         }
     }
+    // Debian's busybox-static package ships only /usr/bin/busybox; the
+    // applet links (sh, taskset, ...) are what `--install -s` makes, once
+    // per boot (the initramfs is in RAM). xtask cannot make them: the
+    // applet list lives in the riscv64 binary.
+    if std::fs::symlink_metadata("/bin/sh").is_err() {
+        let st = Command::new("/bin/busybox")
+            .args(["--install", "-s"])
+            .status()
+            .map_err(|e| format!("busybox --install -s: {e}"))?;
+        if !st.success() {
+            return Err(format!("busybox --install -s: {st}"));
+        }
+    }
     // Children inherit /init's working directory. (Command::current_dir
     // would not do: with it std cannot use posix_spawn from this static
     // binary and falls back to fork + a SOCK_SEQPACKET socketpair for

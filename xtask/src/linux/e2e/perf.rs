@@ -28,8 +28,11 @@ use std::collections::BTreeSet;
 
 /// `alu` iterations for the exact counts (2 instructions each).
 const ALU_N: u64 = 10_000_000;
-/// `alu` iterations under multiplexing: long enough for many rotations.
-const MUX_N: u64 = 50_000_000;
+/// `alu` iterations under multiplexing: 2.5 G instructions (2.5 s of
+/// guest time), so each of the 20 events is on a counter for about 250 ms
+/// and the process's start-up (a few ms in the kernel, counted in
+/// time_enabled but not in a :u count) is under 1% of any event's share.
+const MUX_N: u64 = 1_250_000_000;
 /// Copies of each event in the 20-event `perf stat`.
 const MUX_COPIES: usize = 10;
 /// Unpinned `perf record` runs at -smp 4.
@@ -37,8 +40,11 @@ const SMP_RECORDS: usize = 3;
 /// IPI workload calls (`rvpmu-work ipi`).
 const IPI_CALLS: u64 = 50;
 
-/// The 10 general and 42 cache events Linux's SBI PMU driver knows, in
-/// perf's names (tools/perf/util/evsel.c, parse-events.c).
+/// The standard events perf can name: the 10 general events and the
+/// cache events whose (cache, op) pair perf's parser accepts
+/// (tools/perf/util/evsel.c evsel__hw_cache_stat: L1-icache has no
+/// stores, iTLB and branch only loads); 42 of the 52 Linux asks the
+/// firmware about.
 fn standard_events() -> Vec<String> {
     let mut v: Vec<String> = [
         "cycles",
@@ -54,17 +60,24 @@ fn standard_events() -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
-    for cache in ["L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node"] {
-        for op in ["load", "store", "prefetch"] {
-            for miss in ["s", "-misses"] {
-                let op = match (op, miss) {
-                    ("load", "s") => "loads".to_string(),
-                    ("store", "s") => "stores".to_string(),
-                    ("prefetch", "s") => "prefetches".to_string(),
-                    (o, m) => format!("{o}{m}"),
-                };
-                v.push(format!("{cache}-{op}"));
-            }
+    let ops: [(&str, &[&str]); 7] = [
+        ("L1-dcache", &["load", "store", "prefetch"]),
+        ("L1-icache", &["load", "prefetch"]),
+        ("LLC", &["load", "store", "prefetch"]),
+        ("dTLB", &["load", "store", "prefetch"]),
+        ("iTLB", &["load"]),
+        ("branch", &["load"]),
+        ("node", &["load", "store", "prefetch"]),
+    ];
+    for (cache, cache_ops) in ops {
+        for op in cache_ops {
+            let access = match *op {
+                "load" => "loads",
+                "store" => "stores",
+                _ => "prefetches",
+            };
+            v.push(format!("{cache}-{access}"));
+            v.push(format!("{cache}-{op}-misses"));
         }
     }
     v
@@ -121,8 +134,8 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     };
     let events = standard_events();
 
-    // -smp 1: counts, sampling, multiplexing, the 52 events.
-    let mut p = Plan::default();
+    // -smp 1: counts, sampling, multiplexing, the standard events.
+    let mut p = Plan::exact();
     one(&mut p, "user", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {ALU_N}"));
     one(&mut p, "base", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}", 2 * ALU_N));
     one(&mut p, "hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
@@ -209,13 +222,13 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 
         let ev = stat(&r, "events");
         let sup: BTreeSet<String> = ev.iter().filter(|l| l.status != "<not supported>").map(|l| l.event.clone()).collect();
-        s.check(&format!("{label}: perf stat of the 52 standard events reports each"), ev.len() == events.len(), false,
+        s.check(&format!("{label}: perf stat of the {} standard events perf can name reports each", events.len()), ev.len() == events.len(), false,
             &format!("{} lines", events.len()), &format!("{} lines, {} supported: {:?}", ev.len(), sup.len(), sup), Some(&out));
         kept.supported = Some(sup);
     }
 
     // -smp 4: system-wide counting, firmware events, unpinned sampling.
-    let mut p = Plan::default();
+    let mut p = Plan::exact();
     let spread = |n: u64| (0..4).map(|c| format!("taskset -c {c} rvpmu-work alu {n} & ")).collect::<String>() + "wait";
     p.cmd("all", &format!("perf stat -x, -a -A -e instructions:u -- sh -c"));
     p.cmds.last_mut().expect("just added").argv.push(spread(ALU_N));
@@ -250,8 +263,8 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         let (sent, recv) = (get("fw_ipi_sent"), get("fw_ipi_received"));
         kept.ipi = sent.zip(recv);
         s.check(&format!("{label}: firmware events through perf (cpu/config=0x8000000000000006/ and ..07/), `ipi {IPI_CALLS}`"),
-            sent.is_some_and(|v| v >= IPI_CALLS) && sent == recv, false,
-            &format!("fw_ipi_sent >= {IPI_CALLS} (one IPI per call by construction) and received == sent, over all harts"),
+            sent.is_some_and(|v| v >= IPI_CALLS) && sent.zip(recv).is_some_and(|(a, b)| a.abs_diff(b) <= 2.max(a / 100)), false,
+            &format!("fw_ipi_sent >= {IPI_CALLS} (one IPI per call by construction) and received = sent within max(2, 1%) over all harts (-a also counts the scheduler's IPIs; one sent as perf stops may land after it)"),
             &format!("sent {sent:?}, received {recv:?}"), Some(&out));
 
         if let Some(base) = value(&r, "hot-base", "cycles:u") {
