@@ -72,6 +72,9 @@ pub struct CmdResult {
     pub status: Option<i64>,
     pub stdout: String,
     pub stderr: String,
+    /// The command's CLOCK_MONOTONIC time (icount: instructions of the
+    /// whole machine).
+    pub elapsed_ns: u64,
 }
 
 impl CmdResult {
@@ -85,6 +88,7 @@ impl CmdResult {
             status: v["status"].as_i64(),
             stdout: v["stdout"].as_str().unwrap_or("").into(),
             stderr: v["stderr"].as_str().unwrap_or("").into(),
+            elapsed_ns: v["elapsed_ns"].as_u64().unwrap_or(0),
         }
     }
 

@@ -190,7 +190,9 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
         return Ok(failed);
     }
     let n = 1_000_000u64;
-    s.type_line(&format!("perf stat -x, -e instructions:u -- rvpmu-work alu {n}; echo status=$?"))?;
+    // The terminal echoes what is typed: the markers are quoted in the
+    // typed line so that only the shell's output contains them whole.
+    s.type_line(&format!("perf stat -x, -e instructions:u -- rvpmu-work alu {n}; echo st''atus=$?"))?;
     let got = s.expect("status=", Duration::from_secs(120)).unwrap_or_else(|e| format!("{e:#}"));
     let count = got
         .lines()
@@ -207,7 +209,7 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
     );
     let status = s.expect("\n", Duration::from_secs(10)).unwrap_or_default();
     check("perf exits 0", status.trim() == "0", "status=0", &format!("status={}", status.trim()));
-    s.type_line("grep -c ^processor /proc/cpuinfo; echo done=$?")?;
+    s.type_line("grep -c ^processor /proc/cpuinfo; echo do''ne=$?")?;
     let got = s.expect("done=", Duration::from_secs(60)).unwrap_or_else(|e| format!("{e:#}"));
     check("busybox tools answer (grep /proc/cpuinfo)", got.lines().any(|l| l.trim() == "2"), "2 processors (-smp 2)", got.trim());
     s.type_line("poweroff")?;
