@@ -754,8 +754,14 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept
             // through SBI (both kernels; e2e-init guest/ipi.rs). Other IPIs
             // (scheduler, fences) only add.
             let ipi_min = calls;
-            s.check("fwevents: IPIs sent on hart 0 = received on hart 1", ipi_s >= ipi_min && ipi_r >= ipi_min && ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100), false,
-                &format!(">= {ipi_min} (one IPI per cross-CPU perf read, {calls} reads) on both sides during the calls, equal within max(2, 1%) (a pending IPI is one bit: two sends may merge)"),
+            s.check("fwevents: IPIs from hart 0 reach hart 1, one per cross-CPU read at least", ipi_s >= ipi_min && ipi_r >= ipi_min, false,
+                &format!(">= {ipi_min} sent on hart 0 and received on hart 1 during the calls ({calls} reads)"),
+                &format!("sent {ipi_s}, received {ipi_r}"), Some(&out));
+            // OpenSBI 1.5.1 also counts the IPIs it sends itself for remote
+            // fences (README), some of which are still in flight at the
+            // second reading: the peer may miss this (reported).
+            s.check("fwevents: IPIs sent on hart 0 = received on hart 1", ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100), true,
+                "equal within max(2, 1%) (a pending IPI is one bit: two sends may merge)",
                 &format!("sent {ipi_s}, received {ipi_r}"), Some(&out));
             let (fi_s, fi_r) = (
                 get("fw_fence_i_sent", "cpu0"),
