@@ -16,6 +16,9 @@ use std::process::Command;
 /// Rust target of the guest program.
 pub const GUEST_TARGET: &str = "riscv64gc-unknown-linux-gnu";
 
+/// The QEMU overflow-timer reproducer's source.
+const REPRO_SOURCE: &str = "e2e/repro/qemu_stale_overflow.c";
+
 /// Where the guest finds the plan of commands `rvpmu.mode=plan` runs.
 pub const PLAN_PATH: &str = "/rvpmu/plan";
 
@@ -58,10 +61,18 @@ pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Resul
     strip(&init_elf, &stripped, true)?;
     let work = dir.join("rvpmu-work");
     strip(&init_elf, &work, false)?;
+    // The QEMU overflow-timer reproducer (docs/anomalies.md), in C as
+    // written for the bug report.
+    let repro = dir.join("rvpmu-overflow-repro");
+    run(Command::new("riscv64-linux-gnu-gcc")
+        .args(["-O2", "-static", "-s", "-o"])
+        .arg(&repro)
+        .arg(root().join(REPRO_SOURCE)))?;
     let mut entries = format!(
-        "file /init {} 0755 0 0\nfile /usr/bin/rvpmu-work {} 0755 0 0\n",
+        "file /init {} 0755 0 0\nfile /usr/bin/rvpmu-work {} 0755 0 0\nfile /usr/bin/rvpmu-overflow-repro {} 0755 0 0\n",
         stripped.display(),
-        work.display()
+        work.display(),
+        repro.display()
     );
     for (guest, elf) in extra {
         let Some(name) = guest.strip_prefix('/') else {

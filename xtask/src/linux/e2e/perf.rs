@@ -37,6 +37,9 @@ const MUX_N: u64 = 1_250_000_000;
 const MUX_COPIES: usize = 10;
 /// Unpinned `perf record` runs at -smp 4.
 const SMP_RECORDS: usize = 3;
+/// Loop iterations of the overflow-timer reproducer: 12 M user cycles,
+/// 120 periods.
+const REPRO_N: u64 = 6_000_000;
 /// IPI workload calls (`rvpmu-work ipi`).
 const IPI_CALLS: u64 = 50;
 
@@ -94,6 +97,9 @@ pub struct Kept {
     pub kernel_events: Option<(u64, u64)>,
     pub ipi: Option<(u64, u64)>,
     pub smp_records: Vec<Option<u64>>,
+    /// The QEMU reproducer's (samples, expected): first, after a counting
+    /// event, again.
+    pub repro: [Option<(u64, u64)>; 3],
 }
 
 fn one(p: &mut Plan, name: &str, argv: &str) {
@@ -244,6 +250,35 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         kept.supported = Some(sup);
     }
 
+    // The QEMU bug the plans above work around, still there: a sampling
+    // event on a counter that a counting event used before misses its
+    // first overflows until a context switch reprograms the counter
+    // (QEMU 10.0.2 target/riscv/pmu.c keeps irq_overflow_left from the
+    // counting start; docs/anomalies.md). If this check fails because
+    // `after` is whole, QEMU was fixed and the ordering can go.
+    let mut p = Plan::exact();
+    let run = format!("rvpmu-overflow-repro {RECORD_PERIOD} {REPRO_N} u cycles quiet");
+    one(&mut p, "first", &run);
+    one(&mut p, "count", "rvpmu-overflow-repro 0 1000");
+    one(&mut p, "after", &run);
+    one(&mut p, "again", &run);
+    let label = "QEMU overflow-timer reproducer -smp 1";
+    if let Some(out) = boot(&mut s, guest, label, 1, &p) {
+        let r = results(&out);
+        let samples = |name: &str| -> Option<(u64, u64)> {
+            let line = find(&r, name)?.stdout.lines().find(|l| l.starts_with("SUMMARY"))?.to_string();
+            let field = |k: &str| line.split_whitespace().find_map(|w| w.strip_prefix(k)?.parse::<u64>().ok());
+            Some((field("samples=")?, field("expected=")?))
+        };
+        let (first, after, again) = (samples("first"), samples("after"), samples("again"));
+        kept.repro = [first, after, again];
+        let whole = |x: Option<(u64, u64)>| x.is_some_and(|(n, e)| n == e && e == 2 * REPRO_N / RECORD_PERIOD);
+        s.check(&format!("{label}: sampling after a counting event loses the first periods (QEMU bug, both firmwares)"),
+            whole(first) && after.is_some_and(|(n, e)| n < e) && whole(again), false,
+            &format!("first and again: {} samples (2 x {REPRO_N} / {RECORD_PERIOD}); after the counting event: fewer", 2 * REPRO_N / RECORD_PERIOD),
+            &format!("first {first:?}, after {after:?}, again {again:?} (samples, expected)"), Some(&out));
+    }
+
     // -smp 4: system-wide counting, firmware events, unpinned sampling.
     let mut p = Plan::exact();
     let spread = |n: u64| (0..4).map(|c| format!("taskset -c {c} rvpmu-work alu {n} & ")).collect::<String>() + "wait";
@@ -360,16 +395,17 @@ pub fn compare_kernels(kept: &[(Version, String, Kept)]) -> Vec<(String, bool)> 
 /// Side-by-side tables of the real-perf checks, kernels x firmwares.
 pub fn print_tables(kept: &[(Version, String, Kept)]) {
     crate::util::step("real perf, kernels x firmwares (icount)");
-    println!("{:<10} {:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14}", "kernel", "firmware", "instr:u alu N / 2N", "record samples/periods", "hot_a %", "20 events worst", ":k beside :u", "ipi sent/recv");
+    println!("{:<10} {:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}", "kernel", "firmware", "instr:u alu N / 2N", "record samples/periods", "hot_a %", "20 events worst", ":k beside :u", "ipi sent/recv", "QEMU bug 1st/after/again");
     for (k, fw, p) in kept {
-        println!("{:<10} {fw:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14}",
+        println!("{:<10} {fw:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}",
             k.to_string(),
             p.exact.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()),
             p.record.map(|(n, w, _)| format!("{n} / {w}")).unwrap_or("-".into()),
             p.record.map(|(.., a)| format!("{a:.2}")).unwrap_or("-".into()),
             p.mux_worst.map(|w| format!("{:.3}%", w * 100.0)).unwrap_or("off >2%".into()),
             p.kernel_events.map(|(c, _)| if c > 0 { "counts" } else { "reads 0" }).unwrap_or("-").to_string(),
-            p.ipi.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()));
+            p.ipi.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()),
+            p.repro.iter().map(|x| x.map(|(n, _)| n.to_string()).unwrap_or("-".into())).collect::<Vec<_>>().join("/"));
     }
 
 }
