@@ -123,7 +123,9 @@ fn host_codename() -> Result<String> {
 fn mirror_in(sources: &[Source], codename: &str) -> Option<String> {
     sources
         .iter()
-        .find(|s| s.suites.iter().any(|x| x == codename) && s.components.iter().any(|c| c == "main"))
+        .find(|s| {
+            s.suites.iter().any(|x| x == codename) && s.components.iter().any(|c| c == "main")
+        })
         .map(|s| s.uri.trim_end_matches('/').to_string())
 }
 
@@ -141,7 +143,9 @@ pub fn host_mirror() -> Result<String> {
 
 /// Whether the host's apt already reads `suite`.
 pub fn host_has_suite(suite: &str) -> bool {
-    host_sources().iter().any(|s| s.suites.iter().any(|x| x == suite))
+    host_sources()
+        .iter()
+        .any(|s| s.suites.iter().any(|x| x == suite))
 }
 
 /// The deb822 text of a source for `suite` main on `uri`.
@@ -225,9 +229,15 @@ impl PrivateApt {
             .arg(format!("-oDir::Etc={}", d.join("etc").display()))
             .arg(format!("-oDir::State={}", d.join("state").display()))
             .arg(format!("-oDir::State::Lists={}", d.join("lists").display()))
-            .arg(format!("-oDir::State::status={}", d.join("state/status").display()))
+            .arg(format!(
+                "-oDir::State::status={}",
+                d.join("state/status").display()
+            ))
             .arg(format!("-oDir::Cache={}", d.join("cache").display()))
-            .arg(format!("-oDir::Cache::Archives={}", self.archives().display()))
+            .arg(format!(
+                "-oDir::Cache::Archives={}",
+                self.archives().display()
+            ))
             .arg(format!("-oAPT::Architecture={}", self.arch))
             .arg(format!("-oAPT::Architectures::={}", self.arch))
             .arg("-oAPT::Architectures::=all")
@@ -369,7 +379,10 @@ impl PrivateApt {
     fn target_name(&self, s: &Suite) -> String {
         let text = std::fs::read_to_string(self.dir.join("etc/sources.list.d/debian.sources"))
             .unwrap_or_default();
-        if text.lines().any(|l| l.trim() == format!("Suites: {}", s.codename)) {
+        if text
+            .lines()
+            .any(|l| l.trim() == format!("Suites: {}", s.codename))
+        {
             s.codename.to_string()
         } else {
             s.alias.to_string()
@@ -378,8 +391,16 @@ impl PrivateApt {
 
     /// Download `pkgs` (already resolved) and return their .deb paths;
     /// apt checks each file's size and SHA256 against the index.
-    pub fn download(&self, wanted: &[&str], release: &Suite, pkgs: &[Package]) -> Result<Vec<PathBuf>> {
-        let paths: Vec<PathBuf> = pkgs.iter().map(|p| self.archives().join(p.deb_name())).collect();
+    pub fn download(
+        &self,
+        wanted: &[&str],
+        release: &Suite,
+        pkgs: &[Package],
+    ) -> Result<Vec<PathBuf>> {
+        let paths: Vec<PathBuf> = pkgs
+            .iter()
+            .map(|p| self.archives().join(p.deb_name()))
+            .collect();
         if paths.iter().all(|p| p.is_file()) {
             return Ok(paths);
         }
@@ -438,7 +459,10 @@ impl PrivateApt {
     /// e.g. a source tarball package) and return its .deb.
     pub fn download_one(&self, name: &str, release: &Suite) -> Result<PathBuf> {
         let spec = format!("{name}/{}", self.target_name(release));
-        let uris = self.apt("apt-get").args(["download", "--print-uris", &spec]).output()?;
+        let uris = self
+            .apt("apt-get")
+            .args(["download", "--print-uris", &spec])
+            .output()?;
         let text = String::from_utf8_lossy(&uris.stdout);
         let file = text
             .split_whitespace()
@@ -522,10 +546,15 @@ mod tests {
                     Suites: bookworm\nComponents: main\n";
         let s = parse_deb822(text);
         assert_eq!(s.len(), 2, "{s:?}");
-        assert_eq!(mirror_in(&s, "bookworm").as_deref(), Some("http://m.example/debian"));
+        assert_eq!(
+            mirror_in(&s, "bookworm").as_deref(),
+            Some("http://m.example/debian")
+        );
         assert_eq!(mirror_in(&s, "trixie"), None);
         // Security is never taken for the main archive.
-        let only_sec = parse_deb822("Types: deb\nURIs: http://s.example\nSuites: bookworm-security\nComponents: main\n");
+        let only_sec = parse_deb822(
+            "Types: deb\nURIs: http://s.example\nSuites: bookworm-security\nComponents: main\n",
+        );
         assert_eq!(mirror_in(&only_sec, "bookworm"), None);
     }
 
@@ -536,7 +565,10 @@ mod tests {
              Inst linux-perf (7.2.11-1~bpo13+1 Debian Backports:stable-backports [riscv64])\nConf x\n",
         );
         assert_eq!(p.len(), 2);
-        assert_eq!(p[0].deb_name(), "busybox-static_1%3a1.37.0-6+b9_riscv64.deb");
+        assert_eq!(
+            p[0].deb_name(),
+            "busybox-static_1%3a1.37.0-6+b9_riscv64.deb"
+        );
         assert_eq!(p[0].arch, "riscv64");
         assert_eq!(p[1].version, "7.2.11-1~bpo13+1");
         assert_eq!(p[1].arch, "riscv64");

@@ -261,7 +261,9 @@ pub fn sample_cost_bench() -> Result<()> {
         pmu_snapshot: Some(false),
         ..Chosen::NONE
     };
-    let args = format!("rvpmu.mode=samplecost rvpmu.iters={SAMPLECOST_ITERS} rvpmu.period={SAMPLECOST_PERIOD}");
+    let args = format!(
+        "rvpmu.mode=samplecost rvpmu.iters={SAMPLECOST_ITERS} rvpmu.period={SAMPLECOST_PERIOD}"
+    );
     let mut rows = Vec::new();
     for v in kernel::Version::ALL {
         let guest = Guest::build(v)?;
@@ -276,7 +278,12 @@ pub fn sample_cost_bench() -> Result<()> {
                 .scenario("samplecost")
                 .first()
                 .map(|r| (*r).clone())
-                .ok_or_else(|| anyhow::anyhow!("no samplecost result on {v} / {label}; console tail:\n{}", out.tail(30)))?;
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no samplecost result on {v} / {label}; console tail:\n{}",
+                        out.tail(30)
+                    )
+                })?;
             let snap = out.console.contains("SBI PMU snapshot detected");
             rows.push((v, label, snap, r));
         }
@@ -294,8 +301,14 @@ pub fn sample_cost_bench() -> Result<()> {
             .find(|(k, l, ..)| k == v && l.starts_with("OpenSBI"))
             .and_then(|(.., p)| p["per_sample_ns_median"].as_f64());
         let med = r["per_sample_ns_median"].as_f64();
-        let ratio = med.zip(peer).map(|(a, b)| format!("{:.2}", a / b)).unwrap_or("-".into());
-        let samples = r["rounds"][0]["samples"].as_u64().map(|s| s.to_string()).unwrap_or("-".into());
+        let ratio = med
+            .zip(peer)
+            .map(|(a, b)| format!("{:.2}", a / b))
+            .unwrap_or("-".into());
+        let samples = r["rounds"][0]["samples"]
+            .as_u64()
+            .map(|s| s.to_string())
+            .unwrap_or("-".into());
         let _ = writeln!(
             md,
             "| {} | {label} | {} | {} | {} | {samples} | {ratio} |",
@@ -312,7 +325,10 @@ pub fn sample_cost_bench() -> Result<()> {
         .iter()
         .map(|(v, l, s, r)| serde_json::json!({"kernel": v.name(), "firmware": l, "snapshot": s, "result": r}))
         .collect();
-    std::fs::write(dir.join("sample-cost.json"), serde_json::to_string_pretty(&json)?)?;
+    std::fs::write(
+        dir.join("sample-cost.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
     print!("{md}");
     Ok(())
 }

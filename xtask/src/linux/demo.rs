@@ -6,8 +6,8 @@
 //! come from the same events run again with `perf stat -x,` (perf's
 //! machine-readable output), and from `perf report --stdio`.
 
-use super::initramfs::loop_body_instructions;
 use super::dt::NoisyNeighbour;
+use super::initramfs::loop_body_instructions;
 use super::perftool::{
     parse_proc_stat, parse_record_samples, parse_report, parse_stat_csv, CmdResult, Plan, StatLine,
 };
@@ -69,7 +69,10 @@ impl Demo {
             "record",
             &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"),
         );
-        p.cmd("report", "perf report -i /root/perf.data --stdio --sort symbol");
+        p.cmd(
+            "report",
+            "perf report -i /root/perf.data --stdio --sort symbol",
+        );
 
         p.cmd(
             "stat",
@@ -86,18 +89,33 @@ impl Demo {
         } else {
             format!("rvpmu-work alu {n}")
         };
-        p.cmd("stat-fw", &format!("perf stat -a -e {} -- {fw_work}", fw_list()));
+        p.cmd(
+            "stat-fw",
+            &format!("perf stat -a -e {} -- {fw_work}", fw_list()),
+        );
         // Machine-readable runs for the summary: exact user counts (one
         // event id per counter: no multiplexing) of N and 2N iterations:
         // the same digits to parse, the same start-up and exit, so the
         // difference is the loop alone.
-        p.cmd("x-user", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {n}"));
-        p.cmd("x-user2", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}", 2 * n));
+        p.cmd(
+            "x-user",
+            &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {n}"),
+        );
+        p.cmd(
+            "x-user2",
+            &format!(
+                "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}",
+                2 * n
+            ),
+        );
         p.cmd(
             "x-all",
             &format!("perf stat -x, -e cycles,instructions,cycles:k,instructions:k,dTLB-load-misses,dTLB-store-misses,iTLB-load-misses -- rvpmu-work alu {n}"),
         );
-        p.cmd("x-fw", &format!("perf stat -x, -a -e {} -- {fw_work}", fw_list()));
+        p.cmd(
+            "x-fw",
+            &format!("perf stat -x, -a -e {} -- {fw_work}", fw_list()),
+        );
         if let Some(ms) = self.steal_busy_ms {
             let spinners: String = (0..self.smp)
                 .map(|c| format!("taskset -c {c} rvpmu-work spin {ms} & "))
@@ -120,7 +138,11 @@ pub struct Results {
 impl Results {
     pub fn collect(out: &Outcome, work_elf: &Path) -> Result<Results> {
         Ok(Results {
-            cmds: out.scenario("cmd").into_iter().map(CmdResult::from_json).collect(),
+            cmds: out
+                .scenario("cmd")
+                .into_iter()
+                .map(CmdResult::from_json)
+                .collect(),
             alu_insns_per_iter: loop_body_instructions(work_elf, "rvpmu_alu_loop")?,
             hot_insns_per_iter: loop_body_instructions(work_elf, "rvpmu_hot_a")
                 .context("rvpmu_hot_a in rvpmu-work")?,
@@ -132,11 +154,16 @@ impl Results {
     }
 
     fn stat(&self, name: &str) -> Vec<StatLine> {
-        self.cmd(name).map(|c| parse_stat_csv(&c.stderr)).unwrap_or_default()
+        self.cmd(name)
+            .map(|c| parse_stat_csv(&c.stderr))
+            .unwrap_or_default()
     }
 
     fn value(&self, name: &str, event: &str) -> Option<u64> {
-        self.stat(name).into_iter().find(|l| l.event == event)?.value
+        self.stat(name)
+            .into_iter()
+            .find(|l| l.event == event)?
+            .value
     }
 
     /// Rows of the summary: event, what perf said, what construction
@@ -162,7 +189,9 @@ impl Results {
             let meaning = match l.event.as_str() {
                 "cycles" => "all modes perf may count (U+S; firmware is never counted)",
                 "instructions" => "the same in instructions (icount: equal to cycles)",
-                "cycles:k" | "instructions:k" => "kernel mode: exec, page faults, perf's own ioctls, ticks",
+                "cycles:k" | "instructions:k" => {
+                    "kernel mode: exec, page faults, perf's own ioctls, ticks"
+                }
                 "dTLB-load-misses" => "data TLB refills on loads (QEMU's softmmu TLB)",
                 "dTLB-store-misses" => "data TLB refills on stores",
                 "iTLB-load-misses" => "instruction TLB refills",
@@ -182,7 +211,9 @@ impl Results {
             rows.push(stat_row(&l, meaning));
         }
         if let Some(rep) = self.cmd("report").map(|c| parse_report(&c.stdout)) {
-            let rec = self.cmd("record").and_then(|c| parse_record_samples(&c.stderr));
+            let rec = self
+                .cmd("record")
+                .and_then(|c| parse_record_samples(&c.stderr));
             let loop_insns = 4 * HOT_N * self.hot_insns_per_iter;
             rows.push(json!({
                 "event": "perf record samples", "count": rec,
@@ -230,7 +261,10 @@ fn stat_row(l: &StatLine, meaning: &str) -> Value {
 
 /// The summary as a table.
 pub fn print_summary(rows: &[Value]) {
-    println!("{:<28} {:>14} {:>14}  meaning", "event", "perf says", "construction");
+    println!(
+        "{:<28} {:>14} {:>14}  meaning",
+        "event", "perf says", "construction"
+    );
     for r in rows {
         let count = match &r["count"] {
             Value::Null => r["status"].as_str().unwrap_or("-").to_string(),
@@ -248,13 +282,22 @@ pub fn print_summary(rows: &[Value]) {
         if let Some(p) = r["running_pct"].as_f64().filter(|p| *p < 100.0) {
             meaning = format!("{meaning} [on a counter {p:.0}% of the time: scaled]");
         }
-        println!("{:<28} {:>14} {:>14}  {meaning}", r["event"].as_str().unwrap_or("?"), count, want);
+        println!(
+            "{:<28} {:>14} {:>14}  {meaning}",
+            r["event"].as_str().unwrap_or("?"),
+            count,
+            want
+        );
     }
 }
 
 /// Steal per CPU over the busy interval, from the two /proc/stat reads.
 pub fn steal(r: &Results, n: NoisyNeighbour) -> Value {
-    let read = |name: &str| r.cmd(name).map(|c| parse_proc_stat(&c.stdout)).unwrap_or_default();
+    let read = |name: &str| {
+        r.cmd(name)
+            .map(|c| parse_proc_stat(&c.stdout))
+            .unwrap_or_default()
+    };
     let (before, after) = (read("procstat-before"), read("procstat-after"));
     let mut cells = Vec::new();
     for (cpu, s1, t1) in &after {

@@ -5,8 +5,8 @@
 //! from earlier output.
 
 use super::dt::{Chosen, NoisyNeighbour};
-use super::qemu::{kernel_command_line, Firmware, Outcome};
 use super::kernel::Version;
+use super::qemu::{kernel_command_line, Firmware, Outcome};
 
 mod perf;
 use super::{Guest, STEAL_BUSY_MS};
@@ -143,7 +143,6 @@ pub fn meaning(event: &str) -> &'static str {
 fn fmt_opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }
-
 
 /// The kernel's riscv-pmu-sbi lines (extension, counters, snapshot).
 pub fn kernel_pmu_lines(out: &Outcome) -> Vec<String> {
@@ -760,9 +759,14 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept
             // OpenSBI 1.5.1 also counts the IPIs it sends itself for remote
             // fences (README), some of which are still in flight at the
             // second reading: the peer may miss this (reported).
-            s.check("fwevents: IPIs sent on hart 0 = received on hart 1", ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100), true,
+            s.check(
+                "fwevents: IPIs sent on hart 0 = received on hart 1",
+                ipi_s.abs_diff(ipi_r) <= 2.max(ipi_s / 100),
+                true,
                 "equal within max(2, 1%) (a pending IPI is one bit: two sends may merge)",
-                &format!("sent {ipi_s}, received {ipi_r}"), Some(&out));
+                &format!("sent {ipi_s}, received {ipi_r}"),
+                Some(&out),
+            );
             let (fi_s, fi_r) = (
                 get("fw_fence_i_sent", "cpu0"),
                 get("fw_fence_i_received", "cpu1"),
@@ -873,9 +877,12 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept
             // virt) places one event per id plus cycle and instret: 3 + 2;
             // a firmware without the quirk places all 18, 13 of them
             // reading 0.
-            let want_hw = if s.fw.is_opensbi() { QEMU_HW_COUNTERS } else { 3 + 2 };
-            let base_ok =
-                !before.is_empty() && before.iter().all(|b| cap(b) == (want_hw, fwn));
+            let want_hw = if s.fw.is_opensbi() {
+                QEMU_HW_COUNTERS
+            } else {
+                3 + 2
+            };
+            let base_ok = !before.is_empty() && before.iter().all(|b| cap(b) == (want_hw, fwn));
             s.check("stress: pinned events take every counter that can count them (HPM-only events first, then cycles/instructions)", base_ok, false,
                 &format!("per hart ({want_hw}, {fwn}): {} and every firmware counter", if want_hw == QEMU_HW_COUNTERS { "the 16 HPM counters, cycle and instret".to_string() } else { "one HPM counter per TLB event id (3; QEMU counts an id once), cycle and instret".to_string() }),
                 &format!("{:?}", before.iter().map(cap).collect::<Vec<_>>()), Some(&out));
@@ -1209,8 +1216,12 @@ pub fn run_all(kernels: &[Version]) -> Result<()> {
         if let Some(fw) = &ours {
             match super::shell::test(&guest, fw, d.alu) {
                 Ok(0) => report.passed += 1,
-                Ok(n) => report.failed.push(format!("[{} shell] {n} check(s) failed", kernel.name())),
-                Err(e) => report.failed.push(format!("[{} shell] {e:#}", kernel.name())),
+                Ok(n) => report
+                    .failed
+                    .push(format!("[{} shell] {n} check(s) failed", kernel.name())),
+                Err(e) => report
+                    .failed
+                    .push(format!("[{} shell] {e:#}", kernel.name())),
             }
         }
         let none = Kept::default();
@@ -1230,7 +1241,10 @@ pub fn run_all(kernels: &[Version]) -> Result<()> {
         }
     }
     step("Linux e2e, kernels x firmwares");
-    println!("{:<10} {:<16} {:>7} {:>7} {:>7}", "kernel", "firmware", "passed", "failed", "lacks");
+    println!(
+        "{:<10} {:<16} {:>7} {:>7} {:>7}",
+        "kernel", "firmware", "passed", "failed", "lacks"
+    );
     for (k, fw, p, f, l) in &cells {
         println!("{:<10} {fw:<16} {p:>7} {f:>7} {l:>7}", k.to_string());
     }
@@ -1252,7 +1266,9 @@ pub fn run_all(kernels: &[Version]) -> Result<()> {
 /// The perf_event_open demo, firmware events and steal of one kernel, our
 /// firmware beside the peer.
 fn print_kernel_tables(kernel: Version, ours: &Kept, peer: &Kept) {
-    step(&format!("{kernel}: perf_event_open demo, side by side (-smp 1, icount)"));
+    step(&format!(
+        "{kernel}: perf_event_open demo, side by side (-smp 1, icount)"
+    ));
     let a = ours.demo.as_ref().map(demo_rows).unwrap_or_default();
     let b = peer.demo.as_ref().map(demo_rows).unwrap_or_default();
     print_side_by_side(&a, &b);
@@ -1271,7 +1287,10 @@ fn print_kernel_tables(kernel: Version, ours: &Kept, peer: &Kept) {
         }
     }
     if let (Some(o), Some(p)) = (&ours.demo, &peer.demo) {
-        println!("\nkernel on rvpmu-fw:    {}", kernel_pmu_lines(o).join(" | "));
+        println!(
+            "\nkernel on rvpmu-fw:    {}",
+            kernel_pmu_lines(o).join(" | ")
+        );
         println!("kernel on OpenSBI:     {}", kernel_pmu_lines(p).join(" | "));
     }
 }

@@ -122,7 +122,10 @@ impl Initramfs {
         let list = dir.join(format!("plan-{key:016x}.list"));
         std::fs::write(
             &list,
-            format!("dir /rvpmu 0755 0 0\nfile {PLAN_PATH} {} 0644 0 0\n", text.display()),
+            format!(
+                "dir /rvpmu 0755 0 0\nfile {PLAN_PATH} {} 0644 0 0\n",
+                text.display()
+            ),
         )?;
         let cpio = dir.join(format!("plan-{key:016x}.cpio"));
         gen_cpio(kernel, &list, &cpio)?;

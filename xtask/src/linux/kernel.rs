@@ -74,19 +74,29 @@ fn trixie_tarball(v: Version) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     let last = dir.join("last");
     let apt = PrivateApt::trixie("riscv64");
-    let deb = match apt.update_once().and_then(|_| apt.download_one(&pkg, &TRIXIE_BACKPORTS)) {
+    let deb = match apt
+        .update_once()
+        .and_then(|_| apt.download_one(&pkg, &TRIXIE_BACKPORTS))
+    {
         Ok(deb) => deb,
         Err(e) => {
             let prev = std::fs::read_to_string(&last).unwrap_or_default();
             let prev = PathBuf::from(prev.trim());
             if prev.is_file() {
-                eprintln!("    warning: {e:#}\n    using the {pkg} fetched before: {}", prev.display());
+                eprintln!(
+                    "    warning: {e:#}\n    using the {pkg} fetched before: {}",
+                    prev.display()
+                );
                 return Ok(prev);
             }
             return Err(e.context(format!("fetching {pkg} for the {v} build")));
         }
     };
-    let stem = deb.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let stem = deb
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     let tarball = dir.join(format!("{stem}.tar.xz"));
     if !tarball.is_file() {
         step(&format!("extracting {pkg}.tar.xz from {}", deb.display()));
@@ -130,8 +140,8 @@ pub(super) fn fnv64(parts: &[&[u8]]) -> u64 {
 }
 
 fn tarball_identity(tarball: &Path) -> Result<String> {
-    let md = std::fs::metadata(tarball)
-        .with_context(|| format!("{} is missing", tarball.display()))?;
+    let md =
+        std::fs::metadata(tarball).with_context(|| format!("{} is missing", tarball.display()))?;
     let mtime = md
         .modified()?
         .duration_since(std::time::UNIX_EPOCH)

@@ -83,7 +83,11 @@ impl CmdResult {
             name: v["name"].as_str().unwrap_or("").into(),
             argv: v["argv"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default(),
             status: v["status"].as_i64(),
             stdout: v["stdout"].as_str().unwrap_or("").into(),
@@ -149,7 +153,10 @@ pub fn parse_stat_csv(text: &str) -> Vec<StatLine> {
 
 /// The `(N samples)` of perf record's last line.
 pub fn parse_record_samples(text: &str) -> Option<u64> {
-    let line = text.lines().rev().find(|l| l.contains("perf record: Captured and wrote"))?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("perf record: Captured and wrote"))?;
     let open = line.rfind('(')?;
     line[open + 1..].split_whitespace().next()?.parse().ok()
 }
@@ -191,7 +198,11 @@ pub fn parse_report(text: &str) -> Report {
                 continue;
             };
             // "[.] symbol", then perf 7's IPC columns ("-  -").
-            if let Some(sym) = rest.split("] ").nth(1).and_then(|x| x.split_whitespace().next()) {
+            if let Some(sym) = rest
+                .split("] ")
+                .nth(1)
+                .and_then(|x| x.split_whitespace().next())
+            {
                 r.rows.push((p, sym.to_string()));
             }
         }
@@ -220,7 +231,8 @@ mod tests {
     #[test]
     fn plan_text_is_tab_separated() {
         let mut p = Plan::default();
-        p.cmd("a", "perf stat -e cycles -- rvpmu-work alu 5").cmd("b", "true");
+        p.cmd("a", "perf stat -e cycles -- rvpmu-work alu 5")
+            .cmd("b", "true");
         assert_eq!(
             p.text(),
             "a\tperf\tstat\t-e\tcycles\t--\trvpmu-work\talu\t5\nb\ttrue\n"

@@ -39,10 +39,17 @@ pub struct ShellArgs {
 /// The shell's prompt (e2e-init sets PS1).
 const PROMPT: &str = "rvpmu# ";
 
-fn boot<'a>(guest: &'a Guest, fw: &'a super::qemu::Firmware, a: &ShellArgs, initrd: &'a std::path::Path) -> Result<Boot<'a>> {
+fn boot<'a>(
+    guest: &'a Guest,
+    fw: &'a super::qemu::Firmware,
+    a: &ShellArgs,
+    initrd: &'a std::path::Path,
+) -> Result<Boot<'a>> {
     let noisy = match a.steal {
         0 => None,
-        p => Some(NoisyNeighbour::from_percent(p).map_err(|e| anyhow::anyhow!("--steal {p}: {e}"))?),
+        p => {
+            Some(NoisyNeighbour::from_percent(p).map_err(|e| anyhow::anyhow!("--steal {p}: {e}"))?)
+        }
     };
     Ok(Boot {
         firmware: fw,
@@ -77,7 +84,10 @@ pub fn run(a: ShellArgs) -> Result<()> {
         a.smp,
         if a.icount { ", icount" } else { "" }
     ));
-    let st = b.command()?.status().context("starting qemu-system-riscv64")?;
+    let st = b
+        .command()?
+        .status()
+        .context("starting qemu-system-riscv64")?;
     if !st.success() {
         bail!("QEMU exited with {st}");
     }
@@ -115,10 +125,16 @@ impl Session {
                 if n == 0 {
                     break;
                 }
-                sink.lock().expect("lock").push_str(&String::from_utf8_lossy(&buf[..n]).replace('\r', ""));
+                sink.lock()
+                    .expect("lock")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]).replace('\r', ""));
             }
         });
-        Ok(Session { child, out, seen: 0 })
+        Ok(Session {
+            child,
+            out,
+            seen: 0,
+        })
     }
 
     /// Wait until `text` appears after what was already consumed; return
@@ -136,8 +152,18 @@ impl Session {
             }
             if start.elapsed() > timeout {
                 let out = self.out.lock().expect("lock");
-                let tail: String = out.chars().rev().take(1500).collect::<Vec<_>>().into_iter().rev().collect();
-                bail!("waited {} s for {text:?}; the terminal shows:\n{tail}", timeout.as_secs());
+                let tail: String = out
+                    .chars()
+                    .rev()
+                    .take(1500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                bail!(
+                    "waited {} s for {text:?}; the terminal shows:\n{tail}",
+                    timeout.as_secs()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -168,7 +194,10 @@ impl Session {
 /// answers with its count, `echo $PATH`-style shell work answers, and
 /// `poweroff` ends QEMU. Returns the number of failed checks.
 pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) -> Result<u32> {
-    step(&format!("shell: a scripted session on a pseudo-terminal ({}, {}, icount)", guest.version, fw.name));
+    step(&format!(
+        "shell: a scripted session on a pseudo-terminal ({}, {}, icount)",
+        guest.version, fw.name
+    ));
     let a = ShellArgs {
         kernel: guest.version,
         bios: None,
@@ -180,11 +209,28 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
     let mut s = Session::start(&b.command()?)?;
     let mut failed = 0;
     let mut check = |name: &str, ok: bool, want: &str, got: &str| {
-        print_check(&format!("[shell] {name}"), if ok { Verdict::Pass } else { Verdict::Fail { context: None } }, want, got);
+        print_check(
+            &format!("[shell] {name}"),
+            if ok {
+                Verdict::Pass
+            } else {
+                Verdict::Fail { context: None }
+            },
+            want,
+            got,
+        );
         failed += u32::from(!ok);
     };
     let prompt = s.expect(PROMPT, Duration::from_secs(300));
-    check("the shell's prompt appears", prompt.is_ok(), PROMPT, &prompt.as_ref().map(|_| "seen".to_string()).unwrap_or_else(|e| format!("{e:#}")));
+    check(
+        "the shell's prompt appears",
+        prompt.is_ok(),
+        PROMPT,
+        &prompt
+            .as_ref()
+            .map(|_| "seen".to_string())
+            .unwrap_or_else(|e| format!("{e:#}")),
+    );
     if prompt.is_err() {
         let _ = s.wait_exit(Duration::from_secs(1));
         return Ok(failed);
@@ -192,11 +238,21 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
     let n = 1_000_000u64;
     // The terminal echoes what is typed: the markers are quoted in the
     // typed line so that only the shell's output contains them whole.
-    s.type_line(&format!("perf stat -x, -e instructions:u -- rvpmu-work alu {n}; echo st''atus=$?"))?;
-    let got = s.expect("status=", Duration::from_secs(120)).unwrap_or_else(|e| format!("{e:#}"));
+    s.type_line(&format!(
+        "perf stat -x, -e instructions:u -- rvpmu-work alu {n}; echo st''atus=$?"
+    ))?;
+    let got = s
+        .expect("status=", Duration::from_secs(120))
+        .unwrap_or_else(|e| format!("{e:#}"));
     let count = got
         .lines()
-        .find_map(|l| l.strip_suffix(",,instructions:u").or_else(|| l.split(",,instructions:u,").next().filter(|_| l.contains(",,instructions:u,"))))
+        .find_map(|l| {
+            l.strip_suffix(",,instructions:u").or_else(|| {
+                l.split(",,instructions:u,")
+                    .next()
+                    .filter(|_| l.contains(",,instructions:u,"))
+            })
+        })
         .and_then(|v| v.trim().parse::<u64>().ok());
     let want = alu_insns * n;
     // The process's start-up and exit add user instructions; under a
@@ -208,12 +264,33 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
         &format!("{count:?}"),
     );
     let status = s.expect("\n", Duration::from_secs(10)).unwrap_or_default();
-    check("perf exits 0", status.trim() == "0", "status=0", &format!("status={}", status.trim()));
+    check(
+        "perf exits 0",
+        status.trim() == "0",
+        "status=0",
+        &format!("status={}", status.trim()),
+    );
     s.type_line("grep -c ^processor /proc/cpuinfo; echo do''ne=$?")?;
-    let got = s.expect("done=", Duration::from_secs(60)).unwrap_or_else(|e| format!("{e:#}"));
-    check("busybox tools answer (grep /proc/cpuinfo)", got.lines().any(|l| l.trim() == "2"), "2 processors (-smp 2)", got.trim());
+    let got = s
+        .expect("done=", Duration::from_secs(60))
+        .unwrap_or_else(|e| format!("{e:#}"));
+    check(
+        "busybox tools answer (grep /proc/cpuinfo)",
+        got.lines().any(|l| l.trim() == "2"),
+        "2 processors (-smp 2)",
+        got.trim(),
+    );
     s.type_line("poweroff")?;
     let exited = s.wait_exit(Duration::from_secs(120))?;
-    check("`poweroff` ends QEMU", exited, "QEMU exits", if exited { "exited" } else { "still running (killed)" });
+    check(
+        "`poweroff` ends QEMU",
+        exited,
+        "QEMU exits",
+        if exited {
+            "exited"
+        } else {
+            "still running (killed)"
+        },
+    );
     Ok(failed)
 }

@@ -134,7 +134,10 @@ pub fn build(kernel: &Kernel) -> Result<Userland> {
         std::fs::write(dir.join("packages.txt"), &list)?;
         std::fs::rename(&tmp, &cpio)?;
         let mb = std::fs::metadata(&cpio)?.len() as f64 / 1e6;
-        step(&format!("guest userland packed: {mb:.0} MB, {} packages", pkgs.len()));
+        step(&format!(
+            "guest userland packed: {mb:.0} MB, {} packages",
+            pkgs.len()
+        ));
     }
     std::fs::write(&last, format!("{}\n{list}", cpio.display()))?;
     Ok(Userland {
@@ -175,7 +178,10 @@ fn merge_usr(root: &Path) -> Result<()> {
 /// gen_init_cpio lines for everything under `dir`, sorted (reproducible).
 fn list_tree(root: &Path, dir: &Path, out: &mut String) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let mut names: Vec<_> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     names.sort();
     for p in names {
         let rel = p.strip_prefix(root).expect("under root");

@@ -107,7 +107,10 @@ fn one(p: &mut Plan, name: &str, argv: &str) {
 }
 
 fn results(out: &Outcome) -> Vec<CmdResult> {
-    out.scenario("cmd").into_iter().map(CmdResult::from_json).collect()
+    out.scenario("cmd")
+        .into_iter()
+        .map(CmdResult::from_json)
+        .collect()
 }
 
 fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
@@ -115,7 +118,9 @@ fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
 }
 
 fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
-    find(r, name).map(|c| parse_stat_csv(&c.stderr)).unwrap_or_default()
+    find(r, name)
+        .map(|c| parse_stat_csv(&c.stderr))
+        .unwrap_or_default()
 }
 
 fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
@@ -135,7 +140,14 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         loop_body_instructions(elf, "rvpmu_alu_loop"),
         loop_body_instructions(elf, "rvpmu_hot_a"),
     ) else {
-        s.check("perf: workloads disassemble", false, false, "rvpmu_alu_loop and rvpmu_hot_a loops", "not found", None);
+        s.check(
+            "perf: workloads disassemble",
+            false,
+            false,
+            "rvpmu_alu_loop and rvpmu_hot_a loops",
+            "not found",
+            None,
+        );
         return kept;
     };
     let events = standard_events();
@@ -147,22 +159,86 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     // misses the first overflow of the next sampling event on that
     // counter until a context switch reprograms it (docs/anomalies.md).
     one(&mut p, "record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
-    one(&mut p, "report", "perf report -i /root/perf.data --stdio --sort symbol");
-    one(&mut p, "user", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {ALU_N}"));
-    one(&mut p, "base", &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}", 2 * ALU_N));
-    one(&mut p, "hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
-    let mux: Vec<&str> = std::iter::repeat(["cycles:u", "instructions:u"]).take(MUX_COPIES).flatten().collect();
-    one(&mut p, "mux", &format!("perf stat -x, -e {} -- rvpmu-work alu {MUX_N}", mux.join(",")));
-    one(&mut p, "alone-c", &format!("perf stat -x, -e cycles:u -- rvpmu-work alu {MUX_N}"));
-    one(&mut p, "alone-i", &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {MUX_N}"));
+    one(
+        &mut p,
+        "report",
+        "perf report -i /root/perf.data --stdio --sort symbol",
+    );
+    one(
+        &mut p,
+        "user",
+        &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {ALU_N}"),
+    );
+    one(
+        &mut p,
+        "base",
+        &format!(
+            "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}",
+            2 * ALU_N
+        ),
+    );
+    one(
+        &mut p,
+        "hot-base",
+        "perf stat -x, -e cycles:u -- rvpmu-work hot 0",
+    );
+    let mux: Vec<&str> = std::iter::repeat_n(["cycles:u", "instructions:u"], MUX_COPIES)
+        .flatten()
+        .collect();
+    one(
+        &mut p,
+        "mux",
+        &format!(
+            "perf stat -x, -e {} -- rvpmu-work alu {MUX_N}",
+            mux.join(",")
+        ),
+    );
+    one(
+        &mut p,
+        "alone-c",
+        &format!("perf stat -x, -e cycles:u -- rvpmu-work alu {MUX_N}"),
+    );
+    one(
+        &mut p,
+        "alone-i",
+        &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {MUX_N}"),
+    );
     one(&mut p, "uk", &format!("perf stat -x, -e cycles:u,instructions:u,cycles:k,instructions:k -- rvpmu-work alu {ALU_N}"));
-    one(&mut p, "events", &format!("perf stat -x, -e {} -- rvpmu-work alu 1000", events.join(",")));
+    one(
+        &mut p,
+        "events",
+        &format!(
+            "perf stat -x, -e {} -- rvpmu-work alu 1000",
+            events.join(",")
+        ),
+    );
     let label = "perf -smp 1";
     if let Some(out) = boot(&mut s, guest, label, 1, &p) {
         let r = results(&out);
-        let failed: Vec<String> = r.iter().filter(|c| !c.ok()).map(|c| format!("{} ({:?}): {}", c.name, c.status, c.stderr.lines().last().unwrap_or(""))).collect();
-        s.check(&format!("{label}: every perf command exits 0"), failed.is_empty() && r.len() == p.cmds.len(), false,
-            &format!("{} commands, status 0", p.cmds.len()), &if failed.is_empty() { format!("{} ran", r.len()) } else { failed.join(" | ") }, Some(&out));
+        let failed: Vec<String> = r
+            .iter()
+            .filter(|c| !c.ok())
+            .map(|c| {
+                format!(
+                    "{} ({:?}): {}",
+                    c.name,
+                    c.status,
+                    c.stderr.lines().last().unwrap_or("")
+                )
+            })
+            .collect();
+        s.check(
+            &format!("{label}: every perf command exits 0"),
+            failed.is_empty() && r.len() == p.cmds.len(),
+            false,
+            &format!("{} commands, status 0", p.cmds.len()),
+            &if failed.is_empty() {
+                format!("{} ran", r.len())
+            } else {
+                failed.join(" | ")
+            },
+            Some(&out),
+        );
 
         // N and 2N iterations: the same digits to parse and the same
         // start-up, so the difference is N loop iterations exactly.
@@ -173,42 +249,81 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
             if ev == "instructions:u" {
                 kept.exact = n.zip(n2);
             }
-            s.check(&format!("{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)", 2 * ALU_N), got == Some(want as i64), false,
+            s.check(
+                &format!(
+                    "{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)",
+                    2 * ALU_N
+                ),
+                got == Some(want as i64),
+                false,
                 &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
-                &format!("{n2:?} - {n:?} = {got:?}"), Some(&out));
+                &format!("{n2:?} - {n:?} = {got:?}"),
+                Some(&out),
+            );
         }
 
         let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
-        let rep = find(&r, "report").map(|c| parse_report(&c.stdout)).unwrap_or_default();
+        let rep = find(&r, "report")
+            .map(|c| parse_report(&c.stdout))
+            .unwrap_or_default();
         let base = value(&r, "hot-base", "cycles:u");
         let loop_cycles = 4 * HOT_N * hot;
         if let Some(b) = base {
             let total = loop_cycles + b;
             let periods = total / RECORD_PERIOD;
-            let ok = rec.is_some_and(|n| n.abs_diff(periods) <= 2) && rep.samples == rec && rep.lost == 0;
+            let ok = rec.is_some_and(|n| n.abs_diff(periods) <= 2)
+                && rep.samples == rec
+                && rep.lost == 0;
             // OpenSBI 1.5.1 under 6.12 was seen writing 152 of 160: the peer
             // may fail (reported), ours may not.
             s.check(&format!("{label}: perf record -e cycles:u -c {RECORD_PERIOD}: samples = periods +-2"), ok, true,
                 &format!("({hot} x 4 x {HOT_N} loop + {b} start-up) / {RECORD_PERIOD} = {periods} +-2, perf report agrees, 0 lost"),
                 &format!("record {rec:?}, report {:?}, lost {}", rep.samples, rep.lost), Some(&out));
             let (a, bb) = (rep.share("rvpmu_hot_a"), rep.share("rvpmu_hot_b"));
-            let (wa, wb) = (100.0 * (3 * HOT_N * hot) as f64 / total as f64, 100.0 * (HOT_N * hot) as f64 / total as f64);
+            let (wa, wb) = (
+                100.0 * (3 * HOT_N * hot) as f64 / total as f64,
+                100.0 * (HOT_N * hot) as f64 / total as f64,
+            );
             kept.record = rec.map(|n| (n, periods, a));
-            s.check(&format!("{label}: perf report shares of rvpmu_hot_a / rvpmu_hot_b within 1 point"),
-                (a - wa).abs() <= 1.0 && (bb - wb).abs() <= 1.0, true,
+            s.check(
+                &format!("{label}: perf report shares of rvpmu_hot_a / rvpmu_hot_b within 1 point"),
+                (a - wa).abs() <= 1.0 && (bb - wb).abs() <= 1.0,
+                true,
                 &format!("{wa:.2}% / {wb:.2}% (3:1 loops of the same body, start-up elsewhere)"),
-                &format!("{a:.2}% / {bb:.2}%"), Some(&out));
+                &format!("{a:.2}% / {bb:.2}%"),
+                Some(&out),
+            );
         } else {
-            s.check(&format!("{label}: perf stat of `hot 0`"), false, false, "a cycles:u count", "none", Some(&out));
+            s.check(
+                &format!("{label}: perf stat of `hot 0`"),
+                false,
+                false,
+                "a cycles:u count",
+                "none",
+                Some(&out),
+            );
         }
 
         let lines = stat(&r, "mux");
-        let alone = |ev: &str| value(&r, if ev == "cycles:u" { "alone-c" } else { "alone-i" }, ev);
+        let alone = |ev: &str| {
+            value(
+                &r,
+                if ev == "cycles:u" {
+                    "alone-c"
+                } else {
+                    "alone-i"
+                },
+                ev,
+            )
+        };
         let mut worst: Option<f64> = None;
         let mut bad = Vec::new();
         let mut scaled = 0;
         for l in &lines {
-            let dev = l.value.zip(alone(&l.event)).map(|(v, a)| (v as f64 - a as f64).abs() / a.max(1) as f64);
+            let dev = l
+                .value
+                .zip(alone(&l.event))
+                .map(|(v, a)| (v as f64 - a as f64).abs() / a.max(1) as f64);
             if l.running_pct.is_some_and(|p| p < 100.0) {
                 scaled += 1;
             }
@@ -223,7 +338,10 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
             &format!("{} lines, each within 2% of `alone` ({:?} cycles:u, {:?} instructions:u), some multiplexed", 2 * MUX_COPIES, alone("cycles:u"), alone("instructions:u")),
             &format!("{} lines, {scaled} scaled, worst deviation {:?}, off: {}", lines.len(), worst.map(|w| format!("{:.3}%", w * 100.0)), if bad.is_empty() { "none".into() } else { bad.join(", ") }), Some(&out));
 
-        let (ck, ik) = (value(&r, "uk", "cycles:k"), value(&r, "uk", "instructions:k"));
+        let (ck, ik) = (
+            value(&r, "uk", "cycles:k"),
+            value(&r, "uk", "instructions:k"),
+        );
         kept.kernel_events = ck.zip(ik);
         s.check(&format!("{label}: cycles:k and instructions:k beside their :u twins count (anomaly 1)"),
             ck.is_some_and(|v| v > 0) && ik.is_some_and(|v| v > 0), true,
@@ -244,9 +362,22 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
                 &format!("SBI v3.0: {v3}, event_get_info failed: {failed}"), Some(&out));
         }
         let ev = stat(&r, "events");
-        let sup: BTreeSet<String> = ev.iter().filter(|l| l.status != "<not supported>").map(|l| l.event.clone()).collect();
-        s.check(&format!("{label}: perf stat of the {} standard events perf can name reports each", events.len()), ev.len() == events.len(), false,
-            &format!("{} lines", events.len()), &format!("{} lines, {} supported: {:?}", ev.len(), sup.len(), sup), Some(&out));
+        let sup: BTreeSet<String> = ev
+            .iter()
+            .filter(|l| l.status != "<not supported>")
+            .map(|l| l.event.clone())
+            .collect();
+        s.check(
+            &format!(
+                "{label}: perf stat of the {} standard events perf can name reports each",
+                events.len()
+            ),
+            ev.len() == events.len(),
+            false,
+            &format!("{} lines", events.len()),
+            &format!("{} lines, {} supported: {:?}", ev.len(), sup.len(), sup),
+            Some(&out),
+        );
         kept.supported = Some(sup);
     }
 
@@ -266,13 +397,22 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     if let Some(out) = boot(&mut s, guest, label, 1, &p) {
         let r = results(&out);
         let samples = |name: &str| -> Option<(u64, u64)> {
-            let line = find(&r, name)?.stdout.lines().find(|l| l.starts_with("SUMMARY"))?.to_string();
-            let field = |k: &str| line.split_whitespace().find_map(|w| w.strip_prefix(k)?.parse::<u64>().ok());
+            let line = find(&r, name)?
+                .stdout
+                .lines()
+                .find(|l| l.starts_with("SUMMARY"))?
+                .to_string();
+            let field = |k: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k)?.parse::<u64>().ok())
+            };
             Some((field("samples=")?, field("expected=")?))
         };
         let (first, after, again) = (samples("first"), samples("after"), samples("again"));
         kept.repro = [first, after, again];
-        let whole = |x: Option<(u64, u64)>| x.is_some_and(|(n, e)| n == e && e == 2 * REPRO_N / RECORD_PERIOD);
+        let whole = |x: Option<(u64, u64)>| {
+            x.is_some_and(|(n, e)| n == e && e == 2 * REPRO_N / RECORD_PERIOD)
+        };
         s.check(&format!("{label}: sampling after a counting event loses the first periods (QEMU bug, both firmwares)"),
             whole(first) && after.is_some_and(|(n, e)| n < e) && whole(again), false,
             &format!("first and again: {} samples (2 x {REPRO_N} / {RECORD_PERIOD}); after the counting event: fewer", 2 * REPRO_N / RECORD_PERIOD),
@@ -281,24 +421,54 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 
     // -smp 4: system-wide counting, firmware events, unpinned sampling.
     let mut p = Plan::exact();
-    let spread = |n: u64| (0..4).map(|c| format!("taskset -c {c} rvpmu-work alu {n} & ")).collect::<String>() + "wait";
+    let spread = |n: u64| {
+        (0..4)
+            .map(|c| format!("taskset -c {c} rvpmu-work alu {n} & "))
+            .collect::<String>()
+            + "wait"
+    };
     // Sampling first (see the -smp 1 plan and docs/anomalies.md).
     for i in 0..SMP_RECORDS {
         one(&mut p, &format!("record{i}"), &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/p{i}.data -- rvpmu-work hot {HOT_N}"));
     }
     p.cmd("all", "perf stat -x, -a -A -e instructions:u -- sh -c");
-    p.cmds.last_mut().expect("just added").argv.push(spread(ALU_N));
-    one(&mut p, "ipi", &format!("perf stat -x, -a -e {},{} -- rvpmu-work ipi {IPI_CALLS}", fw_event("fw_ipi_sent", 6), fw_event("fw_ipi_received", 7)));
-    one(&mut p, "hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
+    p.cmds
+        .last_mut()
+        .expect("just added")
+        .argv
+        .push(spread(ALU_N));
+    one(
+        &mut p,
+        "ipi",
+        &format!(
+            "perf stat -x, -a -e {},{} -- rvpmu-work ipi {IPI_CALLS}",
+            fw_event("fw_ipi_sent", 6),
+            fw_event("fw_ipi_received", 7)
+        ),
+    );
+    one(
+        &mut p,
+        "hot-base",
+        "perf stat -x, -e cycles:u -- rvpmu-work hot 0",
+    );
     let label = "perf -smp 4";
     if let Some(out) = boot(&mut s, guest, label, 4, &p) {
         let r = results(&out);
         let per_cpu = |name: &str| -> Vec<(String, u64)> {
             // -A lines: "CPU0,value,unit,event,..." (the CPU column first).
-            find(&r, name).map(|c| c.stderr.lines().filter_map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                (f.len() > 4 && f[0].starts_with("CPU")).then(|| Some((f[0].to_string(), f[1].parse().ok()?))).flatten()
-            }).collect()).unwrap_or_default()
+            find(&r, name)
+                .map(|c| {
+                    c.stderr
+                        .lines()
+                        .filter_map(|l| {
+                            let f: Vec<&str> = l.split(',').collect();
+                            (f.len() > 4 && f[0].starts_with("CPU"))
+                                .then(|| Some((f[0].to_string(), f[1].parse().ok()?)))
+                                .flatten()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         // Under icount QEMU derives a hart's instret from the global
         // instruction count (target/riscv/pmu.c accumulates icount deltas
@@ -326,7 +496,11 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 
         if let Some(base) = value(&r, "hot-base", "cycles:u") {
             let periods = (4 * HOT_N * hot + base) / RECORD_PERIOD;
-            let got: Vec<Option<u64>> = (0..SMP_RECORDS).map(|i| find(&r, &format!("record{i}")).and_then(|c| parse_record_samples(&c.stderr))).collect();
+            let got: Vec<Option<u64>> = (0..SMP_RECORDS)
+                .map(|i| {
+                    find(&r, &format!("record{i}")).and_then(|c| parse_record_samples(&c.stderr))
+                })
+                .collect();
             kept.smp_records = got.clone();
             s.check(&format!("{label}: unpinned perf record, {SMP_RECORDS} runs: samples = periods +-2 each (anomaly 2)"),
                 got.iter().all(|n| n.is_some_and(|n| n.abs_diff(periods) <= 2)), true,
@@ -340,16 +514,34 @@ fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Opt
     let out = match guest.run_plan(s.fw, smp, Chosen::NONE, &plan.text(), 600) {
         Ok(o) => o,
         Err(e) => {
-            s.check(&format!("{label}: QEMU starts"), false, false, "QEMU to start", &format!("{e:#}"), None);
+            s.check(
+                &format!("{label}: QEMU starts"),
+                false,
+                false,
+                "QEMU to start",
+                &format!("{e:#}"),
+                None,
+            );
             return None;
         }
     };
     let complaints = super::kernel_complaints(&out.console);
-    let finished = !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
-    s.check(&format!("{label}: boots, runs the plan, powers off, no kernel warning"), finished && complaints.is_empty(), false,
+    let finished =
+        !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
+    s.check(
+        &format!("{label}: boots, runs the plan, powers off, no kernel warning"),
+        finished && complaints.is_empty(),
+        false,
         "RVPMU-DONE ok, every result parses, no firmware/kernel complaint",
-        &format!("/init {:?}, {} results, timed out {}, complaints {complaints:?}; {:.1} s wall", out.done, out.results.len(), out.timed_out, out.wall.as_secs_f64()),
-        Some(&out));
+        &format!(
+            "/init {:?}, {} results, timed out {}, complaints {complaints:?}; {:.1} s wall",
+            out.done,
+            out.results.len(),
+            out.timed_out,
+            out.wall.as_secs_f64()
+        ),
+        Some(&out),
+    );
     finished.then_some(out)
 }
 
@@ -386,7 +578,12 @@ pub fn compare_kernels(kept: &[(Version, String, Kept)]) -> Vec<(String, bool)> 
         } else {
             crate::util::Verdict::Fail { context: None }
         };
-        crate::util::print_check(&label, verdict, "one set (config_matching and event_get_info agree)", &got);
+        crate::util::print_check(
+            &label,
+            verdict,
+            "one set (config_matching and event_get_info agree)",
+            &got,
+        );
         checks.push((label, a == b));
     }
     checks
@@ -395,17 +592,46 @@ pub fn compare_kernels(kept: &[(Version, String, Kept)]) -> Vec<(String, bool)> 
 /// Side-by-side tables of the real-perf checks, kernels x firmwares.
 pub fn print_tables(kept: &[(Version, String, Kept)]) {
     crate::util::step("real perf, kernels x firmwares (icount)");
-    println!("{:<10} {:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}", "kernel", "firmware", "instr:u alu N / 2N", "record samples/periods", "hot_a %", "20 events worst", ":k beside :u", "ipi sent/recv", "QEMU bug 1st/after/again");
+    println!(
+        "{:<10} {:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}",
+        "kernel",
+        "firmware",
+        "instr:u alu N / 2N",
+        "record samples/periods",
+        "hot_a %",
+        "20 events worst",
+        ":k beside :u",
+        "ipi sent/recv",
+        "QEMU bug 1st/after/again"
+    );
     for (k, fw, p) in kept {
-        println!("{:<10} {fw:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}",
+        println!(
+            "{:<10} {fw:<16} {:>22} {:>20} {:>12} {:>16} {:>12} {:>14} {:>16}",
             k.to_string(),
-            p.exact.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()),
-            p.record.map(|(n, w, _)| format!("{n} / {w}")).unwrap_or("-".into()),
-            p.record.map(|(.., a)| format!("{a:.2}")).unwrap_or("-".into()),
-            p.mux_worst.map(|w| format!("{:.3}%", w * 100.0)).unwrap_or("off >2%".into()),
-            p.kernel_events.map(|(c, _)| if c > 0 { "counts" } else { "reads 0" }).unwrap_or("-").to_string(),
-            p.ipi.map(|(a, b)| format!("{a} / {b}")).unwrap_or("-".into()),
-            p.repro.iter().map(|x| x.map(|(n, _)| n.to_string()).unwrap_or("-".into())).collect::<Vec<_>>().join("/"));
+            p.exact
+                .map(|(a, b)| format!("{a} / {b}"))
+                .unwrap_or("-".into()),
+            p.record
+                .map(|(n, w, _)| format!("{n} / {w}"))
+                .unwrap_or("-".into()),
+            p.record
+                .map(|(.., a)| format!("{a:.2}"))
+                .unwrap_or("-".into()),
+            p.mux_worst
+                .map(|w| format!("{:.3}%", w * 100.0))
+                .unwrap_or("off >2%".into()),
+            p.kernel_events
+                .map(|(c, _)| if c > 0 { "counts" } else { "reads 0" })
+                .unwrap_or("-")
+                .to_string(),
+            p.ipi
+                .map(|(a, b)| format!("{a} / {b}"))
+                .unwrap_or("-".into()),
+            p.repro
+                .iter()
+                .map(|x| x.map(|(n, _)| n.to_string()).unwrap_or("-".into()))
+                .collect::<Vec<_>>()
+                .join("/")
+        );
     }
-
 }
