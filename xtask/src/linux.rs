@@ -220,6 +220,13 @@ pub fn run(a: RunArgs) -> Result<()> {
         print!("{}", results.transcript());
         println!("summary (perf stat -x, and perf report, against the workloads' construction):");
         demo::print_summary(&rows);
+        if a.smp > 1 {
+            println!(
+                "(-smp {}: under icount QEMU derives each hart's counts from the whole machine's instruction count, \
+                 so a hart's count takes in what other harts ran meanwhile; counts are exact at -smp 1; docs/anomalies.md)",
+                a.smp
+            );
+        }
         if let Some(s) = &steal {
             println!("\n{}", s["text"].as_str().unwrap_or(""));
         }
