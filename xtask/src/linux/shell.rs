@@ -280,7 +280,10 @@ pub(super) fn test(guest: &Guest, fw: &super::qemu::Firmware, alu_insns: u64) ->
         "a line `2` (-smp 2)",
         &format!(
             "lines {:?}",
-            got.lines().map(str::trim).filter(|l| !l.is_empty() && !l.contains("grep")).collect::<Vec<_>>()
+            got.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.contains("grep"))
+                .collect::<Vec<_>>()
         ),
     );
     s.type_line("poweroff")?;

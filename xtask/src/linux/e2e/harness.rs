@@ -135,7 +135,24 @@ impl Suite<'_> {
         args: &str,
         timeout_s: u64,
     ) -> Option<Outcome> {
-        let out = match guest.boot(self.fw, smp, chosen, args, timeout_s) {
+        let booted = guest.boot(self.fw, smp, chosen, args, timeout_s);
+        self.judge_boot(label, chosen, known, args, timeout_s, booted)
+    }
+
+    /// The checks of every boot, however it was started: QEMU ran, /init
+    /// finished, no complaint on the console (but `known`'s exact lines),
+    /// and with rvpmu-fw switches in the DT, QEMU's bootargs and initrd
+    /// arrived. Returns the outcome only when /init finished.
+    pub(super) fn judge_boot(
+        &mut self,
+        label: &str,
+        chosen: Chosen,
+        known: Option<&KnownBug>,
+        args: &str,
+        timeout_s: u64,
+        booted: anyhow::Result<Outcome>,
+    ) -> Option<Outcome> {
+        let out = match booted {
             Ok(o) => o,
             Err(e) => {
                 self.check(

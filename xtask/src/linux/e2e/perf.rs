@@ -511,38 +511,16 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 }
 
 fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Option<Outcome> {
-    let out = match guest.run_plan(s.fw, smp, Chosen::NONE, &plan.text(), 600) {
-        Ok(o) => o,
-        Err(e) => {
-            s.check(
-                &format!("{label}: QEMU starts"),
-                false,
-                false,
-                "QEMU to start",
-                &format!("{e:#}"),
-                None,
-            );
-            return None;
-        }
-    };
-    let complaints = super::kernel_complaints(&out.console);
-    let finished =
-        !out.timed_out && out.done.as_deref() == Some("ok") && out.bad_results.is_empty();
-    s.check(
-        &format!("{label}: boots, runs the plan, powers off, no kernel warning"),
-        finished && complaints.is_empty(),
-        false,
-        "RVPMU-DONE ok, every result parses, no firmware/kernel complaint",
-        &format!(
-            "/init {:?}, {} results, timed out {}, complaints {complaints:?}; {:.1} s wall",
-            out.done,
-            out.results.len(),
-            out.timed_out,
-            out.wall.as_secs_f64()
-        ),
-        Some(&out),
-    );
-    finished.then_some(out)
+    const TIMEOUT_S: u64 = 600;
+    let booted = guest.run_plan(s.fw, smp, Chosen::NONE, &plan.text(), TIMEOUT_S);
+    s.judge_boot(
+        label,
+        Chosen::NONE,
+        None,
+        "rvpmu.mode=plan",
+        TIMEOUT_S,
+        booted,
+    )
 }
 
 /// For each firmware, the events perf finds supported must be the same on
