@@ -152,6 +152,75 @@ pub fn run(slot: usize) {
         || counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
         ignore,
     );
+    measure(
+        "pmu.counter_start",
+        bracket,
+        || h.set(match_hw()),
+        || counted(eid::PMU, START, [h.get(), 1, 0, 0, 0, 0]),
+        |_| {
+            let _ = sbi::stop(h.get(), 1, STOP_RESET);
+        },
+    );
+    // The other config_matching flag paths. skip_match: re-configuring
+    // in place a cycles counter that is configured and stopped.
+    measure(
+        "pmu.config_matching.skip_match",
+        bracket,
+        || h.set(match_hw()),
+        || {
+            let flags = CFG_SKIP_MATCH | CFG_CLEAR_VALUE;
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [h.get(), 1, flags, HW_CPU_CYCLES, 0, 0],
+            )
+        },
+        |_| {
+            let _ = sbi::stop(h.get(), 1, STOP_RESET);
+        },
+    );
+    measure(
+        "pmu.config_matching.auto_start",
+        bracket,
+        none,
+        || {
+            let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [0, hpm, flags, HW_CPU_CYCLES, 0, 0],
+            )
+        },
+        release,
+    );
+    measure(
+        "pmu.config_matching.filter",
+        bracket,
+        none,
+        || {
+            let flags = CFG_CLEAR_VALUE | CFG_SET_SINH;
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [0, hpm, flags, HW_CPU_CYCLES, 0, 0],
+            )
+        },
+        release,
+    );
+    measure(
+        "pmu.config_matching.fw.auto_start",
+        bracket,
+        none,
+        || {
+            let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
+            counted(
+                eid::PMU,
+                CONFIG_MATCHING,
+                [0, fws, flags, FW_SET_TIMER, 0, 0],
+            )
+        },
+        release,
+    );
     let f = match_fw();
     let _ = sbi::start(f, 1, START_SET_INIT_VALUE, 0);
     measure(
@@ -192,6 +261,19 @@ pub fn run(slot: usize) {
         || counted(eid::PMU, STOP, [f.get(), 1, STOP_TAKE_SNAPSHOT, 0, 0, 0]),
         |_| {
             let _ = sbi::stop(f.get(), 1, STOP_RESET);
+            let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
+        },
+    );
+    measure(
+        "pmu.counter_start.init_snapshot",
+        bracket,
+        || {
+            let _ = sbi::snapshot_set_shmem(snap.addr(), 0, 0);
+            h.set(match_hw());
+        },
+        || counted(eid::PMU, START, [h.get(), 1, START_INIT_SNAPSHOT, 0, 0, 0]),
+        |_| {
+            let _ = sbi::stop(h.get(), 1, STOP_RESET);
             let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
         },
     );
