@@ -2,8 +2,9 @@
 //!
 //! Performance counters written into a trace as ITC data-acquisition
 //! messages, in the format of the SiFive Trace Performance Library
-//! ([`format`](mod@format)), framed as Nexus messages ([`rtd`] writes them, [`nexus`]
-//! parses them) and decoded back ([`decode`]). The Linux collector's hooks
+//! ([`format`](mod@format)), framed as Nexus messages ([`wire`] is their
+//! layout, [`rtd`] writes them, [`nexus`] parses them) and decoded back
+//! ([`decode`]). The Linux collector's hooks
 //! only store raw samples; [`stage`] encodes them later into the same bytes.
 //! Overhead against uftrace: `BENCH.md`.
 //!
@@ -30,3 +31,4 @@ pub mod rtd;
 pub mod session;
 pub mod sink;
 pub mod stage;
+pub mod wire;

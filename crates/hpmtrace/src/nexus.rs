@@ -15,42 +15,29 @@
 //! [`Message::Other`] so instruction trace mixed into the same buffer is
 //! skipped, not treated as corruption.
 //!
+//! The wire constants (TCODEs, MSEO values, timestamp width and sync
+//! period) and the timestamp compression rule are [`crate::wire`]'s, shared
+//! with the hot-path writer [`crate::rtd`].
+//!
 //! Timestamps: a message's TIMESTAMP field is XORed with the previous
 //! timestamp of the same source, except in sync-type messages (ICT with sync)
 //! which carry it in full; [`TimestampTracker`] undoes that, handling one
 //! wrap of the `width`-bit counter per message, and yields no time until a
 //! full timestamp has been seen (SiFive's decoder prints 0 there).
 
-use crate::rtd::TimestampChain;
+use crate::wire::{TimestampChain, MSEO_END_FIELD, MSEO_END_MESSAGE, MSEO_NORMAL, MSEO_RESERVED};
+pub use crate::wire::{
+    DEFAULT_TIMESTAMP_BITS, ICT_CKSRC_CONTROL, MAX_SOURCES, TCODE_DATA_ACQUISITION, TCODE_ICT,
+    TCODE_ICT_SYNC,
+};
 use core::fmt;
 #[cfg(feature = "std")]
 use std::io::{self, Read};
-
-/// TCODE of a Data Acquisition message (ITC stimulus write).
-pub const TCODE_DATA_ACQUISITION: u8 = 7;
-/// TCODE of an In-Circuit Trace message (relative addresses/timestamps).
-pub const TCODE_ICT: u8 = 34;
-/// TCODE of an In-Circuit Trace message with sync (full timestamp).
-pub const TCODE_ICT_SYNC: u8 = 35;
-/// ICT CKSRC of a control message; with CKDF 0 SiFive encoders use it to
-/// put the first full timestamp into the trace.
-pub const ICT_CKSRC_CONTROL: u8 = 0;
-
-/// Default width of the trace encoder's timestamp counter, in bits.
-pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
-
-/// Largest Nexus source number supported (SRC fields up to 8 bits).
-pub const MAX_SOURCES: usize = 256;
 
 /// Longest message accepted, in bytes. The longest legal message here is an
 /// ICT with two 64-bit data fields and a timestamp (about 40 bytes); a
 /// longer run without an end-of-message byte is corruption.
 pub const MAX_MESSAGE_BYTES: usize = 64;
-
-const MSEO_NORMAL: u8 = 0b00;
-const MSEO_END_FIELD: u8 = 0b01;
-const MSEO_RESERVED: u8 = 0b10;
-const MSEO_END_MESSAGE: u8 = 0b11;
 
 /// How the trace was configured; not recorded in the trace itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -742,9 +729,9 @@ pub fn encode_message(m: &Message, cfg: &NexusConfig) -> Encoded {
 /// Writes ITC stimulus writes as a Nexus byte stream, the way a SiFive trace
 /// encoder with timestamps on does: an ICT-with-sync control message with
 /// the full timestamp first (per source) and again after every
-/// [`crate::rtd::SYNC_PERIOD`] messages, then Data Acquisition messages
+/// [`crate::wire::SYNC_PERIOD`] messages, then Data Acquisition messages
 /// whose timestamps are XORed with the previous one (the rule of
-/// [`crate::rtd`], shared with it). The framing is [`encode_message`]'s,
+/// [`crate::wire`], shared with [`crate::rtd`]). The framing is [`encode_message`]'s,
 /// written independently of [`crate::rtd::RtdWriter`]'s: the tests check
 /// both give the same bytes. Allocation-free: bytes go to a callback.
 #[derive(Debug, Clone)]

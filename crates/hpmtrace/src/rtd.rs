@@ -16,66 +16,18 @@
 //! Framing: each byte is MDO\[7:2\] | MSEO\[1:0\]; fields are packed LSB
 //! first into the 6-bit slices, fixed fields may end mid-slice, a variable
 //! field ends at a slice boundary with MSEO 01, the message's last field
-//! with MSEO 11. This is the same wire format as [`crate::nexus`] writes and
-//! parses; it is re-implemented here without allocation because it runs on
-//! the hot path (every function entry and exit) and in `no_std` builds, and
-//! the tests check both produce identical bytes.
+//! with MSEO 11. The constants and the timestamp rule are [`crate::wire`]'s,
+//! shared with [`crate::nexus`], which writes and parses the same format;
+//! the packing is re-implemented here without allocation because it runs
+//! on the hot path (every function entry and exit) and in `no_std` builds,
+//! and the tests check both produce identical bytes.
 
 use crate::format::{width_mask, IdTag, ItcWrite, WriteSize};
 use crate::sink::{ByteSink, Sink, Stopped};
-
-/// TCODE of a Data Acquisition message.
-pub const TCODE_DATA_ACQUISITION: u8 = 7;
-/// TCODE of an In-Circuit Trace message with sync (full timestamp).
-pub const TCODE_ICT_SYNC: u8 = 35;
-/// Default timestamp width of SiFive trace encoders.
-pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
-/// Data Acquisition messages of a source between two full timestamps
-/// (about 10 bytes of sync per 256 messages of 5-10 bytes: under 1 %).
-pub const SYNC_PERIOD: u32 = 256;
-
-/// One source's timestamp compression: each Data Acquisition message's
-/// TIMESTAMP is XORed with the previous message's, and a sync message with
-/// the full timestamp goes before the source's first message and again
-/// after every [`SYNC_PERIOD`] messages. The one place of that rule, for
-/// [`RtdWriter`] and [`crate::nexus::MessageWriter`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct TimestampChain {
-    /// Timestamp of the previous message.
-    last: u64,
-    /// Data Acquisition messages until the next sync; 0 also before the
-    /// first one.
-    left: u32,
-}
-
-impl TimestampChain {
-    /// The next message must be preceded by a full timestamp.
-    #[inline(always)]
-    pub(crate) fn needs_sync(&self) -> bool {
-        self.left == 0
-    }
-
-    /// A sync message carried the full timestamp `ts`.
-    #[inline(always)]
-    pub(crate) fn synced(&mut self, ts: u64) {
-        self.last = ts;
-        self.left = SYNC_PERIOD;
-    }
-
-    /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
-    /// when [`Self::needs_sync`] is false.
-    #[inline(always)]
-    pub(crate) fn compress(&mut self, ts: u64) -> u64 {
-        debug_assert!(self.left != 0, "sync first");
-        let field = self.last ^ ts;
-        self.last = ts;
-        self.left -= 1;
-        field
-    }
-}
-
-const MSEO_END_FIELD: u8 = 0b01;
-const MSEO_END_MESSAGE: u8 = 0b11;
+use crate::wire::{TimestampChain, ICT_CKSRC_CONTROL, MSEO_END_FIELD, MSEO_END_MESSAGE};
+pub use crate::wire::{
+    DEFAULT_TIMESTAMP_BITS, SYNC_PERIOD, TCODE_DATA_ACQUISITION, TCODE_ICT_SYNC,
+};
 
 /// How the stream is framed (the decoder must be told the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,8 +199,10 @@ impl<B: ByteSink> RtdWriter<B> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
         self.room()?;
         let sb = self.cfg.src_bits as u32;
-        // TCODE(6) SRC(sb) CKSRC(4)=0 (control) CKDF(2)=0, then CKDATA0 = 0.
-        let fixed = TCODE_ICT_SYNC as u64 | (self.src as u64 & width_mask(sb as u8)) << 6;
+        // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then CKDATA0 = 0.
+        let fixed = TCODE_ICT_SYNC as u64
+            | (self.src as u64 & width_mask(sb as u8)) << 6
+            | (ICT_CKSRC_CONTROL as u64) << (6 + sb);
         let mut at = self.len;
         push_field(
             &mut self.stage,

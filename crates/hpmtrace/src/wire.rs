@@ -1,0 +1,98 @@
+//! The Nexus wire layout, in one place: what [`crate::rtd`] writes and
+//! [`crate::nexus`] writes and parses.
+//!
+//! A trace (`.rtd` file) is the raw trace-sink bytes: a sequence of
+//! messages, each byte carrying six data bits MDO\[7:2\] and two framing
+//! bits MSEO\[1:0\] ([`MSEO_NORMAL`] more follows, [`MSEO_END_FIELD`] last
+//! byte of a variable-length field, [`MSEO_END_MESSAGE`] last byte of the
+//! message, [`MSEO_RESERVED`] never sent). Fields are packed LSB first into
+//! the 6-bit slices; fixed-width fields may start anywhere in a slice, a
+//! variable-length field always ends at a slice boundary.
+//!
+//! Messages start with a 6-bit TCODE, then SRC (`src_bits` wide, 0 for a
+//! single source). The performance trace uses Data Acquisition
+//! ([`TCODE_DATA_ACQUISITION`]: IDTAG, DQDATA, optional TIMESTAMP, one per
+//! ITC stimulus write) and In-Circuit Trace ([`TCODE_ICT`],
+//! [`TCODE_ICT_SYNC`]: CKSRC(4), CKDF(2), CKDATA0, CKDATA1 when CKDF = 1,
+//! optional TIMESTAMP).
+//!
+//! Timestamps ([`TimestampChain`]): a message's TIMESTAMP field is XORed
+//! with the previous timestamp of the same source, except in sync-type
+//! messages (ICT with sync), which carry it in full. A SiFive encoder puts
+//! the first full timestamp into the trace with an ICT-with-sync message of
+//! CKSRC [`ICT_CKSRC_CONTROL`], CKDF 0; hpmtrace's writers send it before a
+//! source's first Data Acquisition message and again after every
+//! [`SYNC_PERIOD`] of them. The counter is [`DEFAULT_TIMESTAMP_BITS`] wide
+//! unless configured otherwise.
+//!
+//! `no_std`: the hot-path writer ([`crate::rtd`]) uses it on bare metal.
+
+/// TCODE of a Data Acquisition message (ITC stimulus write).
+pub const TCODE_DATA_ACQUISITION: u8 = 7;
+/// TCODE of an In-Circuit Trace message (relative addresses/timestamps).
+pub const TCODE_ICT: u8 = 34;
+/// TCODE of an In-Circuit Trace message with sync (full timestamp).
+pub const TCODE_ICT_SYNC: u8 = 35;
+/// ICT CKSRC of a control message; with CKDF 0 SiFive encoders use it to
+/// put the first full timestamp into the trace.
+pub const ICT_CKSRC_CONTROL: u8 = 0;
+
+/// Default width of the trace encoder's timestamp counter, in bits.
+pub const DEFAULT_TIMESTAMP_BITS: u8 = 40;
+
+/// Data Acquisition messages of a source between two full timestamps
+/// (about 10 bytes of sync per 256 messages of 5-10 bytes: under 1 %).
+pub const SYNC_PERIOD: u32 = 256;
+
+/// Largest Nexus source number supported (SRC fields up to 8 bits).
+pub const MAX_SOURCES: usize = 256;
+
+/// MSEO of a byte that more of the field follows.
+pub const MSEO_NORMAL: u8 = 0b00;
+/// MSEO of the last byte of a variable-length field.
+pub const MSEO_END_FIELD: u8 = 0b01;
+/// The reserved MSEO value (a corrupted byte).
+pub const MSEO_RESERVED: u8 = 0b10;
+/// MSEO of the last byte of a message (also idle bytes between messages).
+pub const MSEO_END_MESSAGE: u8 = 0b11;
+
+/// One source's timestamp compression: each Data Acquisition message's
+/// TIMESTAMP is XORed with the previous message's, and a sync message with
+/// the full timestamp goes before the source's first message and again
+/// after every [`SYNC_PERIOD`] messages. The one place of that rule, for
+/// [`crate::rtd::RtdWriter`] and `nexus::MessageWriter` (the decoding side
+/// is `nexus::TimestampTracker`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TimestampChain {
+    /// Timestamp of the previous message.
+    last: u64,
+    /// Data Acquisition messages until the next sync; 0 also before the
+    /// first one.
+    left: u32,
+}
+
+impl TimestampChain {
+    /// The next message must be preceded by a full timestamp.
+    #[inline(always)]
+    pub(crate) fn needs_sync(&self) -> bool {
+        self.left == 0
+    }
+
+    /// A sync message carried the full timestamp `ts`.
+    #[inline(always)]
+    pub(crate) fn synced(&mut self, ts: u64) {
+        self.last = ts;
+        self.left = SYNC_PERIOD;
+    }
+
+    /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
+    /// when [`Self::needs_sync`] is false.
+    #[inline(always)]
+    pub(crate) fn compress(&mut self, ts: u64) -> u64 {
+        debug_assert!(self.left != 0, "sync first");
+        let field = self.last ^ ts;
+        self.last = ts;
+        self.left -= 1;
+        field
+    }
+}
