@@ -385,9 +385,15 @@ impl Event {
     }
 }
 
-/// The low 32 bits of SBI `counter_info`: CSR number in bits 0-11, index
-/// of the most significant bit in bits 12-17 (width = msb + 1). The
-/// timestamp counter has CSR 0.
+/// The low 32 bits of SBI `counter_info` (`sbi_pmu_counter_get_info`):
+/// CSR number in bits 0-11, index of the most significant bit (width - 1)
+/// in bits 12-17. This is SBI's layout, not one that only looks like it:
+/// SiFive's library writes the word `counter_info` of its counters, and
+/// the codec is the PMU engine's ([`rvpmu::counter::CounterInfo`]), for a
+/// hardware counter. The type bit (XLEN-1) is not in the header: on RV64
+/// it is above the 32 bits, on RV32 it is bit 31, which (like bits 18-30)
+/// is ignored here. The timestamp counter, software events and stand-ins
+/// have CSR 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CounterInfo {
     /// CSR number (12 bits), 0 when not CSR mapped.
@@ -397,23 +403,22 @@ pub struct CounterInfo {
 }
 
 impl CounterInfo {
-    /// Encode as the header word. Width is clamped to 1..=64.
-    pub const fn to_u32(self) -> u32 {
-        let w = if self.width == 0 {
-            1
-        } else if self.width > 64 {
-            64
-        } else {
-            self.width
-        };
-        (self.csr as u32 & 0xfff) | (((w - 1) as u32 & 0x3f) << 12)
+    /// Encode as the header word (SBI's encoding of a hardware counter,
+    /// low 32 bits). Width is clamped to 1..=64.
+    pub fn to_u32(self) -> u32 {
+        rvpmu::counter::CounterInfo::Hardware {
+            csr: self.csr,
+            width: self.width.clamp(1, 64),
+        }
+        .encode() as u32
     }
 
     /// Decode the header word (bits above 17 are ignored).
-    pub const fn from_u32(v: u32) -> CounterInfo {
-        CounterInfo {
-            csr: (v & 0xfff) as u16,
-            width: (((v >> 12) & 0x3f) + 1) as u8,
+    pub fn from_u32(v: u32) -> CounterInfo {
+        match rvpmu::counter::CounterInfo::decode(v as u64) {
+            rvpmu::counter::CounterInfo::Hardware { csr, width } => CounterInfo { csr, width },
+            // The type bit (63) is never within the low 32 bits.
+            rvpmu::counter::CounterInfo::Firmware { width } => CounterInfo { csr: 0, width },
         }
     }
 
@@ -679,6 +684,29 @@ mod tests {
         assert_eq!(i.to_u32(), 0xc00 | (63 << 12));
         assert_eq!(CounterInfo::from_u32(0xc00 | (63 << 12)), i);
         assert_eq!(i.recorded_width(), 48);
+        // Widths clamped to 1..=64; bits above 17 ignored.
+        let w = |width| CounterInfo { csr: 0xc03, width }.to_u32();
+        assert_eq!((w(0), w(1), w(200)), (0xc03, 0xc03, 0xc03 | 63 << 12));
+        assert_eq!(
+            CounterInfo::from_u32(u32::MAX),
+            CounterInfo {
+                csr: 0xfff,
+                width: 64
+            }
+        );
+        // The header word is the low half of what the SBI PMU answers.
+        for sbi in [
+            rvpmu::counter::CounterInfo::Hardware {
+                csr: 0xc03,
+                width: 40,
+            },
+            rvpmu::counter::CounterInfo::Firmware { width: 64 },
+        ] {
+            let word = sbi.encode();
+            let hdr = CounterInfo::from_u32(word as u32);
+            assert_eq!(hdr.to_u32() as u64, word & 0xffff_ffff);
+            assert_eq!(hdr.width, 1 + (word >> 12 & 0x3f) as u8);
+        }
     }
 
     #[test]
