@@ -155,6 +155,70 @@ pub fn disassemble(elf: &Path, symbol: &str) -> Result<String> {
     )
 }
 
+/// One instruction of `objdump -d --no-show-raw-insn` output, e.g.
+/// `   1a2b4:\tbnez\ta0,1a2b0 <rvpmu_alu_loop+0x4>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insn {
+    pub addr: u64,
+    /// Bytes up to the next instruction (4 for the last one).
+    pub len: u64,
+    pub mnemonic: String,
+    /// The operands as objdump prints them, split at commas, without the
+    /// `<symbol>` annotation and `#` comment.
+    pub operands: Vec<String>,
+    /// Where a branch, jump or call goes: its last operand, which objdump
+    /// annotates with `<symbol+offset>` (an address in a `#` comment, as
+    /// after `auipc`/`addi`, is not a target).
+    pub target: Option<u64>,
+    /// The annotation of `target` (`fib`, `rvpmu_alu_loop+0x4`).
+    pub target_symbol: Option<String>,
+}
+
+/// The instructions of `objdump -d --no-show-raw-insn` output, in order
+/// (other lines, such as `<symbol>:` headers, are skipped). The one
+/// disassembly parser: loop bodies here, fib's paths in
+/// [`super::trace`].
+pub fn parse_disassembly(text: &str) -> Vec<Insn> {
+    let mut v: Vec<Insn> = Vec::new();
+    for line in text.lines() {
+        let Some((addr, rest)) = line.trim_start().split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        let code = rest.split('#').next().unwrap_or("");
+        let (code, target_symbol) = match code.split_once('<') {
+            Some((code, sym)) => (code, sym.split_once('>').map(|(s, _)| s.to_string())),
+            None => (code, None),
+        };
+        let mut words = code.split_whitespace();
+        let Some(mnemonic) = words.next() else {
+            continue;
+        };
+        let operands: Vec<String> = words
+            .next()
+            .map(|a| a.split(',').map(String::from).collect())
+            .unwrap_or_default();
+        let target = target_symbol
+            .as_ref()
+            .and(operands.last())
+            .and_then(|t| u64::from_str_radix(t, 16).ok());
+        if let Some(prev) = v.last_mut() {
+            prev.len = addr - prev.addr;
+        }
+        v.push(Insn {
+            addr,
+            len: 4,
+            mnemonic: mnemonic.to_string(),
+            operands,
+            target,
+            target_symbol,
+        });
+    }
+    v
+}
+
 /// Instructions in the loop body of `symbol`, read from its disassembly:
 /// the instructions from a backward branch's target up to that branch.
 /// This is the independent derivation of the workload's per-iteration cost.
@@ -165,37 +229,18 @@ pub fn loop_body_instructions(elf: &Path, symbol: &str) -> Result<u64> {
 }
 
 fn parse_loop_body(disasm: &str) -> Option<u64> {
-    // Lines look like "   1a2b4:\tbnez\ta0,1a2b0 <rvpmu_alu_loop+0x4>".
-    let mut insns: Vec<(u64, String)> = Vec::new();
-    for line in disasm.lines() {
-        let Some((addr, rest)) = line.trim_start().split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        if rest.trim().is_empty() {
-            continue;
-        }
-        insns.push((addr, rest.trim().to_string()));
-    }
-    for (addr, text) in &insns {
-        let mnemonic = text.split_whitespace().next().unwrap_or("");
-        if !mnemonic.starts_with('b') {
-            continue;
-        }
-        let operands = text.split_whitespace().nth(1).unwrap_or("");
-        let target = operands
-            .rsplit(',')
-            .next()
-            .and_then(|t| u64::from_str_radix(t, 16).ok());
-        if let Some(t) = target {
-            if t <= *addr {
-                return Some(insns.iter().filter(|(a, _)| *a >= t && *a <= *addr).count() as u64);
-            }
-        }
-    }
-    None
+    let insns = parse_disassembly(disasm);
+    insns.iter().find_map(|i| {
+        let t = i
+            .target
+            .filter(|&t| i.mnemonic.starts_with('b') && t <= i.addr)?;
+        Some(
+            insns
+                .iter()
+                .filter(|j| j.addr >= t && j.addr <= i.addr)
+                .count() as u64,
+        )
+    })
 }
 
 #[cfg(test)]
@@ -211,6 +256,50 @@ mod tests {
         assert_eq!(
             parse_loop_body("   10:\taddi\ta0,a0,1\n   14:\tret\n"),
             None
+        );
+        // Zbs `bseti` starts with `b` but has no target.
+        assert_eq!(
+            parse_loop_body("   10:\tbseti\ta0,a0,5\n   14:\tret\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn disassembly_lines_parse() {
+        let d = "0000000000012340 <f>:\n   12340:\tjal\t17112 <__cyg_profile_func_enter>\n   12344:\tadd\ta0,a0,-8 # 12340 <f>\n   12348:\tbeq\ts0,a5,12340 <f>\n   1234c:\tret\n";
+        let v = parse_disassembly(d);
+        fn row(i: &Insn) -> (u64, u64, &str, String, Option<u64>, Option<&str>) {
+            (
+                i.addr,
+                i.len,
+                i.mnemonic.as_str(),
+                i.operands.join(","),
+                i.target,
+                i.target_symbol.as_deref(),
+            )
+        }
+        assert_eq!(
+            v.iter().map(row).collect::<Vec<_>>(),
+            [
+                (
+                    0x12340,
+                    4,
+                    "jal",
+                    "17112".into(),
+                    Some(0x17112),
+                    Some("__cyg_profile_func_enter")
+                ),
+                (0x12344, 4, "add", "a0,a0,-8".into(), None, None),
+                (
+                    0x12348,
+                    4,
+                    "beq",
+                    "s0,a5,12340".into(),
+                    Some(0x12340),
+                    Some("f")
+                ),
+                (0x1234c, 4, "ret", String::new(), None, None),
+            ]
         );
     }
 }

@@ -9,7 +9,8 @@
 //! the recursion itself and from fib's disassembly.
 
 use super::dt::Chosen;
-use super::{initramfs, kernel, our_firmware, Guest};
+use super::initramfs::{self, parse_disassembly, Insn};
+use super::{kernel, our_firmware, Guest};
 use crate::trace::{fib_decode_config, FIB_CHANNEL, FIB_SRC_BITS};
 use crate::util::{print_check, step, Verdict};
 use anyhow::{bail, Context, Result};
@@ -938,15 +939,6 @@ struct FibPaths {
     site2: u64,
 }
 
-#[derive(Debug)]
-struct Insn {
-    addr: u64,
-    len: u64,
-    op: String,
-    args: Vec<String>,
-    sym: Option<String>,
-}
-
 #[derive(Debug, PartialEq)]
 enum Stop {
     Enter,
@@ -959,7 +951,7 @@ enum Stop {
 impl FibPaths {
     fn derive(elf: &Path) -> Result<FibPaths> {
         let out = initramfs::disassemble(elf, "fib")?;
-        let insns = parse_disasm(&out);
+        let insns = parse_disassembly(&out);
         Self::from_insns(&insns)
             .with_context(|| format!("cannot derive fib's paths from its disassembly:\n{out}"))
     }
@@ -1025,42 +1017,6 @@ impl FibPaths {
     }
 }
 
-/// Instructions of one function from `objdump -d --no-show-raw-insn`.
-fn parse_disasm(text: &str) -> Vec<Insn> {
-    let mut v: Vec<Insn> = Vec::new();
-    for line in text.lines() {
-        let Some((addr, rest)) = line.trim_start().split_once(":\t") else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        let code = rest.split('#').next().unwrap_or("").trim();
-        let sym = rest
-            .rfind('<')
-            .and_then(|i| rest[i + 1..].split_once('>'))
-            .map(|(s, _)| s.to_string());
-        let code = code.split('<').next().unwrap_or("").trim();
-        let mut words = code.split_whitespace();
-        let Some(op) = words.next() else { continue };
-        let args = words
-            .next()
-            .map(|a| a.split(',').map(String::from).collect())
-            .unwrap_or_default();
-        if let Some(prev) = v.last_mut() {
-            prev.len = addr - prev.addr;
-        }
-        v.push(Insn {
-            addr,
-            len: 4,
-            op: op.to_string(),
-            args,
-            sym,
-        });
-    }
-    v
-}
-
 const CALLER_SAVED: [&str; 16] = [
     "ra", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "t0", "t1", "t2", "t3", "t4", "t5", "t6",
 ];
@@ -1083,8 +1039,10 @@ fn walk(
             regs.get(r).copied()
         }
     };
-    let index_of = |addr: &str| -> Result<usize> {
-        let a = u64::from_str_radix(addr, 16).with_context(|| format!("branch target {addr:?}"))?;
+    let index_of = |i: &Insn| -> Result<usize> {
+        let a = i
+            .target
+            .with_context(|| format!("no branch target at {:#x}", i.addr))?;
         insns
             .iter()
             .position(|i| i.addr == a)
@@ -1096,28 +1054,28 @@ fn walk(
         if n > 1000 {
             bail!("more than 1000 instructions without a call (a loop?)");
         }
-        let a: Vec<&str> = i.args.iter().map(String::as_str).collect();
+        let a: Vec<&str> = i.operands.iter().map(String::as_str).collect();
         let imm = |s: &str| -> Option<i64> {
             match s.strip_prefix("0x") {
                 Some(h) => i64::from_str_radix(h, 16).ok(),
                 None => s.parse().ok(),
             }
         };
-        let branch = |taken: Option<bool>, target: &str| -> Result<Option<usize>> {
+        let branch = |taken: Option<bool>| -> Result<Option<usize>> {
             match taken {
-                Some(true) => Ok(Some(index_of(target)?)),
+                Some(true) => Ok(Some(index_of(i)?)),
                 Some(false) => Ok(None),
                 None => bail!("branch at {:#x} on an unknown value", i.addr),
             }
         };
         let mut next = at + 1;
-        match (i.op.as_str(), a.as_slice()) {
+        match (i.mnemonic.as_str(), a.as_slice()) {
             ("ret", _) => return Ok((n, Stop::Ret, next)),
             ("jal" | "call", [target]) | ("jal", ["ra", target]) => {
                 for r in CALLER_SAVED {
                     regs.remove(r);
                 }
-                let stop = match i.sym.as_deref() {
+                let stop = match i.target_symbol.as_deref() {
                     Some("__cyg_profile_func_enter") => Stop::Enter,
                     Some("__cyg_profile_func_exit") => Stop::Exit,
                     Some("fib") => Stop::Fib(i.addr + i.len),
@@ -1125,10 +1083,10 @@ fn walk(
                 };
                 return Ok((n, stop, next));
             }
-            ("j", [target]) => next = index_of(target)?,
-            ("beqz" | "bnez" | "blez" | "bgez" | "bltz" | "bgtz", [r, target]) => {
+            ("j", [_]) => next = index_of(i)?,
+            ("beqz" | "bnez" | "blez" | "bgez" | "bltz" | "bgtz", [r, _]) => {
                 let v = get(regs, r);
-                let taken = v.map(|v| match i.op.as_str() {
+                let taken = v.map(|v| match i.mnemonic.as_str() {
                     "beqz" => v == 0,
                     "bnez" => v != 0,
                     "blez" => v <= 0,
@@ -1136,13 +1094,13 @@ fn walk(
                     "bltz" => v < 0,
                     _ => v > 0,
                 });
-                if let Some(t) = branch(taken, target)? {
+                if let Some(t) = branch(taken)? {
                     next = t;
                 }
             }
-            ("beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu", [r1, r2, target]) => {
+            ("beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu", [r1, r2, _]) => {
                 let taken = match (get(regs, r1), get(regs, r2)) {
-                    (Some(x), Some(y)) => Some(match i.op.as_str() {
+                    (Some(x), Some(y)) => Some(match i.mnemonic.as_str() {
                         "beq" => x == y,
                         "bne" => x != y,
                         "blt" => x < y,
@@ -1152,7 +1110,7 @@ fn walk(
                     }),
                     _ => None,
                 };
-                if let Some(t) = branch(taken, target)? {
+                if let Some(t) = branch(taken)? {
                     next = t;
                 }
             }
@@ -1234,7 +1192,7 @@ mod tests {
 
     #[test]
     fn fib_paths_from_gcc_riscv64_disassembly() {
-        let p = FibPaths::from_insns(&parse_disasm(DISASM)).unwrap();
+        let p = FibPaths::from_insns(&parse_disassembly(DISASM)).unwrap();
         assert_eq!(
             (p.prologue, p.leaf0, p.leaf1, p.before1, p.between, p.after2, p.epilogue),
             (10, 5, 7, 5, 4, 5, 6)
@@ -1246,7 +1204,7 @@ mod tests {
     fn branch_on_unknown_value_is_an_error() {
         let d = "   10:\tld\ta0,0(sp)\n   14:\tbeqz\ta0,10 <x>\n";
         let mut regs = HashMap::new();
-        assert!(walk(&parse_disasm(d), 0, &mut regs).is_err());
+        assert!(walk(&parse_disassembly(d), 0, &mut regs).is_err());
     }
 
     #[test]
