@@ -16,7 +16,7 @@
 //! [`TCODE_ICT_SYNC`]: CKSRC(4), CKDF(2), CKDATA0, CKDATA1 when CKDF = 1,
 //! optional TIMESTAMP).
 //!
-//! Timestamps ([`TimestampChain`]): a message's TIMESTAMP field is XORed
+//! Timestamps (`TimestampChain`): a message's TIMESTAMP field is XORed
 //! with the previous timestamp of the same source, except in sync-type
 //! messages (ICT with sync), which carry it in full. A SiFive encoder puts
 //! the first full timestamp into the trace with an ICT-with-sync message of
