@@ -1,0 +1,360 @@
+//! A thread's counters as one perf group: opened together, read with one
+//! `read()` or, when every member allows it, from their perf pages.
+
+use super::events::perf_attr_of;
+use super::mmap_page::{user_read_method, PerfPage, UserRead};
+use super::perf_event::{
+    perf_event_open, PERF_FORMAT_GROUP, PERF_FORMAT_TOTAL_TIME_ENABLED,
+    PERF_FORMAT_TOTAL_TIME_RUNNING,
+};
+use crate::counters::CounterSource;
+use crate::format::Event;
+use std::io;
+
+/// One thread's counter group.
+///
+/// All members are read with one `read()` of the group leader
+/// (`PERF_FORMAT_GROUP`), unless every member can be read from its perf
+/// page ([`UserRead`]); then no system call is made.
+pub struct PerfGroup {
+    fds: Vec<i32>,
+    /// Record position of each group member, in group order.
+    positions: Vec<usize>,
+    /// Page and read method of each member, when every member has one.
+    user: Vec<(PerfPage, UserRead)>,
+    buf: Vec<u64>,
+}
+
+// The raw pointers are mmap pages owned by this group.
+unsafe impl Send for PerfGroup {}
+
+/// A counter that could not be opened.
+#[derive(Debug)]
+pub struct OpenError {
+    /// The event.
+    pub event: Event,
+    /// The OS error.
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "perf_event_open for {:?} failed: {}",
+            self.event, self.error
+        )?;
+        if self.error.raw_os_error() == Some(libc::ENOENT)
+            || self.error.raw_os_error() == Some(libc::EOPNOTSUPP)
+        {
+            write!(f, " (this machine has no such hardware event; use software events, e.g. HPMTRACE_SW_FALLBACK=1)")?;
+        } else if self.error.raw_os_error() == Some(libc::EACCES) {
+            write!(f, " (lower /proc/sys/kernel/perf_event_paranoid)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Open `events` (position, event) together for a moment and check that
+/// the kernel really schedules them. `perf_event_open` accepts some events
+/// that no counter can count (a raw event the platform has no mapping for
+/// is only matched to a counter when the group is scheduled); such a member
+/// keeps its whole group from ever counting, silently. Names the member to
+/// blame. An event that does not open at all fails as in [`PerfGroup::open`].
+pub fn check_group_runs(events: &[(usize, Event)]) -> Result<(), OpenError> {
+    let Some(&(_, last)) = events.last() else {
+        return Ok(());
+    };
+    let g = PerfGroup::open_fds(
+        events,
+        PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+    )?;
+    // Give the scheduler a moment of this thread's CPU time.
+    let mut x = 0u64;
+    for i in 0..200_000u64 {
+        x = std::hint::black_box(x.wrapping_add(i));
+    }
+    let mut buf = vec![0u64; 3 + events.len()];
+    // SAFETY: reading a group into a buffer sized for nr + 2 times + values.
+    let n = unsafe { libc::read(g.fds[0], buf.as_mut_ptr().cast(), buf.len() * 8) };
+    drop(g);
+    let running = buf[2];
+    if n > 0 && running > 0 {
+        return Ok(());
+    }
+    // Find the member that cannot run even alone; else blame the group.
+    if events.len() > 1 {
+        for &e in events {
+            check_group_runs(&[e])?;
+        }
+    }
+    Err(OpenError {
+        event: last,
+        error: io::Error::new(
+            io::ErrorKind::Unsupported,
+            "opened, but the kernel never schedules it: no counter can count it here (together with the others)",
+        ),
+    })
+}
+
+impl PerfGroup {
+    /// Open `events` (position, event) for the calling thread. The
+    /// timestamp pseudo event must not be among them.
+    pub fn open(events: &[(usize, Event)]) -> Result<PerfGroup, OpenError> {
+        let mut g = Self::open_fds(events, PERF_FORMAT_GROUP)?;
+        g.buf = vec![0; 1 + g.fds.len()];
+        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
+        g.map_pages(&evs);
+        Ok(g)
+    }
+
+    /// Open the members, read as `read_format`; no buffer, no pages (the
+    /// descriptors opened so far are closed on an error, by `Drop`).
+    fn open_fds(events: &[(usize, Event)], read_format: u64) -> Result<PerfGroup, OpenError> {
+        let mut g = PerfGroup {
+            fds: Vec::new(),
+            positions: Vec::new(),
+            user: Vec::new(),
+            buf: Vec::new(),
+        };
+        for &(pos, event) in events {
+            let (ty, config) = perf_attr_of(event).ok_or(OpenError {
+                event,
+                error: io::Error::from_raw_os_error(libc::ENOENT),
+            })?;
+            let leader = g.fds.first().copied().unwrap_or(-1);
+            let fd = perf_event_open(ty, config, leader, read_format)
+                .map_err(|error| OpenError { event, error })?;
+            g.fds.push(fd);
+            g.positions.push(pos);
+        }
+        Ok(g)
+    }
+
+    /// Map the perf pages; keep them only if every member can be read from
+    /// user space (otherwise one group read is cheaper than mixing).
+    fn map_pages(&mut self, events: &[Event]) {
+        if self.fds.is_empty() {
+            return;
+        }
+        let mut user = Vec::new();
+        for (&fd, &event) in self.fds.iter().zip(events) {
+            let Some(page) = PerfPage::map(fd) else {
+                break;
+            };
+            let (caps, index) = page.capabilities_and_index();
+            match user_read_method(event, caps, index) {
+                Some(how) => user.push((page, how)),
+                None => {
+                    // SAFETY: unmapping what we just mapped, never used again.
+                    unsafe { page.unmap() };
+                    break;
+                }
+            }
+        }
+        if user.len() == self.fds.len() {
+            self.user = user;
+        } else {
+            for (page, _) in user {
+                // SAFETY: unmapping what we mapped above, never used again.
+                unsafe { page.unmap() };
+            }
+        }
+    }
+
+    /// True when reads avoid system calls.
+    pub fn user_space_reads(&self) -> bool {
+        !self.user.is_empty()
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// True for a group without members.
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
+    }
+
+    /// Read every member, in group order, into `out[0..len()]` (what the
+    /// collector's hot path stores). Members `out` has no room for are
+    /// skipped; on a failed read `out` is left unchanged.
+    #[inline]
+    pub fn read_members(&mut self, out: &mut [u64]) {
+        if self.fds.is_empty() {
+            return;
+        }
+        if !self.user.is_empty() {
+            let mut ok = true;
+            for (o, &(p, how)) in out.iter_mut().zip(self.user.iter()) {
+                match p.read(how) {
+                    Some(v) => *o = v,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                return;
+            }
+        }
+        self.read_syscall(out);
+    }
+
+    /// The group read system call.
+    #[inline(never)]
+    fn read_syscall(&mut self, out: &mut [u64]) {
+        let Some(&leader) = self.fds.first() else {
+            return;
+        };
+        let bytes = self.buf.len() * 8;
+        // SAFETY: buf has room for `bytes` bytes: nr + one value per member.
+        let n = unsafe { libc::read(leader, self.buf.as_mut_ptr() as *mut libc::c_void, bytes) };
+        if n as usize == bytes {
+            for (o, v) in out.iter_mut().zip(&self.buf[1..]) {
+                *o = *v;
+            }
+        }
+    }
+
+    /// Read every member with the group read system call, whatever
+    /// [`PerfGroup::user_space_reads`] says (to check the user-space path
+    /// against the kernel, and to time the system call).
+    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
+        self.read_syscall(out);
+    }
+}
+
+impl CounterSource for PerfGroup {
+    #[inline]
+    fn read(&mut self, out: &mut [u64]) {
+        let mut v = [0u64; crate::format::MAX_COUNTERS];
+        let n = self.fds.len().min(v.len());
+        for (k, &pos) in self.positions.iter().enumerate().take(n) {
+            v[k] = out.get(pos).copied().unwrap_or(0);
+        }
+        self.read_members(&mut v[..n]);
+        for (k, &pos) in self.positions.iter().enumerate().take(n) {
+            if let Some(o) = out.get_mut(pos) {
+                *o = v[k];
+            }
+        }
+    }
+}
+
+impl Drop for PerfGroup {
+    fn drop(&mut self) {
+        for (page, _) in self.user.drain(..) {
+            // SAFETY: unmapping our own page, never used again.
+            unsafe { page.unmap() };
+        }
+        for &fd in &self.fds {
+            // SAFETY: closing our own fd.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sw;
+    use super::*;
+
+    #[test]
+    fn software_group_counts_task_clock() {
+        let mut g = PerfGroup::open(&[
+            (
+                0,
+                Event::LinuxSoftware {
+                    code: sw::TASK_CLOCK,
+                },
+            ),
+            (
+                1,
+                Event::LinuxSoftware {
+                    code: sw::PAGE_FAULTS,
+                },
+            ),
+        ])
+        .expect("software perf events must open on the host");
+        let mut a = [0u64; 2];
+        g.read(&mut a);
+        // Touch 16 MiB of fresh memory: page faults and CPU time.
+        let mut v: Vec<u8> = Vec::with_capacity(1 << 24);
+        for i in 0..(1 << 24) {
+            v.push(i as u8);
+        }
+        std::hint::black_box(&v);
+        let mut b = [0u64; 2];
+        g.read(&mut b);
+        assert!(b[0] > a[0], "task-clock advances: {a:?} -> {b:?}");
+        assert!(b[1] > a[1], "page faults counted: {a:?} -> {b:?}");
+    }
+
+    #[test]
+    fn context_switches_read_from_the_page_equal_the_kernel_count() {
+        let mut g = PerfGroup::open(&[
+            (
+                0,
+                Event::LinuxSoftware {
+                    code: sw::CONTEXT_SWITCHES,
+                },
+            ),
+            (
+                1,
+                Event::LinuxSoftware {
+                    code: sw::CGROUP_SWITCHES,
+                },
+            ),
+        ])
+        .expect("software perf events must open on the host");
+        assert!(
+            g.user_space_reads(),
+            "context/cgroup switches are page readable"
+        );
+        let mut prev = [0u64; 2];
+        g.read_members_syscall(&mut prev);
+        for i in 0..100 {
+            // Blocking switches this thread out (at least one switch).
+            std::thread::sleep(std::time::Duration::from_micros(20 + i));
+            let mut page = [u64::MAX; 2];
+            g.read_members(&mut page);
+            let mut kernel = [u64::MAX; 2];
+            g.read_members_syscall(&mut kernel);
+            assert_eq!(page, kernel, "after sleep {i}");
+            assert!(
+                page[0] > prev[0],
+                "a sleep switches out: {prev:?} -> {page:?}"
+            );
+            prev = page;
+        }
+    }
+
+    #[test]
+    fn stale_page_events_are_read_with_the_system_call() {
+        for code in [
+            sw::TASK_CLOCK,
+            sw::CPU_CLOCK,
+            sw::PAGE_FAULTS,
+            sw::CPU_MIGRATIONS,
+        ] {
+            let e = Event::LinuxSoftware { code };
+            let g = PerfGroup::open(&[
+                (
+                    0,
+                    Event::LinuxSoftware {
+                        code: sw::CONTEXT_SWITCHES,
+                    },
+                ),
+                (1, e),
+            ])
+            .expect("software perf events must open on the host");
+            assert!(
+                !g.user_space_reads(),
+                "one stale member: the whole group uses read()"
+            );
+        }
+    }
+}
