@@ -350,10 +350,12 @@ fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
             }
         }
         hsm::HART_SUSPEND => {
-            let Ok(kind) = u32::try_from(a[0]) else {
-                return err(RET_ERR_INVALID_PARAM);
-            };
-            match kind {
+            // suspend_type is 32 bits wide: only its low 32 bits count
+            // (binary encoding: "In case the data is defined as 32bit
+            // wide, higher privilege software must ensure that it only
+            // uses 32 bit data"). A caller following the psABI passes
+            // 0x80000000 as 0xffffffff_80000000.
+            match a[0] as u32 {
                 hsm::suspend_type::RETENTIVE => {
                     machine::suspend(me);
                     ok(0)
@@ -375,9 +377,9 @@ fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
 }
 
 fn system_reset(kind: usize, reason: usize) -> Ret {
-    let (Ok(kind), Ok(reason)) = (u32::try_from(kind), u32::try_from(reason)) else {
-        return err(RET_ERR_INVALID_PARAM);
-    };
+    // reset_type and reset_reason are 32 bits wide: only their low 32 bits
+    // count (binary encoding), whatever the upper bits of the registers.
+    let (kind, reason) = (kind as u32, reason as u32);
     // Reasons: 0 none, 1 system failure, SBI- and vendor-specific ranges.
     if (2..0xE000_0000).contains(&reason) {
         return err(RET_ERR_INVALID_PARAM);
@@ -430,6 +432,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
             }
         }
         dbcn::CONSOLE_WRITE_BYTE => {
+            // `uint8_t byte`: only the low 8 bits count.
             machine::with_console(|u| u.put(a[0] as u8));
             ok(0)
         }
@@ -455,6 +458,7 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             Ok(0)
         }
         legacy::LEGACY_CONSOLE_PUTCHAR => {
+            // `int ch`: the character is its low 8 bits.
             machine::with_console(|u| u.put(a[0] as u8));
             Ok(0)
         }
