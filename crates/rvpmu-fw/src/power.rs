@@ -8,6 +8,14 @@ const TEST_PASS: u32 = 0x5555;
 const TEST_FAIL: u32 = 0x3333;
 const TEST_RESET: u32 = 0x7777;
 
+/// The failure code for an SBI SRST shutdown with reason "system failure"
+/// (0x53, ASCII 'S'): QEMU virt exits with status 83. Not 0 or 1 (QEMU's
+/// FINISHER_PASS and its own error status; runners built on isa-debug-exit
+/// take 1 or 33 for success), not 77 (automake/meson "skipped"), not 124+
+/// (timeout(1), the shell, signals), and none of the firmware's own codes
+/// (1 fatal trap, 2 panic, 3 boot failure). See the crate documentation.
+pub const EXIT_SYSTEM_FAILURE: u16 = 83;
+
 fn write(addr: usize, value: u32) {
     // SAFETY: the device register the DT names (or QEMU virt's default).
     unsafe { core::ptr::write_volatile(addr as *mut u32, value) };
@@ -38,7 +46,8 @@ pub fn shutdown() {
 }
 
 /// Power off reporting failure (`code` 1..0xffff), e.g. after a panic; QEMU 10
-/// exits with status `code`. Falls back to a plain power-off.
+/// exits with status `code` (a process exit status keeps its low 8 bits, so
+/// a code must not be a multiple of 256). Falls back to a plain power-off.
 pub fn fail(code: u16) -> ! {
     let test = platform_if_ready().map_or(Some(DEFAULT_SIFIVE_TEST), |p| p.power.sifive_test);
     if let Some(t) = test {

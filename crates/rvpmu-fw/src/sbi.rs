@@ -387,7 +387,7 @@ fn system_reset(kind: usize, reason: usize) -> Ret {
     match kind {
         srst::RESET_TYPE_SHUTDOWN => {
             if reason == srst::RESET_REASON_SYSTEM_FAILURE {
-                crate::power::fail(1);
+                crate::power::fail(crate::power::EXIT_SYSTEM_FAILURE);
             }
             crate::power::shutdown();
         }
