@@ -3,9 +3,17 @@
 //!
 //! The kernel prints one line per check (`[PASS] id - what | expected: E |
 //! actual: A`, `[FAIL] ...`, `[N/A ] ...`), announces each check with
-//! `..> id` first, and ends with `RESULT N passed, M failed`. If a firmware
-//! hangs or crashes on a check, the run is repeated with that check on the
-//! kernel command line (`rvpmu.skip=`), where it is reported as failed.
+//! `..> id` first, and ends with `RESULT N passed, M failed, K n/a`. N/A
+//! (an optional feature absent) is counted apart from passed and failed:
+//! on our own firmware it fails the run like a failure, on other firmware
+//! it is reported. If a firmware hangs or crashes on a check, the run is
+//! repeated with that check on the kernel command line (`rvpmu.skip=`),
+//! where it is reported as failed.
+//!
+//! The last check, `srst.upper32.shutdown`, passes by powering the machine
+//! off: the kernel prints `PENDING id - what | expected: E` after RESULT
+//! and makes the call; QEMU's exit status 0 makes it PASS, any other
+//! status (or the kernel's own `[FAIL]` line when the call returns) FAIL.
 
 use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
@@ -112,7 +120,7 @@ fn resolve(bios: &str) -> Result<Vec<Firmware>> {
 }
 
 /// Builds the conformance kernel and returns its ELF.
-fn build_kernel() -> Result<PathBuf> {
+pub(crate) fn build_kernel() -> Result<PathBuf> {
     step("building the conformance kernel (riscv64gc-unknown-none-elf)");
     crate::util::run(cargo().args([
         "build",
@@ -132,10 +140,12 @@ fn build_kernel() -> Result<PathBuf> {
     Ok(elf)
 }
 
-/// What one QEMU run printed.
+/// What one QEMU run printed and how it ended.
 struct Capture {
     text: String,
     timed_out: bool,
+    /// QEMU's exit status (`None`: killed at the timeout).
+    status: Option<i32>,
 }
 
 /// Boots `kernel` on `fw` under exact instruction counting and collects
@@ -160,14 +170,24 @@ fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture>
         cmd.args(["-append", append]);
     }
     let run = run_captured(&mut cmd, RUN_TIMEOUT, None)?;
-    if let Some(st) = run.status {
-        if !st.success() {
-            bail!("qemu exited with {st}: {}", run.stderr.trim());
-        }
+    let status = run.status.and_then(|s| s.code());
+    // A failure status after the kernel started is the firmware's or the
+    // kernel's report (e.g. 83: SRST "system failure" after a fatal trap in
+    // the kernel) and the output says more; without any kernel output it
+    // is QEMU's or the firmware's own failure.
+    if status.is_some_and(|c| c != 0) && !run.stdout.contains("BOOT hart=") {
+        bail!(
+            "{} before the kernel started on {}: {}{}",
+            crate::firmware::exit::describe(status),
+            fw.name,
+            run.stderr.trim(),
+            run.stdout.trim()
+        );
     }
     Ok(Capture {
         text: run.stdout,
         timed_out: run.timed_out,
+        status,
     })
 }
 
@@ -201,24 +221,59 @@ struct Check {
 #[derive(Default)]
 struct Report {
     checks: Vec<Check>,
-    /// `RESULT N passed, M failed`, if the kernel got that far.
-    result: Option<(usize, usize)>,
+    /// `RESULT N passed, M failed, K n/a`, if the kernel got that far.
+    result: Option<(usize, usize, usize)>,
+    /// How many checks came before the RESULT line (the ones it counts).
+    counted: usize,
     /// A check announced with `..>` that never printed its result.
     unfinished: Option<String>,
+    /// A check whose verdict is QEMU's exit status (`PENDING` line).
+    pending: Option<Check>,
     fatal: Vec<String>,
     boot_instret: Option<u64>,
     costs: Vec<(String, u64, String)>,
 }
 
+/// (passed, failed, N/A) of some checks.
+fn tally(checks: &[Check]) -> (usize, usize, usize) {
+    let n = |s| checks.iter().filter(|c| c.status == s).count();
+    (n(Status::Pass), n(Status::Fail), n(Status::Na))
+}
+
 impl Report {
     fn failed(&self) -> usize {
-        self.checks
-            .iter()
-            .filter(|c| c.status == Status::Fail)
-            .count()
+        tally(&self.checks).1
     }
     fn passed(&self) -> usize {
-        self.checks.len() - self.failed()
+        tally(&self.checks).0
+    }
+    fn na(&self) -> usize {
+        tally(&self.checks).2
+    }
+    /// Checks that keep our firmware's run from passing: failed or N/A.
+    fn not_passed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| c.status != Status::Pass)
+    }
+    /// Settles the `PENDING` check from QEMU's exit status: it passed if
+    /// the machine powered off (status 0) while the call was under way.
+    fn settle(&mut self, status: Option<i32>) {
+        let Some(mut c) = self.pending.take() else {
+            return;
+        };
+        if self.unfinished.as_deref() != Some(c.id.as_str()) {
+            return;
+        }
+        self.unfinished = None;
+        c.status = if status == Some(0) {
+            Status::Pass
+        } else {
+            Status::Fail
+        };
+        c.actual = match status {
+            Some(0) => "the machine powered off (QEMU exit status 0)".into(),
+            _ => crate::firmware::exit::describe(status),
+        };
+        self.checks.push(c);
     }
 }
 
@@ -252,14 +307,22 @@ fn parse(text: &str) -> Report {
             open = Some(id.to_string());
         } else if let Some(c) = parse_check(line) {
             open = None;
+            if r.pending.as_ref().is_some_and(|p| p.id == c.id) {
+                r.pending = None;
+            }
             r.checks.push(c);
+        } else if let Some(rest) = line.strip_prefix("PENDING ") {
+            // "PENDING id - what | expected: E": the verdict comes from how
+            // the run ends (`Report::settle`).
+            r.pending = parse_check(&format!("[FAIL] {rest} | actual: -"));
         } else if let Some(rest) = line.strip_prefix("RESULT ") {
             let nums: Vec<usize> = rest
                 .split(|c: char| !c.is_ascii_digit())
                 .filter_map(|w| w.parse().ok())
                 .collect();
-            if nums.len() == 2 {
-                r.result = Some((nums[0], nums[1]));
+            if let [p, f, n] = nums[..] {
+                r.result = Some((p, f, n));
+                r.counted = r.checks.len();
             }
         } else if line.starts_with("FATAL") {
             r.fatal.push(line.to_string());
@@ -295,7 +358,8 @@ fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report
         if verbose {
             println!("{}", cap.text);
         }
-        let rep = parse(&cap.text);
+        let mut rep = parse(&cap.text);
+        rep.settle(cap.status);
         for f in &rep.fatal {
             eprintln!("  {f}");
         }
@@ -303,9 +367,12 @@ fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report
             return Ok(rep);
         }
         let why = if cap.timed_out {
-            "hung (timeout)"
+            "hung (timeout)".to_string()
         } else {
-            "stopped early"
+            format!(
+                "stopped early ({})",
+                crate::firmware::exit::describe(cap.status)
+            )
         };
         match rep.unfinished {
             Some(id) if skip.len() < MAX_SKIPS && !skip.contains(&id) => {
@@ -333,15 +400,27 @@ fn print_report(fw: &Firmware, smp: u32, rep: &Report) {
             c.actual
         );
     }
-    println!("{} passed, {} failed", rep.passed(), rep.failed());
+    println!(
+        "{} passed, {} failed, {} N/A",
+        rep.passed(),
+        rep.failed(),
+        rep.na()
+    );
 }
 
 /// Side-by-side table; where the answers differ, the line names the firmware
 /// whose answer the spec supports (the check's expectation is the spec's).
 fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
     let bmap: BTreeMap<&str, &Check> = b.1.checks.iter().map(|c| (c.id.as_str(), c)).collect();
+    let w =
+        a.1.checks
+            .iter()
+            .map(|c| c.id.len())
+            .max()
+            .unwrap_or(0)
+            .max(34);
     println!(
-        "\n{:<34} {:<6} {:<6}  where they differ",
+        "\n{:<w$} {:<6} {:<6}  where they differ",
         "check", a.0.name, b.0.name
     );
     let mut differ = 0;
@@ -369,30 +448,30 @@ fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
                 );
             }
         }
-        println!("{:<34} {:<6} {:<6}  {note}", ca.id, ca.status.label(), sb);
+        println!("{:<w$} {:<6} {:<6}  {note}", ca.id, ca.status.label(), sb);
     }
     println!(
-        "\n{}: {} passed, {} failed | {}: {} passed, {} failed | {differ} checks answered differently",
+        "\n{}: {} passed, {} failed, {} N/A | {}: {} passed, {} failed, {} N/A | {differ} checks answered differently",
         a.0.name,
         a.1.passed(),
         a.1.failed(),
+        a.1.na(),
         b.0.name,
         b.1.passed(),
-        b.1.failed()
+        b.1.failed(),
+        b.1.na()
     );
 }
 
-/// Sanity of a finished report: the kernel's own totals match the lines.
+/// Sanity of a finished report: the kernel's own totals match the lines
+/// before its RESULT line.
 fn consistent(rep: &Report) -> Result<()> {
-    let Some((p, f)) = rep.result else {
+    let Some((p, f, n)) = rep.result else {
         bail!("no RESULT line")
     };
-    if p != rep.passed() || f != rep.failed() {
-        bail!(
-            "kernel says {p} passed, {f} failed but printed {} / {}",
-            rep.passed(),
-            rep.failed()
-        );
+    let (lp, lf, ln) = tally(&rep.checks[..rep.counted]);
+    if (p, f, n) != (lp, lf, ln) {
+        bail!("kernel says {p} passed, {f} failed, {n} n/a but printed {lp} / {lf} / {ln}");
     }
     if rep.checks.len() < MIN_CHECKS {
         bail!(
@@ -419,11 +498,42 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
     if fws.len() == 2 {
         print_side_by_side((&fws[0], &reps[0]), (&fws[1], &reps[1]));
     }
+    for (fw, rep) in fws.iter().zip(&reps) {
+        if fw.name == "ours" {
+            require_all_passed(rep, a.smp)?;
+        }
+    }
     Ok(())
 }
 
-/// The CI entry: our firmware must pass everything with 1 and 2 harts;
-/// OpenSBI is reported only.
+/// Our firmware implements every optional feature the suite checks, so an
+/// N/A on it is as wrong as a failure: both fail the run (other firmware's
+/// are reported only).
+fn require_all_passed(rep: &Report, smp: u32) -> Result<()> {
+    let bad: Vec<&Check> = rep.not_passed().collect();
+    for c in &bad {
+        eprintln!(
+            "  {} {} - {} | expected: {} | actual: {}",
+            c.status.label(),
+            c.id,
+            c.what,
+            c.expected,
+            c.actual
+        );
+    }
+    if !bad.is_empty() {
+        bail!(
+            "{} failed and {} N/A of {} conformance checks on our firmware (-smp {smp}); N/A counts as not passed on our firmware",
+            rep.failed(),
+            rep.na(),
+            rep.checks.len()
+        );
+    }
+    Ok(())
+}
+
+/// The CI entry: our firmware must pass everything with 1 and 2 harts (no
+/// failure, no N/A); OpenSBI is reported only.
 pub fn test() -> Result<()> {
     let kernel = build_kernel()?;
     match ours() {
@@ -431,25 +541,11 @@ pub fn test() -> Result<()> {
             for smp in [1, 2] {
                 let rep = suite(&fw, &kernel, smp, false)?;
                 consistent(&rep)?;
-                let failed: Vec<&Check> = rep
-                    .checks
-                    .iter()
-                    .filter(|c| c.status == Status::Fail)
-                    .collect();
-                for c in &failed {
-                    eprintln!(
-                        "  FAIL {} - {} | expected: {} | actual: {}",
-                        c.id, c.what, c.expected, c.actual
-                    );
-                }
-                if !failed.is_empty() {
-                    bail!(
-                        "{} of {} conformance checks failed on our firmware (-smp {smp})",
-                        failed.len(),
-                        rep.checks.len()
-                    );
-                }
-                println!("ours -smp {smp}: all {} checks passed", rep.checks.len());
+                require_all_passed(&rep, smp)?;
+                println!(
+                    "ours -smp {smp}: all {} checks passed (0 failed, 0 N/A)",
+                    rep.checks.len()
+                );
             }
         }
         Err(e) => {
@@ -468,9 +564,10 @@ pub fn test() -> Result<()> {
     let rep = suite(&fw, &kernel, 1, false)?;
     consistent(&rep)?;
     println!(
-        "OpenSBI 1.5.1 (reference, report only): {} passed, {} failed of {} checks",
+        "OpenSBI 1.5.1 (reference, report only): {} passed, {} failed, {} N/A of {} checks",
         rep.passed(),
         rep.failed(),
+        rep.na(),
         rep.checks.len()
     );
     Ok(())
@@ -639,7 +736,7 @@ mod tests {
     fn parses_check_lines_and_totals() {
         let text = "junk\n..> a.b\n[PASS] a.b - what - with dash | expected: X | actual: Y | z\n\
                     ..> c\n[N/A ] c - w | expected: n/a | actual: n/a: optional\n..> d\n[FAIL] d - w | expected: E | actual: A\n\
-                    ..> e\nRESULT 2 passed, 1 failed\n";
+                    ..> e\nRESULT 1 passed, 1 failed, 1 n/a\n";
         let r = parse(text);
         assert_eq!(r.checks.len(), 3);
         assert_eq!(r.checks[0].id, "a.b");
@@ -647,9 +744,49 @@ mod tests {
         assert_eq!(r.checks[0].actual, "Y | z");
         assert_eq!(r.checks[1].status, Status::Na);
         assert_eq!(r.checks[2].status, Status::Fail);
-        assert_eq!(r.result, Some((2, 1)));
-        assert_eq!((r.passed(), r.failed()), (2, 1));
+        assert_eq!(r.result, Some((1, 1, 1)));
+        // N/A is neither passed nor failed.
+        assert_eq!((r.passed(), r.failed(), r.na()), (1, 1, 1));
+        assert_eq!(r.not_passed().count(), 2);
         assert_eq!(r.unfinished.as_deref(), Some("e"));
+        assert!(consistent_counts(&r));
+    }
+
+    fn consistent_counts(r: &Report) -> bool {
+        r.result == Some(tally(&r.checks[..r.counted]))
+    }
+
+    const FINAL: &str =
+        "[PASS] a - w | expected: E | actual: A\nRESULT 1 passed, 0 failed, 0 n/a\n\
+                         ..> srst.x\nPENDING srst.x - shutdown | expected: off\n";
+
+    #[test]
+    fn pending_check_passes_on_power_off() {
+        let mut r = parse(FINAL);
+        assert_eq!(r.unfinished.as_deref(), Some("srst.x"));
+        r.settle(Some(0));
+        assert_eq!(r.unfinished, None);
+        assert_eq!(r.checks.len(), 2);
+        let c = &r.checks[1];
+        assert_eq!((c.id.as_str(), c.status), ("srst.x", Status::Pass));
+        assert_eq!((c.what.as_str(), c.expected.as_str()), ("shutdown", "off"));
+        // RESULT counts only the checks before it.
+        assert!(consistent_counts(&r));
+    }
+
+    #[test]
+    fn pending_check_fails_on_other_exits_or_a_returned_call() {
+        for status in [Some(1), Some(83), None] {
+            let mut r = parse(FINAL);
+            r.settle(status);
+            assert_eq!(r.checks[1].status, Status::Fail, "{status:?}");
+        }
+        let text = format!("{FINAL}[FAIL] srst.x - shutdown | expected: off | actual: the call returned INVALID_PARAM\n");
+        let mut r = parse(&text);
+        r.settle(Some(0));
+        assert_eq!(r.checks.len(), 2);
+        assert_eq!(r.checks[1].status, Status::Fail);
+        assert!(consistent_counts(&r));
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! (exact instruction counting) with the `sbi-check` S-mode payload on 1-4
 //! harts and a few machine variants, checks what the payload and the
 //! firmware report, and compares size and boot cost with OpenSBI.
+//!
+//! QEMU's exit status says how the firmware powered off (`exit`, the
+//! table in the rvpmu-fw crate documentation).
 
 use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
@@ -91,6 +94,42 @@ pub fn build() -> Result<PathBuf> {
 fn build_payload() -> Result<PathBuf> {
     step("building the sbi-check payload");
     cargo_build("sbi-check")
+}
+
+/// QEMU's exit statuses under rvpmu-fw: the sifive,test finisher codes
+/// the firmware writes (`crates/rvpmu-fw/src/power.rs`, crate doc).
+pub(crate) mod exit {
+    /// Power-off (FINISHER_PASS): SRST shutdown without a failure reason,
+    /// legacy shutdown.
+    pub const POWER_OFF: i32 = 0;
+    /// A fatal trap in the firmware; also what QEMU itself exits with on
+    /// its own errors.
+    pub const FATAL: i32 = 1;
+    /// A panic in the firmware.
+    pub const PANIC: i32 = 2;
+    /// The boot failed (unusable device tree).
+    pub const BOOT_FAILED: i32 = 3;
+    /// SRST shutdown with reason "system failure" (the payload's failure).
+    pub const SYSTEM_FAILURE: i32 = 83;
+
+    /// What a QEMU exit status means on rvpmu-fw (`None`: QEMU was killed).
+    pub fn describe(code: Option<i32>) -> String {
+        match code {
+            None => "QEMU did not exit (killed at the timeout)".into(),
+            Some(POWER_OFF) => "QEMU exit status 0 (power-off)".into(),
+            Some(SYSTEM_FAILURE) => format!(
+                "QEMU exit status {SYSTEM_FAILURE} (SRST shutdown with reason system failure)"
+            ),
+            Some(FATAL) => format!(
+                "QEMU exit status {FATAL} (a fatal trap in the firmware, or QEMU's own error)"
+            ),
+            Some(PANIC) => format!("QEMU exit status {PANIC} (a panic in the firmware)"),
+            Some(BOOT_FAILED) => {
+                format!("QEMU exit status {BOOT_FAILED} (the firmware's boot failed)")
+            }
+            Some(c) => format!("QEMU exit status {c}"),
+        }
+    }
 }
 
 /// One QEMU run: serial output and exit code (`None`: killed at timeout
@@ -229,6 +268,18 @@ pub fn test() -> Result<()> {
         }
     }
 
+    step(&format!(
+        "firmware: SRST shutdown with reason system failure exits with status {}",
+        exit::SYSTEM_FAILURE
+    ));
+    match system_failure_run(&fw) {
+        Ok(()) => eprintln!("    ok"),
+        Err(e) => {
+            eprintln!("    FAIL: {e:#}");
+            failures.push("system failure exit status");
+        }
+    }
+
     step("firmware size and boot cost, ours vs OpenSBI");
     let (osbi_size, osbi_insns) = opensbi_numbers(&payload);
     eprintln!(
@@ -263,10 +314,8 @@ fn check_run(run: &Run, smp: u32) -> Vec<String> {
     let mut p = Vec::new();
     let t = &run.text;
     match run.code {
-        Some(0) => {}
-        Some(c) => p.push(format!(
-            "QEMU exited with status {c} (the payload requested a failure shutdown)"
-        )),
+        Some(exit::POWER_OFF) => {}
+        Some(_) => p.push(exit::describe(run.code)),
         None => p.push("QEMU did not exit: SRST shutdown did not power off, or a hart hung".into()),
     }
     if !t.contains(&format!(
@@ -303,7 +352,8 @@ fn check_run(run: &Run, smp: u32) -> Vec<String> {
 }
 
 /// A device tree without a memory node must stop the boot with a message
-/// and a failure power-off (QEMU exits with the fail code, 3), not a hang.
+/// and a failure power-off (QEMU exits with the boot-failure code, 3), not
+/// a hang.
 fn boot_failure_run(fw: &Path, payload: &Path) -> Result<()> {
     let dir = root().join("target").join("fw-test");
     std::fs::create_dir_all(&dir)?;
@@ -341,10 +391,46 @@ fn boot_failure_run(fw: &Path, payload: &Path) -> Result<()> {
     {
         bail!("no boot-failure message; output:\n{}", run.text);
     }
-    if run.code != Some(3) {
+    if run.code != Some(exit::BOOT_FAILED) {
         bail!(
-            "QEMU exit status {:?}, want 3 (failure power-off)",
-            run.code
+            "{}, want {} (boot-failure power-off)",
+            exit::describe(run.code),
+            exit::BOOT_FAILED
+        );
+    }
+    Ok(())
+}
+
+/// An SRST shutdown with reason "system failure" must make QEMU exit with
+/// the firmware's system-failure status (83), which no runner takes for
+/// success. The conformance kernel makes the call with the upper 32 bits
+/// of reset_type and reset_reason set (32-bit parameters: only the low
+/// bits count) and says so if a call came back.
+fn system_failure_run(fw: &Path) -> Result<()> {
+    let kernel = crate::conformance::build_kernel()?;
+    let case = Case {
+        name: "SRST system failure",
+        machine: "virt",
+        cpu: "rv64",
+        smp: 1,
+    };
+    let run = qemu(
+        fw,
+        &kernel,
+        &case,
+        &["-append", "rvpmu.srst=failure"],
+        Duration::from_secs(60),
+        None,
+    )?;
+    if let Some(l) = run.text.lines().find(|l| l.starts_with("SRST-RETURNED")) {
+        bail!("the SRST call came back: {l}");
+    }
+    if run.code != Some(exit::SYSTEM_FAILURE) {
+        bail!(
+            "{}, want {}; output:\n{}",
+            exit::describe(run.code),
+            exit::SYSTEM_FAILURE,
+            run.text
         );
     }
     Ok(())

@@ -1,5 +1,7 @@
 //! The conformance checks. Every expectation comes from the SBI PMU chapter
-//! (EID 0x504D55, SBI 3.0) or the STA chapter (EID 0x535441); where the spec
+//! (EID 0x504D55, SBI 3.0) or the STA chapter (EID 0x535441), and for the
+//! narrow parameters of HSM, SRST, DBCN and the legacy console from the
+//! binary encoding chapter (`params.rs`); where the spec
 //! leaves a choice every allowed answer passes and the line says so.
 //! Counter validity is derived from what the firmware itself reports
 //! (num_counters, get_info), never from a fixed layout.
@@ -197,6 +199,7 @@ pub fn run(s: &mut Suite<'_>, env: &Env) {
     snapshot(s, &p, env);
     event_info(s, &p, env);
     sta(s, env);
+    crate::params::run(s);
 }
 
 fn base(s: &mut Suite<'_>, p: &Pmu) {

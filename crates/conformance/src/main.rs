@@ -1,11 +1,18 @@
 //! The S-mode SBI conformance kernel (riscv64gc-unknown-none-elf).
 //!
 //! Loaded at 0x80200000 by QEMU `-kernel` and entered in S-mode by any SBI
-//! firmware. It runs the PMU/STA conformance checks (`checks`) on every
-//! hart, one hart after the other, or, with `rvpmu.bench` on the kernel
-//! command line, the per-call cost probes (`cost`). It then powers off
-//! through SBI SRST. `cargo xtask conformance` / `cargo xtask bench` run it
-//! and parse its output. On the host this crate is an empty stub.
+//! firmware. It runs the PMU/STA conformance checks (`checks`) and the
+//! narrow-parameter checks (`params`) on every hart, one hart after the
+//! other, or, with `rvpmu.bench` on the kernel command line, the per-call
+//! cost probes (`cost`). It then powers off through SBI SRST, with the
+//! upper 32 bits of both SRST parameters set: that shutdown is the last
+//! check (`srst.upper32.shutdown`), announced with a `PENDING` line and
+//! judged by `cargo xtask conformance` from QEMU's exit status (0: the
+//! machine powered off). With `rvpmu.srst=failure` it only shuts down with
+//! reason "system failure" (the firmware tests read QEMU's exit status).
+//! A fatal trap or panic in this kernel also shuts down with reason
+//! "system failure". `cargo xtask conformance` / `cargo xtask bench` run
+//! it and parse its output. On the host this crate is an empty stub.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -21,6 +28,8 @@ mod console;
 mod cost;
 #[cfg(target_os = "none")]
 mod mem;
+#[cfg(target_os = "none")]
+mod params;
 #[cfg(target_os = "none")]
 mod report;
 #[cfg(target_os = "none")]
@@ -52,6 +61,7 @@ mod kernel {
     const SEC_WAIT_SPINS: u64 = 40_000_000;
     static SEC_PASSED: AtomicU32 = AtomicU32::new(0);
     static SEC_FAILED: AtomicU32 = AtomicU32::new(0);
+    static SEC_NA: AtomicU32 = AtomicU32::new(0);
 
     fn skip_list() -> &'static str {
         let (p, n) = (
@@ -129,10 +139,13 @@ mod kernel {
             println!("COST-END");
             sbi::shutdown();
         }
+        if bootargs.split(' ').any(|a| a == "rvpmu.srst=failure") {
+            system_failure();
+        }
 
         let mut s = Suite::new("", skip_list());
         checks::run(&mut s, &env(0));
-        let (mut passed, mut failed) = (s.passed, s.failed);
+        let (mut passed, mut failed, mut na) = (s.passed, s.failed, s.na);
 
         // Other harts run the same suite on their own PMU state, one at a
         // time. Meanwhile a firmware counter on this hart counts SET_TIMER:
@@ -183,12 +196,13 @@ mod kernel {
                     "never entered the kernel after HSM hart_start answered SUCCESS"
                 };
                 println!("[FAIL] smp.hart{h}.ran - HSM hart_start: the started hart runs the suite in S-mode at the given address | expected: the hart finishes | actual: it {how}");
-                println!("RESULT {passed} passed, {} failed", failed + 1);
+                println!("RESULT {passed} passed, {} failed, {na} n/a", failed + 1);
                 sbi::shutdown();
             }
             println!("SMP hart {h} finished after {spins} wait iterations");
             passed += SEC_PASSED.load(Ordering::Acquire);
             failed += SEC_FAILED.load(Ordering::Acquire);
+            na += SEC_NA.load(Ordering::Acquire);
         }
         if others > 0 {
             let mut s = Suite::new("", skip_list());
@@ -202,10 +216,54 @@ mod kernel {
             });
             passed += s.passed;
             failed += s.failed;
+            na += s.na;
         } else if fw.ok() {
             let _ = sbi::stop(fw.value, 1, sbi::pmu::STOP_RESET);
         }
-        println!("RESULT {passed} passed, {failed} failed");
+        println!("RESULT {passed} passed, {failed} failed, {na} n/a");
+        final_shutdown();
+    }
+
+    /// The last check: SRST shutdown with bits 32..63 of reset_type and
+    /// reset_reason set ("In case the data is defined as 32bit wide, higher
+    /// privilege software must ensure that it only uses 32 bit data"): the
+    /// low 32 bits say shutdown, no reason. It passes by powering off, so
+    /// the kernel announces it (`PENDING`) and `cargo xtask conformance`
+    /// judges it from QEMU's exit status; if the call returns, the kernel
+    /// prints the failure and powers off the plain way.
+    fn final_shutdown() -> ! {
+        use crate::params::HI32;
+        use sbi::srst::{REASON_NONE, SHUTDOWN};
+        const ID: &str = "srst.upper32.shutdown";
+        const WHAT: &str = "system_reset: reset_type and reset_reason are \"32 bits wide\", so 0xffffffff_00000000 for both is shutdown with no reason: the machine powers off (the suite's last check, judged by QEMU's exit status)";
+        const EXPECTED: &str = "the machine powers off (QEMU exit status 0)";
+        println!("..> {ID}");
+        let present = sbi::probe_extension(sbi::eid::SRST);
+        if !(present.ok() && present.value != 0) {
+            println!("[N/A ] {ID} - {WHAT} | expected: n/a | actual: n/a: optional feature absent (SRST extension absent (probe_extension 0))");
+            sbi::shutdown();
+        }
+        if skip_list().split(',').any(|s| s == ID) {
+            println!("[FAIL] {ID} - {WHAT} | expected: {EXPECTED} | actual: not run: it hung or crashed the firmware in an earlier run");
+            sbi::shutdown();
+        }
+        println!("PENDING {ID} - {WHAT} | expected: {EXPECTED}");
+        let r = sbi::system_reset(HI32 | SHUTDOWN, HI32 | REASON_NONE);
+        println!("[FAIL] {ID} - {WHAT} | expected: {EXPECTED} | actual: the call returned {r}");
+        sbi::shutdown();
+    }
+
+    /// `rvpmu.srst=failure`: SRST shutdown with reason "system failure"
+    /// (upper 32 bits of both parameters set, then without them if that
+    /// returned). A line `SRST-RETURNED` says a call came back.
+    fn system_failure() -> ! {
+        use crate::params::HI32;
+        use sbi::srst::{REASON_SYSTEM_FAILURE, SHUTDOWN};
+        println!("SRST shutdown, reason system failure (upper 32 bits set)");
+        let r = sbi::system_reset(HI32 | SHUTDOWN, HI32 | REASON_SYSTEM_FAILURE);
+        println!("SRST-RETURNED upper32 {r}");
+        let r = sbi::system_reset(SHUTDOWN, REASON_SYSTEM_FAILURE);
+        println!("SRST-RETURNED plain {r}");
         sbi::shutdown();
     }
 
@@ -218,6 +276,7 @@ mod kernel {
         checks::run(&mut s, &env(slot));
         SEC_PASSED.store(s.passed, Ordering::Release);
         SEC_FAILED.store(s.failed, Ordering::Release);
+        SEC_NA.store(s.na, Ordering::Release);
         SEC_DONE.store(true, Ordering::Release);
         let _ = sbi::hart_stop();
         loop {

@@ -223,13 +223,54 @@ pub fn hart_start(hartid: usize, addr: usize, opaque: usize) -> Ret {
 pub fn hart_stop() -> Ret {
     call(eid::HSM, 1, [0; 6])
 }
+/// HSM hart_suspend with a retentive type (a non-retentive one that
+/// succeeds does not come back here: see `rt::suspend_non_retentive`).
+pub fn hart_suspend(kind: usize) -> Ret {
+    call(eid::HSM, 3, [kind, 0, 0, 0, 0, 0])
+}
+
+/// SRST system_reset (FID 0); returns only when the firmware refuses.
+pub fn system_reset(kind: usize, reason: usize) -> Ret {
+    call(eid::SRST, 0, [kind, reason, 0, 0, 0, 0])
+}
+/// SRST reset types and reasons (SRST chapter, Tables "System Reset
+/// Types" / "System Reset Reasons").
+pub mod srst {
+    pub const SHUTDOWN: usize = 0;
+    pub const REASON_NONE: usize = 0;
+    pub const REASON_SYSTEM_FAILURE: usize = 1;
+}
+
+/// DBCN console_write_byte (FID 2).
+pub fn dbcn_write_byte(byte: usize) -> Ret {
+    call(eid::DBCN, 2, [byte, 0, 0, 0, 0, 0])
+}
+/// Legacy console_putchar (EID 0x01): the answer is a0 alone.
+pub fn legacy_putchar(ch: usize) -> isize {
+    call(eid::LEGACY_PUTCHAR, 0, [ch, 0, 0, 0, 0, 0]).error
+}
 
 /// Power off: SRST shutdown, then the legacy call; never returns.
 pub fn shutdown() -> ! {
     call(eid::SRST, 0, [0, 0, 0, 0, 0, 0]);
     call(eid::LEGACY_SHUTDOWN, 0, [0; 6]);
+    park()
+}
+
+/// Power off reporting a failure: SRST shutdown with reason "system
+/// failure", then a plain power-off if the firmware refused it.
+pub fn shutdown_failure() -> ! {
+    call(
+        eid::SRST,
+        0,
+        [srst::SHUTDOWN, srst::REASON_SYSTEM_FAILURE, 0, 0, 0, 0],
+    );
+    shutdown()
+}
+
+fn park() -> ! {
     loop {
-        // SAFETY: parks the hart if both calls failed.
+        // SAFETY: parks the hart if every call failed.
         unsafe { asm!("wfi") };
     }
 }
