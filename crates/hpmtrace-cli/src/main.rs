@@ -20,10 +20,19 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use symbols::Symbolizer;
 
+/// What `--help` says about the exit status.
+const EXIT_STATUS: &str = "\
+Exit status: 0 when the trace was decoded, also when it is damaged: the
+damaged parts are skipped, each decoding error is printed to stderr (up to
+--max-errors) and then their count. 1 when nothing could be decoded (no
+performance header at all: random bytes, a wrong file, or the wrong
+--channel/--src-bits), and on any other error (trace or ELF unreadable,
+output not writable).";
+
 /// Decode, report on and export HPM performance-counter traces (.rtd
 /// files: Nexus trace-sink bytes with ITC data-acquisition messages).
 #[derive(Parser, Debug)]
-#[command(name = "hpmtrace", version, about, long_about = None)]
+#[command(name = "hpmtrace", version, about, long_about = None, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -34,6 +43,7 @@ enum Cmd {
     /// Decode a trace into text: SiFive decoder `.perf` lines, CSV or JSON lines.
     ///
     /// Example: hpmtrace decode trace.rtd --elf prog -o prog.perf
+    #[command(after_help = EXIT_STATUS)]
     Decode {
         #[command(flatten)]
         input: InputArgs,
@@ -48,6 +58,7 @@ enum Cmd {
     /// call tree and trace summary.
     ///
     /// Example: hpmtrace report trace.rtd --elf prog --top 10 --tree
+    #[command(after_help = EXIT_STATUS)]
     Report {
         #[command(flatten)]
         input: InputArgs,
@@ -57,6 +68,7 @@ enum Cmd {
     /// Export for viewers: Perfetto/Chrome JSON, speedscope, folded stacks, SVG flame graph.
     ///
     /// Example: hpmtrace export trace.rtd --elf prog -f svg -o flame.svg
+    #[command(after_help = EXIT_STATUS)]
     Export {
         #[command(flatten)]
         input: InputArgs,

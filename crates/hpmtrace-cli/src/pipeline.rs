@@ -1,6 +1,6 @@
 //! Reading a trace file: decoding, progress, error reporting.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use hpmtrace::decode::{
     decode_stream, DecodeConfig, DecodeError, HeaderInfo, Output, Record, Stats,
 };
@@ -141,7 +141,8 @@ const PROGRESS_MIN_BYTES: u64 = 16 << 20;
 
 /// Decodes the trace named in `args`, passing headers and records to
 /// `sink` until it breaks; decoding errors are printed to stderr (up to
-/// `max_errors`). Unless `--single-thread`, decoding runs on a second
+/// `max_errors`), then their count. A trace without any performance
+/// header (nothing decoded) is an error, one with damage is not. Unless `--single-thread`, decoding runs on a second
 /// thread a few batches ahead of `sink` (memory stays bounded).
 pub fn run(
     args: &InputArgs,
@@ -197,17 +198,30 @@ pub fn run(
         // The consumer stopped early (e.g. a closed pipe): it reports why.
         return Ok(stats);
     }
+    if stats.headers == 0 {
+        // Nothing decoded (records need a header): not a trace, a wrong
+        // file, or the wrong --channel / --src-bits.
+        bail!(
+            "{}: no performance header found on ITC channel {} ({} writes on it, {} on other channels, \
+             {} decoding errors); not a performance trace, or check --channel and --src-bits",
+            args.trace.display(),
+            args.channel,
+            stats.channel_writes,
+            stats.other_channel_writes,
+            stats.errors
+        );
+    }
+    // A damaged trace: what could be decoded was, and the errors are counted.
     if stats.errors as usize > args.max_errors {
         eprintln!(
             "hpmtrace: warning: {} decoding errors in total ({} shown; raise --max-errors to see more)",
             stats.errors, args.max_errors
         );
-    }
-    if stats.headers == 0 {
+    } else if stats.errors > 0 {
         eprintln!(
-            "hpmtrace: warning: no performance header found on ITC channel {} ({} writes on it, {} on other channels); \
-             check --channel and --src-bits",
-            args.channel, stats.channel_writes, stats.other_channel_writes
+            "hpmtrace: warning: {} decoding error{} in total",
+            stats.errors,
+            if stats.errors == 1 { "" } else { "s" }
         );
     }
     Ok(stats)

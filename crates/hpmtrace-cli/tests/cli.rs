@@ -593,10 +593,141 @@ fn errors_name_byte_offsets_and_missing_files_say_what_to_do() {
     let (_, err, ok) = hpmtrace(&["decode", s(&t), "--channel", "40"]);
     assert!(!ok);
     assert!(err.contains("--channel"), "{err}");
+    // Nothing on channel 5: nothing decoded, an error (exit status 1).
     let (_, err, ok) = hpmtrace(&["decode", s(&t), "--channel", "5"]);
-    assert!(ok);
+    assert!(!ok);
     assert!(
         err.contains("no performance header found on ITC channel 5"),
+        "{err}"
+    );
+}
+
+/// `n` pseudo-random bytes (xorshift64, fixed seed).
+fn noise(n: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+/// Every command and output format that reads a trace, without the trace.
+const EVERY_COMMAND: [&[&str]; 9] = [
+    &["decode", "-f", "perf"],
+    &["decode", "-f", "csv"],
+    &["decode", "-f", "json"],
+    &["report", "--tree"],
+    &["export", "-f", "perfetto"],
+    &["export", "-f", "speedscope"],
+    &["export", "-f", "folded"],
+    &["export", "-f", "svg"],
+    &["decode", "--single-thread"],
+];
+
+#[test]
+fn a_file_without_a_performance_header_is_an_error() {
+    let p = prog();
+    let random = write("random.rtd", &noise(256 << 10));
+    let empty = write("empty.rtd", &[]);
+    // A wrong file: the program instead of its trace.
+    for t in [&random, &empty, &p.elf] {
+        for cmd in EVERY_COMMAND {
+            let args: Vec<&str> = cmd.iter().copied().chain([s(t), "-q"]).collect();
+            let out = Command::new(env!("CARGO_BIN_EXE_hpmtrace"))
+                .args(&args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            let want = format!(
+                "hpmtrace: error: {}: no performance header found on ITC channel 6 (",
+                s(t)
+            );
+            assert!(err.contains(&want), "{args:?}: {err}");
+            assert!(err.contains("check --channel and --src-bits"), "{err}");
+            // Outputs written at the end are not written; streamed ones
+            // (decode, perfetto) may have begun.
+            if !matches!(cmd, ["decode", ..] | [_, _, "perfetto"]) {
+                assert!(out.stdout.is_empty(), "{args:?}: no report or export");
+            }
+        }
+    }
+    // Random bytes: the decoding errors are shown and counted in the error.
+    let (_, err, _) = hpmtrace(&["decode", s(&random), "-q", "--max-errors", "3"]);
+    assert_eq!(err.matches(": byte offset ").count(), 3, "{err}");
+    let n: u64 = err
+        .split(" on other channels, ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no error count: {err}"));
+    assert!(n > 3, "{err}");
+    // A header and no records is a trace (that traced nothing); only a
+    // flame graph cannot be drawn from it.
+    let mut enc = Encoder::new(header(CountType::Delta));
+    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(4096));
+    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
+    let t = write("header_only.rtd", w.into_inner().data());
+    for cmd in EVERY_COMMAND {
+        let args: Vec<&str> = cmd.iter().copied().chain([s(&t), "-q"]).collect();
+        let (_, err, ok) = hpmtrace(&args);
+        if cmd.contains(&"svg") {
+            assert!(!ok && err.contains("nothing to draw"), "{err}");
+        } else {
+            assert!(ok && err.is_empty(), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_trace_decodes_what_it_can_and_exits_0_with_the_error_count() {
+    let p = prog();
+    // Raw: decoding resumes at the next record. Two corrupted bytes
+    // (reserved MSEO) in the records, the last record cut short.
+    let mut bytes = calls_trace(CountType::Raw);
+    let n = bytes.len();
+    for at in [n / 3, 2 * n / 3] {
+        bytes[at] = (bytes[at] & !3) | 0b10;
+    }
+    bytes.truncate(n - 3);
+    let t = write("damaged.rtd", &bytes);
+    for cmd in EVERY_COMMAND {
+        let args: Vec<&str> = cmd
+            .iter()
+            .copied()
+            .chain([s(&t), "-q", "--elf", s(&p.elf)])
+            .collect();
+        let (out, err, ok) = hpmtrace(&args);
+        assert!(ok, "{args:?}: {err}");
+        let shown = err.matches(": byte offset ").count();
+        assert!(shown >= 3, "{args:?}: {err}");
+        assert!(
+            err.ends_with(&format!(
+                "hpmtrace: warning: {shown} decoding errors in total\n"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!out.is_empty(), "{args:?}");
+        if cmd[0] == "report" {
+            // Some records decoded, and the same error count.
+            let first = out.lines().next().unwrap();
+            assert!(
+                first.ends_with(&format!(", {shown} decoding errors")),
+                "{first}"
+            );
+            assert!(!first.starts_with("Trace: 0 records"), "{first}");
+        }
+    }
+    // More errors than shown: the count says so.
+    let (_, err, ok) = hpmtrace(&["decode", s(&t), "-q", "--max-errors", "1"]);
+    assert!(ok);
+    assert_eq!(err.matches(": byte offset ").count(), 1, "{err}");
+    assert!(
+        err.contains("decoding errors in total (1 shown; raise --max-errors to see more)"),
         "{err}"
     );
 }
