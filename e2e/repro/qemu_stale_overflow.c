@@ -4,11 +4,16 @@
 // of exactly 2*N instructions, disable, print every sample whose counter
 // value did not advance by exactly one period, the context switches, and a
 // SUMMARY line (count, samples, expected = count / period).
-// usage: rvpmu-overflow-repro PERIOD N [u|all] [cycles|instr] [quiet]
+// usage: rvpmu-overflow-repro PERIOD N [u|all] [cycles|instr] [quiet|rt]
 // Sampling after a counting event on the same counter loses the periods up
-// to the task's next context switch (0 samples if there is none).
+// to the task's next context switch (0 samples if there is none). `rt` runs
+// under SCHED_FIFO (with /proc/sys/kernel/sched_rt_runtime_us = -1 nothing
+// preempts it): then the loss lasts until QEMU's stale delay (the virtual
+// time at which the counting event started) has passed, so a loop shorter
+// than that gets exactly 0 samples.
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +38,10 @@ int main(int argc, char **argv) {
     const char *mode = argc > 3 ? argv[3] : "u";
     const char *ev = argc > 4 ? argv[4] : "cycles";
     int quiet = argc > 5;
+    if (argc > 5 && !strcmp(argv[5], "rt")) {
+        struct sched_param sp = { .sched_priority = 50 };
+        if (sched_setscheduler(0, SCHED_FIFO, &sp)) { perror("sched_setscheduler"); return 1; }
+    }
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;

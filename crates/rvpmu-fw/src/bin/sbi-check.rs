@@ -992,9 +992,11 @@ mod payload {
             sbi(EID_SRST, 0, 0, 2, 0, 0, 0).0,
             ERR_INVALID_PARAM,
         );
+        // reset_type is 32 bits wide: only the low 32 bits count, and
+        // these name the reserved type 3.
         check_eq(
-            "reset type above 32 bits",
-            sbi(EID_SRST, 0, 1 << 32, 0, 0, 0, 0).0,
+            "reserved reset type, bits above 32 set",
+            sbi(EID_SRST, 0, (1 << 32) | 3, 0, 0, 0, 0).0,
             ERR_INVALID_PARAM,
         );
 
