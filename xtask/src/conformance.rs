@@ -20,7 +20,6 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// Debian's OpenSBI 1.5.1, the reference firmware.
@@ -151,24 +150,13 @@ struct Capture {
 /// Boots `kernel` on `fw` under exact instruction counting and collects
 /// the serial output until QEMU exits or the timeout hits.
 fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture> {
-    let mut cmd = Command::new("qemu-system-riscv64");
-    cmd.args([
-        "-machine",
-        "virt",
-        "-cpu",
-        "rv64,sscofpmf=true",
-        "-m",
-        "256M",
-        "-nographic",
-    ])
-    .args(["-icount", "shift=0,sleep=off", "-bios"])
-    .arg(&fw.image)
-    .arg("-kernel")
-    .arg(kernel)
-    .args(["-smp", &smp.to_string()]);
+    let mut q = crate::qemu::Qemu::virt(smp);
+    q.bios = Some(fw.image.clone());
+    q.kernel = Some(kernel.to_path_buf());
     if !append.is_empty() {
-        cmd.args(["-append", append]);
+        q.append = Some(append.to_string());
     }
+    let mut cmd = q.command();
     let run = run_captured(&mut cmd, RUN_TIMEOUT, None)?;
     let status = run.status.and_then(|s| s.code());
     // A failure status after the kernel started is the firmware's or the

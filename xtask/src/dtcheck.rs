@@ -63,26 +63,7 @@ fn dump_qemu_dtb() -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let dtb = dir.join("qemu-virt.dtb");
     step("dumping QEMU virt's device tree (-cpu rv64,sscofpmf=true)");
-    let out = Command::new("qemu-system-riscv64")
-        .arg("-machine")
-        .arg(format!("virt,dumpdtb={}", dtb.display()))
-        .args([
-            "-cpu",
-            "rv64,sscofpmf=true",
-            "-smp",
-            "1",
-            "-m",
-            "256M",
-            "-nographic",
-        ])
-        .output()
-        .context("cannot run qemu-system-riscv64; `cargo xtask setup` installs it")?;
-    if !out.status.success() || !dtb.exists() {
-        bail!(
-            "qemu-system-riscv64 did not dump its DT: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    crate::qemu::Qemu::virt(1).dump_dtb(&dtb)?;
     Ok(dtb)
 }
 

@@ -147,20 +147,13 @@ fn qemu(
     timeout: Duration,
     stop_at: Option<&str>,
 ) -> Result<Run> {
-    let mut cmd = Command::new("qemu-system-riscv64");
-    cmd.args(["-machine", case.machine, "-cpu", case.cpu])
-        .args(["-m", "256M", "-nographic"])
-        .args([
-            "-icount",
-            "shift=0,sleep=off",
-            "-smp",
-            &case.smp.to_string(),
-        ])
-        .arg("-bios")
-        .arg(bios)
-        .arg("-kernel")
-        .arg(kernel)
-        .args(extra);
+    let mut q = crate::qemu::Qemu::virt(case.smp);
+    q.machine = case.machine.into();
+    q.cpu = case.cpu.into();
+    q.bios = Some(bios.to_path_buf());
+    q.kernel = Some(kernel.to_path_buf());
+    let mut cmd = q.command();
+    cmd.args(extra);
     let run = run_captured(&mut cmd, timeout, stop_at)?;
     Ok(Run {
         text: run.stdout,

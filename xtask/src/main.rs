@@ -7,6 +7,7 @@ mod debian;
 mod dtcheck;
 mod firmware;
 mod linux;
+mod qemu;
 mod setup;
 mod test;
 mod trace;

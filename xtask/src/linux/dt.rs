@@ -125,8 +125,7 @@ fn dtc(args: &[&str], input: &std::path::Path, out: &std::path::Path) -> Result<
 
 /// The DTB for `machine` with `chosen` added (built once, then cached).
 pub fn custom_dtb(machine: &Machine, chosen: &Chosen) -> Result<PathBuf> {
-    let qemu_version = output(Command::new("qemu-system-riscv64").arg("--version"))
-        .context("cannot run qemu-system-riscv64: run `cargo xtask setup`")?;
+    let qemu_version = crate::qemu::version()?;
     let overlay = chosen.overlay();
     let key = fnv64(&[
         machine.args().join(" ").as_bytes(),
@@ -147,20 +146,7 @@ pub fn custom_dtb(machine: &Machine, chosen: &Chosen) -> Result<PathBuf> {
     ));
     let tmp = |ext: &str| dir.join(format!("tmp-{key:016x}-{}.{ext}", std::process::id()));
     let (base, dts, new) = (tmp("base.dtb"), tmp("dts"), tmp("dtb"));
-    let dump = Command::new("qemu-system-riscv64")
-        .args(machine.args())
-        .arg("-machine")
-        .arg(format!("dumpdtb={}", base.display()))
-        .args(["-bios", "none", "-nographic"])
-        .output()
-        .context("cannot run qemu-system-riscv64")?;
-    if !dump.status.success() || !base.is_file() {
-        bail!(
-            "QEMU did not dump its device tree ({}): {}",
-            dump.status,
-            String::from_utf8_lossy(&dump.stderr)
-        );
-    }
+    machine.qemu().dump_dtb(&base)?;
     dtc(&["-I", "dtb", "-O", "dts"], &base, &dts)?;
     let mut text = std::fs::read_to_string(&dts)?;
     text.push_str(&overlay);

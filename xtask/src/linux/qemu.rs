@@ -41,25 +41,18 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// This machine as a QEMU virt configuration (1 GiB: the Debian
+    /// userland unpacks into RAM, about 140 MB).
+    pub fn qemu(&self) -> crate::qemu::Qemu {
+        let mut q = crate::qemu::Qemu::virt(self.smp);
+        q.memory = "1G".into();
+        q.icount = self.icount;
+        q
+    }
+
     /// QEMU options for this machine.
     pub fn args(&self) -> Vec<String> {
-        let mut v: Vec<String> = [
-            "-machine",
-            "virt",
-            "-cpu",
-            "rv64,sscofpmf=true",
-            "-smp",
-            &self.smp.to_string(),
-            "-m",
-            // The Debian userland unpacks into RAM (about 140 MB).
-            "1G",
-        ]
-        .map(String::from)
-        .to_vec();
-        if self.icount {
-            v.extend(["-icount", "shift=0,sleep=off"].map(String::from));
-        }
-        v
+        self.qemu().machine_args()
     }
 }
 
@@ -119,22 +112,16 @@ impl Boot<'_> {
 
     /// The QEMU command of this boot (console on stdio).
     pub fn command(&self) -> Result<Command> {
-        let mut cmd = Command::new("qemu-system-riscv64");
-        cmd.args(self.machine.args());
+        let mut q = self.machine.qemu();
         if !self.chosen.is_none() {
-            cmd.arg("-dtb")
-                .arg(super::dt::custom_dtb(&self.machine, &self.chosen)?);
+            q.dtb = Some(super::dt::custom_dtb(&self.machine, &self.chosen)?);
         }
-        cmd.args(["-nographic", "-no-reboot"])
-            .arg("-bios")
-            .arg(&self.firmware.path)
-            .arg("-kernel")
-            .arg(self.image)
-            .arg("-initrd")
-            .arg(self.initrd)
-            .arg("-append")
-            .arg(self.command_line());
-        Ok(cmd)
+        q.no_reboot = true;
+        q.bios = Some(self.firmware.path.clone());
+        q.kernel = Some(self.image.to_path_buf());
+        q.initrd = Some(self.initrd.to_path_buf());
+        q.append = Some(self.command_line());
+        Ok(q.command())
     }
 
     pub fn run(&self) -> Result<Outcome> {
