@@ -57,7 +57,10 @@
 
 use core::fmt;
 
-use crate::event::{kind, Cache, Event, General, EVENT_IDX_MASK, RAW_V2_DATA_MASK};
+use crate::event::{
+    event_idx as make_event_idx, kind, reserved_bits, type_of, Cache, Event, General,
+    RAW_V2_DATA_MASK,
+};
 
 /// Rows accepted per property. A node with more rows is refused with
 /// [`Reason::TooManyRows`] (OpenSBI caps its whole event table at 256 too).
@@ -72,7 +75,7 @@ const CYCLE_BIT: u32 = 1 << 0;
 const TIME_BIT: u32 = 1 << 1;
 const INSTRET_BIT: u32 = 1 << 2;
 /// First event_idx that is not a general or cache event (raw, type 2).
-const FIRST_RAW_IDX: u32 = (kind::RAW as u32) << 16;
+const FIRST_RAW_IDX: u32 = make_event_idx(kind::RAW, 0);
 const CYCLES_IDX: u32 = General::CpuCycles as u32;
 const INSTRUCTIONS_IDX: u32 = General::Instructions as u32;
 
@@ -354,8 +357,8 @@ impl fmt::Display for Reason {
                 "present without riscv,event-to-mhpmcounters, which the binding then requires",
             ),
             Reason::NotHardwareEvent { event_idx } => {
-                let ty = event_idx >> 16;
-                if event_idx as u64 & !EVENT_IDX_MASK != 0 {
+                let ty = type_of(event_idx);
+                if reserved_bits(event_idx as u64) {
                     write!(
                         f,
                         "{event_idx:#x} is not an event_idx (bits 20..31 must be 0)"
@@ -707,7 +710,7 @@ fn rows<const N: usize>(
 /// 0/1 (accepted, warned about), `Err` for anything else.
 fn selector_event(event_idx: u32) -> Result<Option<Event>, Reason> {
     let bad = Reason::NotHardwareEvent { event_idx };
-    if event_idx as u64 & !EVENT_IDX_MASK != 0 || event_idx == 0 || event_idx >= FIRST_RAW_IDX {
+    if reserved_bits(event_idx as u64) || event_idx == 0 || event_idx >= FIRST_RAW_IDX {
         return Err(bad);
     }
     match Event::decode(event_idx as u64, 0) {

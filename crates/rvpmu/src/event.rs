@@ -3,9 +3,20 @@
 //!
 //! Layout (spec, "event_idx"): `event_idx[19:16] = type`, `event_idx[15:0] = code`.
 //! Cache events split the code further: `code[15:3] = cache_id`,
-//! `code[2:1] = op_id`, `code[0] = result_id`.
+//! `code[2:1] = op_id`, `code[0] = result_id`. This module is the only one
+//! that knows it.
+//!
+//! The numbers the spec assigns (event types, general event codes, cache
+//! ids, operations and results, firmware event codes) come from `sbi-spec`
+//! ([`sbi_spec::pmu`]); what it does not define is written here: the
+//! codec itself, the raw `event_data` widths, the implementation-specific
+//! firmware range, and the spec's names as strings.
 
 use crate::Error;
+use sbi_spec::pmu::{
+    cache_event, cache_operation, cache_result, event_type, firmware_event as fw,
+    hardware_event as hw,
+};
 
 /// Bits of `event_idx` that carry information; the rest must be zero.
 pub const EVENT_IDX_MASK: u64 = 0xF_FFFF;
@@ -14,14 +25,36 @@ pub const RAW_V1_DATA_MASK: u64 = (1 << 48) - 1;
 /// `event_data` bits a raw v2 (type 3) event may use.
 pub const RAW_V2_DATA_MASK: u64 = (1 << 56) - 1;
 
-/// Event type numbers (`event_idx[19:16]`).
+/// Event type numbers (`event_idx[19:16]`), from `sbi-spec`.
 #[allow(missing_docs)] // the spec's type names
 pub mod kind {
-    pub const GENERAL: u8 = 0;
-    pub const CACHE: u8 = 1;
-    pub const RAW: u8 = 2;
-    pub const RAW_V2: u8 = 3;
-    pub const FIRMWARE: u8 = 15;
+    use super::event_type;
+    pub const GENERAL: u8 = event_type::HARDWARE_GENERAL as u8;
+    pub const CACHE: u8 = event_type::HARDWARE_CACHE as u8;
+    pub const RAW: u8 = event_type::HARDWARE_RAW as u8;
+    pub const RAW_V2: u8 = event_type::HARDWARE_RAW_V2 as u8;
+    pub const FIRMWARE: u8 = event_type::FIRMWARE as u8;
+}
+
+/// The `event_idx` of type `ty` and code `code`.
+pub const fn event_idx(ty: u8, code: u16) -> u32 {
+    (ty as u32) << 16 | code as u32
+}
+
+/// The type field of an `event_idx` (`event_idx[19:16]`, when bits 20 and
+/// up are clear).
+pub const fn type_of(event_idx: u32) -> u32 {
+    event_idx >> 16
+}
+
+/// The code field of an `event_idx` (`event_idx[15:0]`).
+pub const fn code_of(event_idx: u32) -> u16 {
+    event_idx as u16
+}
+
+/// Whether an `event_idx` sets bits the spec reserves (20 and up).
+pub const fn reserved_bits(event_idx: u64) -> bool {
+    event_idx & !EVENT_IDX_MASK != 0
 }
 
 /// Hardware general events (type 0), codes 1..=10.
@@ -29,16 +62,16 @@ pub mod kind {
 #[repr(u8)]
 #[allow(missing_docs)] // variants are the spec's SBI_PMU_HW_* names
 pub enum General {
-    CpuCycles = 1,
-    Instructions = 2,
-    CacheReferences = 3,
-    CacheMisses = 4,
-    BranchInstructions = 5,
-    BranchMisses = 6,
-    BusCycles = 7,
-    StalledCyclesFrontend = 8,
-    StalledCyclesBackend = 9,
-    RefCpuCycles = 10,
+    CpuCycles = hw::CPU_CYCLES as u8,
+    Instructions = hw::INSTRUCTIONS as u8,
+    CacheReferences = hw::CACHE_REFERENCES as u8,
+    CacheMisses = hw::CACHE_MISSES as u8,
+    BranchInstructions = hw::BRANCH_INSTRUCTIONS as u8,
+    BranchMisses = hw::BRANCH_MISSES as u8,
+    BusCycles = hw::BUS_CYCLES as u8,
+    StalledCyclesFrontend = hw::STALLED_CYCLES_FRONTEND as u8,
+    StalledCyclesBackend = hw::STALLED_CYCLES_BACKEND as u8,
+    RefCpuCycles = hw::REF_CPU_CYCLES as u8,
 }
 
 impl General {
@@ -57,6 +90,7 @@ impl General {
     ];
 
     /// The event for a code, if the code names one.
+    #[inline]
     pub fn from_code(code: u16) -> Option<General> {
         General::ALL.get((code as usize).wrapping_sub(1)).copied()
     }
@@ -78,12 +112,14 @@ impl General {
     }
 }
 
-/// Cache ids (`code[15:3]`), 0..=6.
-pub const CACHE_IDS: [&str; 7] = ["L1D", "L1I", "LL", "DTLB", "ITLB", "BPU", "NODE"];
-/// Cache operation ids (`code[2:1]`), 0..=2.
-pub const CACHE_OPS: [&str; 3] = ["READ", "WRITE", "PREFETCH"];
-/// Cache result ids (`code[0]`).
-pub const CACHE_RESULTS: [&str; 2] = ["ACCESS", "MISS"];
+/// Cache ids (`code[15:3]`), 0..=6: the names of `sbi-spec`'s
+/// `cache_event` numbers, by number.
+pub const CACHE_IDS: [&str; cache_event::NODE + 1] =
+    ["L1D", "L1I", "LL", "DTLB", "ITLB", "BPU", "NODE"];
+/// Cache operation ids (`code[2:1]`), 0..=2 (`sbi-spec`'s `cache_operation`).
+pub const CACHE_OPS: [&str; cache_operation::PREFETCH + 1] = ["READ", "WRITE", "PREFETCH"];
+/// Cache result ids (`code[0]`, `sbi-spec`'s `cache_result`).
+pub const CACHE_RESULTS: [&str; cache_result::MISS + 1] = ["ACCESS", "MISS"];
 
 /// A hardware cache event (type 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,67 +159,93 @@ impl Cache {
     }
 }
 
-/// The 22 standard firmware events (type 15, codes 0..=21).
+/// The 22 standard firmware events (type 15, codes 0..=21; the codes are
+/// `sbi-spec`'s `firmware_event` constants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 #[allow(missing_docs)] // variants are the spec's SBI_PMU_FW_* names
 pub enum FwEvent {
-    MisalignedLoad = 0,
-    MisalignedStore = 1,
-    AccessLoad = 2,
-    AccessStore = 3,
-    IllegalInsn = 4,
-    SetTimer = 5,
-    IpiSent = 6,
-    IpiReceived = 7,
-    FenceISent = 8,
-    FenceIReceived = 9,
-    SfenceVmaSent = 10,
-    SfenceVmaReceived = 11,
-    SfenceVmaAsidSent = 12,
-    SfenceVmaAsidReceived = 13,
-    HfenceGvmaSent = 14,
-    HfenceGvmaReceived = 15,
-    HfenceGvmaVmidSent = 16,
-    HfenceGvmaVmidReceived = 17,
-    HfenceVvmaSent = 18,
-    HfenceVvmaReceived = 19,
-    HfenceVvmaAsidSent = 20,
-    HfenceVvmaAsidReceived = 21,
+    MisalignedLoad = fw::MISALIGNED_LOAD as u8,
+    MisalignedStore = fw::MISALIGNED_STORE as u8,
+    AccessLoad = fw::ACCESS_LOAD as u8,
+    AccessStore = fw::ACCESS_STORE as u8,
+    IllegalInsn = fw::ILLEGAL_INSN as u8,
+    SetTimer = fw::SET_TIMER as u8,
+    IpiSent = fw::IPI_SENT as u8,
+    IpiReceived = fw::IPI_RECEIVED as u8,
+    FenceISent = fw::FENCE_I_SENT as u8,
+    FenceIReceived = fw::FENCE_I_RECEIVED as u8,
+    SfenceVmaSent = fw::SFENCE_VMA_SENT as u8,
+    SfenceVmaReceived = fw::SFENCE_VMA_RECEIVED as u8,
+    SfenceVmaAsidSent = fw::SFENCE_VMA_ASID_SENT as u8,
+    SfenceVmaAsidReceived = fw::SFENCE_VMA_ASID_RECEIVED as u8,
+    HfenceGvmaSent = fw::HFENCE_GVMA_SENT as u8,
+    HfenceGvmaReceived = fw::HFENCE_GVMA_RECEIVED as u8,
+    HfenceGvmaVmidSent = fw::HFENCE_GVMA_VMID_SENT as u8,
+    HfenceGvmaVmidReceived = fw::HFENCE_GVMA_VMID_RECEIVED as u8,
+    HfenceVvmaSent = fw::HFENCE_VVMA_SENT as u8,
+    HfenceVvmaReceived = fw::HFENCE_VVMA_RECEIVED as u8,
+    HfenceVvmaAsidSent = fw::HFENCE_VVMA_ASID_SENT as u8,
+    HfenceVvmaAsidReceived = fw::HFENCE_VVMA_ASID_RECEIVED as u8,
 }
 
 /// Number of standard firmware events.
-pub const FW_EVENT_COUNT: usize = 22;
+pub const FW_EVENT_COUNT: usize = fw::HFENCE_VVMA_ASID_RECEIVED + 1;
 
-const FW_NAMES: [&str; FW_EVENT_COUNT] = [
-    "MISALIGNED_LOAD",
-    "MISALIGNED_STORE",
-    "ACCESS_LOAD",
-    "ACCESS_STORE",
-    "ILLEGAL_INSN",
-    "SET_TIMER",
-    "IPI_SENT",
-    "IPI_RECEIVED",
-    "FENCE_I_SENT",
-    "FENCE_I_RECEIVED",
-    "SFENCE_VMA_SENT",
-    "SFENCE_VMA_RECEIVED",
-    "SFENCE_VMA_ASID_SENT",
-    "SFENCE_VMA_ASID_RECEIVED",
-    "HFENCE_GVMA_SENT",
-    "HFENCE_GVMA_RECEIVED",
-    "HFENCE_GVMA_VMID_SENT",
-    "HFENCE_GVMA_VMID_RECEIVED",
-    "HFENCE_VVMA_SENT",
-    "HFENCE_VVMA_RECEIVED",
-    "HFENCE_VVMA_ASID_SENT",
-    "HFENCE_VVMA_ASID_RECEIVED",
+/// The standard firmware events in code order (entry `n` has code `n`),
+/// each with the spec's name without the `SBI_PMU_FW_` prefix: the one
+/// table of them in this workspace that code should use.
+pub const FW_EVENTS: [(FwEvent, &str); FW_EVENT_COUNT] = [
+    (FwEvent::MisalignedLoad, "MISALIGNED_LOAD"),
+    (FwEvent::MisalignedStore, "MISALIGNED_STORE"),
+    (FwEvent::AccessLoad, "ACCESS_LOAD"),
+    (FwEvent::AccessStore, "ACCESS_STORE"),
+    (FwEvent::IllegalInsn, "ILLEGAL_INSN"),
+    (FwEvent::SetTimer, "SET_TIMER"),
+    (FwEvent::IpiSent, "IPI_SENT"),
+    (FwEvent::IpiReceived, "IPI_RECEIVED"),
+    (FwEvent::FenceISent, "FENCE_I_SENT"),
+    (FwEvent::FenceIReceived, "FENCE_I_RECEIVED"),
+    (FwEvent::SfenceVmaSent, "SFENCE_VMA_SENT"),
+    (FwEvent::SfenceVmaReceived, "SFENCE_VMA_RECEIVED"),
+    (FwEvent::SfenceVmaAsidSent, "SFENCE_VMA_ASID_SENT"),
+    (FwEvent::SfenceVmaAsidReceived, "SFENCE_VMA_ASID_RECEIVED"),
+    (FwEvent::HfenceGvmaSent, "HFENCE_GVMA_SENT"),
+    (FwEvent::HfenceGvmaReceived, "HFENCE_GVMA_RECEIVED"),
+    (FwEvent::HfenceGvmaVmidSent, "HFENCE_GVMA_VMID_SENT"),
+    (FwEvent::HfenceGvmaVmidReceived, "HFENCE_GVMA_VMID_RECEIVED"),
+    (FwEvent::HfenceVvmaSent, "HFENCE_VVMA_SENT"),
+    (FwEvent::HfenceVvmaReceived, "HFENCE_VVMA_RECEIVED"),
+    (FwEvent::HfenceVvmaAsidSent, "HFENCE_VVMA_ASID_SENT"),
+    (FwEvent::HfenceVvmaAsidReceived, "HFENCE_VVMA_ASID_RECEIVED"),
 ];
+
+// The table is in code order (what `from_code` and `name` rely on).
+const _: () = {
+    let mut i = 0;
+    while i < FW_EVENT_COUNT {
+        assert!(FW_EVENTS[i].0 as usize == i);
+        i += 1;
+    }
+};
 
 impl FwEvent {
     /// The event for a standard code 0..=21.
+    #[inline]
     pub fn from_code(code: u16) -> Option<FwEvent> {
-        if (code as usize) < FW_EVENT_COUNT {
+        Self::from_u64(code as u64)
+    }
+
+    /// The standard firmware event an `event_idx` names (type 15, code
+    /// 0..=21), if it names one: one xor and one compare.
+    #[inline(always)]
+    pub fn from_event_idx(event_idx: u64) -> Option<FwEvent> {
+        Self::from_u64(event_idx ^ event_idx_of(kind::FIRMWARE, 0))
+    }
+
+    #[inline(always)]
+    fn from_u64(code: u64) -> Option<FwEvent> {
+        if code < FW_EVENT_COUNT as u64 {
             // SAFETY: FwEvent is repr(u8) with contiguous discriminants 0..=21.
             Some(unsafe { core::mem::transmute::<u8, FwEvent>(code as u8) })
         } else {
@@ -191,20 +253,36 @@ impl FwEvent {
         }
     }
 
+    /// The event's code (`event_idx[15:0]`).
+    pub const fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The event's `event_idx` (type 15).
+    pub const fn event_idx(self) -> u32 {
+        event_idx(kind::FIRMWARE, self as u16)
+    }
+
     /// Spec name without the `SBI_PMU_FW_` prefix.
     pub fn name(self) -> &'static str {
-        FW_NAMES[self as usize]
+        FW_EVENTS[self as usize].1
     }
 
     /// Iterate over all 22 standard firmware events.
     pub fn all() -> impl Iterator<Item = FwEvent> {
-        (0..FW_EVENT_COUNT as u16).filter_map(FwEvent::from_code)
+        FW_EVENTS.iter().map(|e| e.0)
     }
 }
 
-/// Firmware event code of `SBI_PMU_FW_PLATFORM`.
-pub const FW_PLATFORM_CODE: u16 = 0xFFFF;
-/// First implementation-specific firmware event code.
+/// `event_idx(ty, code)` as a register value.
+const fn event_idx_of(ty: u8, code: u16) -> u64 {
+    event_idx(ty, code) as u64
+}
+
+/// Firmware event code of `SBI_PMU_FW_PLATFORM` (`sbi-spec`).
+pub const FW_PLATFORM_CODE: u16 = fw::PLATFORM as u16;
+/// First implementation-specific firmware event code (the spec's table;
+/// `sbi-spec` 0.0.9 does not name it).
 pub const FW_IMPL_FIRST: u16 = 256;
 
 /// Any well-formed SBI PMU event: `event_idx` plus the `event_data` it uses.
@@ -234,11 +312,50 @@ impl Event {
     /// the platform can count the event is a separate question (the engine
     /// answers [`Error::NotSupported`] for that).
     pub fn decode(event_idx: u64, event_data: u64) -> Result<Event, Error> {
-        if event_idx & !EVENT_IDX_MASK != 0 {
+        Self::decode_inline(event_idx, event_data)
+    }
+
+    /// Check `event_idx` and `event_data` as [`Self::decode`] does, without
+    /// building the event (for calls that only need it to be well formed,
+    /// e.g. config_matching with SKIP_MATCH). Inline, so that a caller's
+    /// registers need not survive a call.
+    #[inline(always)]
+    pub fn check(event_idx: u64, event_data: u64) -> Result<(), Error> {
+        // General events (type 0, so no bit above 15) first, without the
+        // decoder's jump table: the counters re-configured in place are
+        // Linux's cycles and instructions far more than any other.
+        if event_idx >> 16 == kind::GENERAL as u64 {
+            return match General::from_code(event_idx as u16) {
+                Some(_) if event_data == 0 => Ok(()),
+                _ => Err(Error::InvalidParam),
+            };
+        }
+        Self::decode_inline(event_idx, event_data).map(drop)
+    }
+
+    /// Decode an event-info entry (`sbi_pmu_event_get_info`): its
+    /// `event_data` is only read for the event types that use it (raw, raw
+    /// v2 and the platform firmware event) and is taken as 0 for the others,
+    /// whatever the supervisor left there.
+    #[inline]
+    pub fn decode_info(event_idx: u32, event_data: u64) -> Result<Event, Error> {
+        let data = match type_of(event_idx) {
+            ty if ty == kind::RAW as u32 || ty == kind::RAW_V2 as u32 => event_data,
+            ty if ty == kind::FIRMWARE as u32 && code_of(event_idx) == FW_PLATFORM_CODE => {
+                event_data
+            }
+            _ => 0,
+        };
+        Self::decode(event_idx as u64, data)
+    }
+
+    #[inline(always)]
+    fn decode_inline(event_idx: u64, event_data: u64) -> Result<Event, Error> {
+        if reserved_bits(event_idx) {
             return Err(Error::InvalidParam);
         }
-        let ty = (event_idx >> 16) as u8;
-        let code = event_idx as u16;
+        let ty = type_of(event_idx as u32) as u8;
+        let code = code_of(event_idx as u32);
         let no_data = |e: Event| {
             if event_data == 0 {
                 Ok(e)
@@ -281,7 +398,7 @@ impl Event {
             Event::FirmwareImpl(c) => (kind::FIRMWARE, c),
             Event::FirmwarePlatform(_) => (kind::FIRMWARE, FW_PLATFORM_CODE),
         };
-        (ty as u32) << 16 | code as u32
+        event_idx(ty, code)
     }
 
     /// The `event_data` this event carries (zero where the spec reserves it).
@@ -380,6 +497,102 @@ mod tests {
         assert_eq!(Event::decode(0xFFFFE, 0), Ok(Event::FirmwareImpl(65534)));
         assert_eq!(Event::decode(0xFFFFF, 42), Ok(Event::FirmwarePlatform(42)));
         assert_eq!(Event::decode(0xF0005, 1), Err(Error::InvalidParam));
+    }
+
+    #[test]
+    fn check_agrees_with_decode() {
+        let data = [
+            0u64,
+            1,
+            0xab_0000,
+            1 << 47,
+            1 << 48,
+            1 << 55,
+            1 << 56,
+            u64::MAX,
+        ];
+        let extra = [1u64 << 20, 1 << 31, 1 << 32, 1 << 63];
+        for idx in (0..=EVENT_IDX_MASK).chain(extra.iter().flat_map(|b| [b | 1, b | 0xF0005])) {
+            for d in data {
+                assert_eq!(
+                    Event::check(idx, d),
+                    Event::decode(idx, d).map(drop),
+                    "{idx:#x} {d:#x}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn standard_firmware_events_from_event_idx() {
+        for idx in (0..=EVENT_IDX_MASK).chain([1 << 32 | 0xF0005, 1 << 63 | 0xF0000]) {
+            let want = match Event::decode(idx, 0) {
+                Ok(Event::Firmware(e)) => Some(e),
+                _ => None,
+            };
+            assert_eq!(FwEvent::from_event_idx(idx), want, "{idx:#x}");
+        }
+        for (code, &(e, name)) in FW_EVENTS.iter().enumerate() {
+            assert_eq!(e.code() as usize, code);
+            assert_eq!(e.event_idx(), 0xF0000 | code as u32);
+            assert_eq!(e.name(), name);
+            assert_eq!(FwEvent::from_code(code as u16), Some(e));
+        }
+        assert_eq!(FwEvent::all().count(), 22);
+        assert_eq!(FwEvent::from_code(22), None);
+    }
+
+    #[test]
+    fn numbers_are_sbi_spec_s() {
+        use sbi_spec::pmu::{event_type, firmware_event, hardware_event};
+        assert_eq!(General::CpuCycles as usize, hardware_event::CPU_CYCLES);
+        assert_eq!(
+            General::RefCpuCycles as usize,
+            hardware_event::REF_CPU_CYCLES
+        );
+        assert_eq!(FwEvent::SetTimer as usize, firmware_event::SET_TIMER);
+        assert_eq!(FW_EVENT_COUNT, 22);
+        assert_eq!(FW_PLATFORM_CODE, 0xFFFF);
+        assert_eq!(event_idx(kind::FIRMWARE, 5), 0xF0005);
+        assert_eq!(kind::RAW_V2 as usize, event_type::HARDWARE_RAW_V2);
+        assert_eq!(
+            (CACHE_IDS.len(), CACHE_OPS.len(), CACHE_RESULTS.len()),
+            (7, 3, 2)
+        );
+    }
+
+    #[test]
+    fn event_info_entries_read_event_data_only_where_it_is_used() {
+        // Garbage in event_data is ignored for general, cache and standard
+        // or implementation-specific firmware events ...
+        assert_eq!(
+            Event::decode_info(0x1, 7),
+            Ok(Event::General(General::CpuCycles))
+        );
+        assert!(matches!(
+            Event::decode_info(0x10019, 7),
+            Ok(Event::Cache(_))
+        ));
+        assert_eq!(
+            Event::decode_info(0xF0005, 7),
+            Ok(Event::Firmware(FwEvent::SetTimer))
+        );
+        assert_eq!(Event::decode_info(0xF0100, 7), Ok(Event::FirmwareImpl(256)));
+        // ... and used for raw events and the platform firmware event.
+        assert_eq!(Event::decode_info(0x20000, 7), Ok(Event::Raw(7)));
+        assert_eq!(
+            Event::decode_info(0x30000, 1 << 55),
+            Ok(Event::RawV2(1 << 55))
+        );
+        assert_eq!(
+            Event::decode_info(0x20000, 1 << 48),
+            Err(Error::InvalidParam)
+        );
+        assert_eq!(
+            Event::decode_info(0xFFFFF, 7),
+            Ok(Event::FirmwarePlatform(7))
+        );
+        assert_eq!(Event::decode_info(0x100001, 0), Err(Error::InvalidParam));
     }
 
     #[test]
