@@ -256,13 +256,19 @@ impl CounterLayout {
 
     /// `counter_info` for a caller's index.
     pub fn info(&self, idx: u64) -> Result<CounterInfo, Error> {
-        Ok(match self.resolve(idx)?.1 {
+        Ok(self.counter_info(self.resolve(idx)?.1))
+    }
+
+    /// `counter_info` of a counter of this layout.
+    #[inline]
+    pub fn counter_info(&self, c: Counter) -> CounterInfo {
+        match c {
             Counter::Hw(i) => CounterInfo::Hardware {
                 csr: CSR_CYCLE + i as u16,
-                width: self.hw_width[i as usize],
+                width: self.hw_width[i as usize % HW_SLOTS],
             },
             Counter::Fw(_) => CounterInfo::Firmware { width: 64 },
-        })
+        }
     }
 
     /// Validate `counter_idx_base` + `counter_idx_mask`: a non-empty mask

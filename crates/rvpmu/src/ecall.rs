@@ -1,10 +1,19 @@
-//! The SBI boundary: raw `a0..a5` + FID in, `SbiRet` out. Everything past
-//! this point is typed.
+//! The SBI boundary: raw `a0..a5` + FID in, `SbiRet` out. This is the only
+//! place that sees raw register values: each function parses its
+//! arguments into typed values ([`CounterSet`], [`Event`],
+//! [`Counter`](crate::counter::Counter), the flags as
+//! `sbi-spec`'s bitflags with no undefined bit, [`InitialValue`], the
+//! shared-memory areas) and answers a call that cannot be typed with the
+//! spec's error itself; [`Pmu`] and [`StealTime`] only ever see typed
+//! values.
 
-use crate::hart::Pmu;
+use crate::counter::CounterSet;
+use crate::event::{Event, FwEvent};
+use crate::hart::{CounterCfgFlags, CounterStartFlags, CounterStopFlags, InitialValue, Pmu};
 use crate::hw::Hpm;
 use crate::mem::SupervisorMemory;
-use crate::sta::StealTime;
+use crate::snapshot::{event_info, SnapshotArea};
+use crate::sta::{StaArea, StealTime};
 use crate::Error;
 pub use sbi_spec::binary::SbiRet;
 use sbi_spec::pmu as fid;
@@ -22,7 +31,7 @@ fn ret(r: Result<u64, Error>) -> SbiRet {
             value: v as usize,
         },
         Err(e) => SbiRet {
-            error: e.code() as usize,
+            error: e.ret_code(),
             value: 0,
         },
     }
@@ -69,27 +78,87 @@ fn pmu_function<H: Hpm, M: SupervisorMemory>(function: usize) -> PmuFunction<H, 
 macro_rules! pmu_fn {
     ($name:ident, |$a0:ident, $a1:ident, $a2:ident, $a3:ident, $a4:ident, $pmu:ident| $body:expr) => {
         #[inline(never)]
-        #[allow(unused_variables)]
         extern "C" fn $name<H: Hpm, M: SupervisorMemory>(
-            $a0: u64,
-            $a1: u64,
-            $a2: u64,
-            $a3: u64,
-            $a4: u64,
-            $pmu: &mut Pmu<'_, H, M>,
+            a0: u64,
+            a1: u64,
+            a2: u64,
+            a3: u64,
+            a4: u64,
+            pmu: &mut Pmu<'_, H, M>,
         ) -> SbiRet {
-            ret($body)
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn body<H: Hpm, M: SupervisorMemory>(
+                $a0: u64,
+                $a1: u64,
+                $a2: u64,
+                $a3: u64,
+                $a4: u64,
+                $pmu: &mut Pmu<'_, H, M>,
+            ) -> Result<u64, Error> {
+                $body
+            }
+            ret(body(a0, a1, a2, a3, a4, pmu))
         }
     };
+}
+
+/// `config_flags`, `start_flags`, `stop_flags`: no bit the spec leaves
+/// undefined, or INVALID_PARAM.
+#[inline(always)]
+fn cfg_flags(flags: u64) -> Result<CounterCfgFlags, Error> {
+    CounterCfgFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)
+}
+#[inline(always)]
+fn start_flags(flags: u64) -> Result<CounterStartFlags, Error> {
+    CounterStartFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)
+}
+#[inline(always)]
+fn stop_flags(flags: u64) -> Result<CounterStopFlags, Error> {
+    CounterStopFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)
+}
+
+/// `counter_idx_base` + `counter_idx_mask` as a set of this hart's
+/// counters, or INVALID_PARAM.
+#[inline(always)]
+fn counter_set<H: Hpm, M: SupervisorMemory>(
+    pmu: &Pmu<'_, H, M>,
+    base: u64,
+    mask: u64,
+) -> Result<CounterSet, Error> {
+    pmu.layout().set(base, mask)
 }
 
 pmu_fn!(num_counters, |a0, a1, a2, a3, a4, pmu| Ok(
     pmu.num_counters() as u64
 ));
-pmu_fn!(counter_get_info, |idx, a1, a2, a3, a4, pmu| pmu
-    .counter_get_info(idx));
-/// FID 2: the two paths of `Pmu::counter_config_matching`, each its own
-/// function reached by a tail call.
+pmu_fn!(counter_get_info, |idx, a1, a2, a3, a4, pmu| {
+    let (_, counter) = pmu.layout().resolve(idx)?;
+    Ok(pmu.counter_get_info(counter).encode())
+});
+
+/// The standard firmware event of a config_matching request that names one
+/// with valid flags and no SKIP_MATCH (what Linux asks for every firmware
+/// event it counts): one xor and three compares on the raw registers.
+#[inline(always)]
+fn standard_fw_request(flags: u64, event_idx: u64, event_data: u64) -> bool {
+    let no_skip = (CounterCfgFlags::all().bits() & !CounterCfgFlags::SKIP_MATCH.bits()) as u64;
+    FwEvent::from_event_idx(event_idx).is_some() && event_data == 0 && flags & !no_skip == 0
+}
+
+/// The code of a standard firmware event's `event_idx`.
+#[inline(always)]
+fn fw_code(event_idx: u64) -> u64 {
+    FwEvent::from_event_idx(event_idx).map_or(u64::MAX, |e| e.code() as u64)
+}
+
+/// FID 2, in three paths, each its own function reached by a tail call:
+/// a standard firmware event without SKIP_MATCH (the common firmware
+/// case, [`Pmu::config_standard_fw`]), SKIP_MATCH (re-configuring in
+/// place, [`Pmu::config_in_place`]: a leaf, no event decode kept), and
+/// every other request. All three give the answers of
+/// [`Pmu::counter_config_matching`]; the reference model (tests/model.rs)
+/// drives them all.
 #[inline(never)]
 extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
     base: u64,
@@ -99,34 +168,87 @@ extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
     data: u64,
     pmu: &mut Pmu<'_, H, M>,
 ) -> SbiRet {
-    if Pmu::<H, M>::standard_fw_request(flags, idx, data).is_some() {
-        config_matching_fw(base, mask, flags, idx, data, pmu)
+    if standard_fw_request(flags, idx, data) {
+        // The event is passed as its code (0..=21).
+        config_matching_fw(base, mask, flags, fw_code(idx), data, pmu)
+    } else if flags & CounterCfgFlags::SKIP_MATCH.bits() as u64 != 0 {
+        config_matching_in_place(base, mask, flags, idx, data, pmu)
     } else {
         config_matching_general(base, mask, flags, idx, data, pmu)
     }
 }
-pmu_fn!(config_matching_fw, |base, mask, flags, idx, data, pmu| pmu
-    .config_standard_fw(base, mask, flags, idx as u16));
+pmu_fn!(config_matching_fw, |base, mask, flags, code, data, pmu| {
+    let set = counter_set(pmu, base, mask)?;
+    // `config_matching` found both valid.
+    let Some(ev) = FwEvent::from_code(code as u16) else {
+        return Err(Error::InvalidParam);
+    };
+    let flags = CounterCfgFlags::from_bits_retain(flags as usize);
+    pmu.config_standard_fw(&set, flags, ev)
+});
+pmu_fn!(
+    config_matching_in_place,
+    |base, mask, flags, idx, data, pmu| {
+        // The flags, the set and the event all answer INVALID_PARAM when
+        // malformed, so the order of the checks does not show.
+        let flags = cfg_flags(flags)?;
+        let set = counter_set(pmu, base, mask)?;
+        Event::check(idx, data)?;
+        pmu.config_in_place(&set, flags)
+    }
+);
 pmu_fn!(
     config_matching_general,
-    |base, mask, flags, idx, data, pmu| pmu.config_general(base, mask, flags, idx, data)
+    |base, mask, flags, idx, data, pmu| {
+        // The event is decoded first, while the least is live across the call.
+        let decoded = Event::decode(idx, data);
+        let flags = cfg_flags(flags)?;
+        let set = counter_set(pmu, base, mask)?;
+        // By reference: moving the event out of the Result costs a
+        // field-by-field copy.
+        let ev = decoded.as_ref().map_err(|e| *e)?;
+        pmu.config_match(&set, flags, ev)
+    }
 );
-pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu| pmu
-    .counter_start(base, mask, flags, value)
-    .map(|_| 0));
-pmu_fn!(counter_stop, |base, mask, flags, a3, a4, pmu| pmu
-    .counter_stop(base, mask, flags)
-    .map(|_| 0));
-pmu_fn!(counter_fw_read, |idx, a1, a2, a3, a4, pmu| pmu
-    .counter_fw_read(idx));
-pmu_fn!(counter_fw_read_hi, |idx, a1, a2, a3, a4, pmu| pmu
-    .counter_fw_read_hi(idx));
-pmu_fn!(snapshot_set_shmem, |lo, hi, flags, a3, a4, pmu| pmu
-    .snapshot_set_shmem(lo, hi, flags)
-    .map(|_| 0));
-pmu_fn!(event_get_info, |lo, hi, num, flags, a4, pmu| pmu
-    .event_get_info(lo, hi, num, flags)
-    .map(|_| 0));
+pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu| {
+    let value = InitialValue::from_flags(start_flags(flags)?, value)?;
+    let set = counter_set(pmu, base, mask)?;
+    pmu.counter_start(&set, value).map(|_| 0)
+});
+pmu_fn!(counter_stop, |base, mask, flags, a3, a4, pmu| {
+    let flags = stop_flags(flags)?;
+    let set = counter_set(pmu, base, mask)?;
+    pmu.counter_stop(&set, flags).map(|_| 0)
+});
+pmu_fn!(counter_fw_read, |idx, a1, a2, a3, a4, pmu| {
+    let (_, counter) = pmu.layout().resolve(idx)?;
+    pmu.counter_fw_read(counter)
+});
+pmu_fn!(counter_fw_read_hi, |idx, a1, a2, a3, a4, pmu| {
+    let (_, counter) = pmu.layout().resolve(idx)?;
+    pmu.counter_fw_read_hi(counter)
+});
+pmu_fn!(snapshot_set_shmem, |lo, hi, flags, a3, a4, pmu| {
+    // A function not offered answers NOT_SUPPORTED whatever its arguments.
+    if !pmu.snapshot_offered() {
+        return Err(Error::NotSupported);
+    }
+    if flags != 0 {
+        return Err(Error::InvalidParam);
+    }
+    let area = SnapshotArea::parse(lo, hi)?;
+    pmu.snapshot_set_shmem(area).map(|_| 0)
+});
+pmu_fn!(event_get_info, |lo, hi, num, flags, a4, pmu| {
+    if flags != 0 {
+        return Err(Error::InvalidParam);
+    }
+    match event_info::Entries::parse(lo, hi, num)? {
+        Some(entries) => pmu.event_get_info(entries).map(|_| 0),
+        // No entry to update, no memory to touch.
+        None => Ok(0),
+    }
+});
 pmu_fn!(not_supported, |a0, a1, a2, a3, a4, pmu| Err(
     Error::NotSupported
 ));
@@ -139,9 +261,23 @@ pub fn sta<M: SupervisorMemory + ?Sized>(
     a: [usize; 6],
 ) -> SbiRet {
     ret(match function {
-        sbi_spec::sta::SET_SHMEM => sta
-            .set_shmem(mem, a[0] as u64, a[1] as u64, a[2] as u64)
-            .map(|_| 0),
+        sbi_spec::sta::SET_SHMEM => sta_set_shmem(sta, mem, a[0] as u64, a[1] as u64, a[2] as u64),
         _ => Err(Error::NotSupported),
     })
+}
+
+/// STA FID 0: `flags` must be 0, then the area.
+#[inline(always)]
+fn sta_set_shmem<M: SupervisorMemory + ?Sized>(
+    sta: &mut StealTime,
+    mem: &mut M,
+    lo: u64,
+    hi: u64,
+    flags: u64,
+) -> Result<u64, Error> {
+    if flags != 0 {
+        return Err(Error::InvalidParam);
+    }
+    let area = StaArea::parse(lo, hi)?;
+    sta.set_shmem(mem, area).map(|_| 0)
 }

@@ -1,19 +1,53 @@
 //! The per-hart PMU engine: the semantics of the nine SBI PMU functions.
 //!
-//! Every call validates all of its arguments before it changes anything
-//! (so an error leaves the state untouched), then acts. Counter state is
-//! kept as bitmaps over canonical logical indices (see [`crate::counter`]).
+//! Every function takes typed values only ([`CounterSet`], [`Event`],
+//! [`Counter`], the flags as `sbi-spec`'s bitflags with no undefined bit,
+//! [`InitialValue`], the shared-memory areas); [`crate::ecall`] builds them
+//! from the registers and answers a call that cannot be typed itself. Every
+//! function checks the state before it changes anything (so an error leaves
+//! the state untouched), then acts. Counter state is kept as bitmaps over
+//! canonical logical indices (see [`crate::counter`]).
 
 use crate::counter::{
-    BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
+    BitIter, Counter, CounterInfo, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
 use crate::dt::EventMap;
-use crate::event::{kind, Event, FwEvent, FW_EVENT_COUNT};
+use crate::event::{Event, FwEvent, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
-use crate::mem::{shmem_address, SupervisorMemory};
-use crate::snapshot::{self, SNAPSHOT_SIZE};
+use crate::mem::SupervisorMemory;
+use crate::snapshot::{self, event_info, SnapshotArea, SNAPSHOT_SIZE};
 use crate::Error;
-use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
+pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
+
+/// What counter_start gives the counters it starts: `start_flags` and
+/// `initial_value` of `sbi_pmu_counter_start`, typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialValue {
+    /// No flag: each counter keeps its value.
+    Current,
+    /// SBI_PMU_START_SET_INIT_VALUE: every counter gets this value.
+    Value(u64),
+    /// SBI_PMU_START_FLAG_INIT_SNAPSHOT: each counter gets its value from
+    /// the snapshot area.
+    Snapshot,
+}
+
+impl InitialValue {
+    /// Type valid start flags: INIT_VALUE and INIT_SNAPSHOT together are
+    /// INVALID_PARAM (the spec calls them mutually exclusive).
+    #[inline(always)]
+    pub fn from_flags(flags: CounterStartFlags, initial_value: u64) -> Result<Self, Error> {
+        if flags.contains(CounterStartFlags::INIT_VALUE | CounterStartFlags::INIT_SNAPSHOT) {
+            Err(Error::InvalidParam)
+        } else if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
+            Ok(InitialValue::Snapshot)
+        } else if flags.contains(CounterStartFlags::INIT_VALUE) {
+            Ok(InitialValue::Value(initial_value))
+        } else {
+            Ok(InitialValue::Current)
+        }
+    }
+}
 
 /// ISA features that change what the engine can do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -270,9 +304,15 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         self.layout.num_counters()
     }
 
-    /// FID 1.
-    pub fn counter_get_info(&self, idx: u64) -> Result<u64, Error> {
-        Ok(self.layout.info(idx)?.encode())
+    /// FID 1 (`counter` from [`CounterLayout::resolve`]).
+    pub fn counter_get_info(&self, counter: Counter) -> CounterInfo {
+        self.layout.counter_info(counter)
+    }
+
+    /// Whether FID 7 (the counter snapshot) is offered; if not, it answers
+    /// NOT_SUPPORTED whatever its arguments.
+    pub fn snapshot_offered(&self) -> bool {
+        self.cfg.snapshot
     }
 
     /// Counters that are configured: mapped by config_matching, or a fixed
@@ -342,54 +382,54 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// FID 2: find a free counter in the set able to count the event,
-    /// program it and return its index (in the caller's index space).
+    /// program it and return its index (in the caller's index space); with
+    /// SKIP_MATCH, re-configure the set's first counter in place.
     #[inline(always)]
     pub fn counter_config_matching(
         &mut self,
-        base: u64,
-        mask: u64,
-        flags: u64,
-        event_idx: u64,
-        event_data: u64,
+        set: &CounterSet,
+        flags: CounterCfgFlags,
+        ev: &Event,
     ) -> Result<u64, Error> {
-        match Self::standard_fw_request(flags, event_idx, event_data) {
-            Some(code) => self.config_standard_fw(base, mask, flags, code),
-            None => self.config_general(base, mask, flags, event_idx, event_data),
+        if flags.contains(CounterCfgFlags::SKIP_MATCH) {
+            self.config_in_place(set, flags)
+        } else {
+            self.config_match(set, flags, ev)
         }
     }
 
-    /// The firmware event code (0..=21) when a config_matching request
-    /// names a standard firmware event with valid flags and no SKIP_MATCH
-    /// (what Linux asks for every firmware event it counts). Such requests
-    /// take a path of their own, [`Self::config_standard_fw`]: firmware
-    /// events are cheap for any firmware to map, and the general path's
-    /// event decode and hardware lookups would cost more than the rest of
-    /// the call. Both paths give the same answers (the reference model in
-    /// tests/model.rs drives both).
+    /// config_matching with SKIP_MATCH: the set's first counter (lowest
+    /// mask bit) must be configured; it keeps its programming (the event,
+    /// checked by the caller, is not looked at), then CLEAR_VALUE and
+    /// AUTO_START apply. A leaf: no calls, so no callee-saved registers.
     #[inline(always)]
-    pub(crate) fn standard_fw_request(flags: u64, event_idx: u64, event_data: u64) -> Option<u16> {
-        let code = event_idx ^ (kind::FIRMWARE as u64) << 16;
-        let no_skip = (CounterCfgFlags::all().bits() & !CounterCfgFlags::SKIP_MATCH.bits()) as u64;
-        (code < FW_EVENT_COUNT as u64 && event_data == 0 && flags & !no_skip == 0)
-            .then_some(code as u16)
+    pub(crate) fn config_in_place(
+        &mut self,
+        set: &CounterSet,
+        flags: CounterCfgFlags,
+    ) -> Result<u64, Error> {
+        let c = set.first();
+        if !self.configured(c) {
+            return Err(Error::InvalidParam);
+        }
+        Ok(self.matched(set, c, flags))
     }
 
-    /// config_matching for standard firmware event `code` (0..=21) with
-    /// valid flags that do not include SKIP_MATCH, as
-    /// [`Self::standard_fw_request`] found it.
+    /// config_matching for standard firmware event `ev` with flags that do
+    /// not include SKIP_MATCH: what Linux asks for every firmware event it
+    /// counts, given a path of its own by [`crate::ecall`]. Firmware events
+    /// are cheap for any firmware to map, and the general path's hardware
+    /// lookups would cost more than the rest of the call. Same answers as
+    /// [`Self::config_match`] (the reference model in tests/model.rs drives
+    /// both).
     #[inline(always)]
     pub(crate) fn config_standard_fw(
         &mut self,
-        base: u64,
-        mask: u64,
-        flags: u64,
-        code: u16,
+        set: &CounterSet,
+        flags: CounterCfgFlags,
+        ev: FwEvent,
     ) -> Result<u64, Error> {
-        let set = self.layout.set(base, mask)?;
-        let Some(ev) = FwEvent::from_code(code) else {
-            return Err(Error::InvalidParam);
-        };
-        if self.cfg.fw_events.standard & (1 << code) == 0 {
+        if self.cfg.fw_events.standard & (1 << ev as u32) == 0 {
             return Err(Error::NotSupported);
         }
         let free = set.members() & self.layout.fw_mask() & !self.allocated & !self.started;
@@ -403,7 +443,6 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         self.allocated |= 1 << c;
         self.map_fw(f, FwSel::Standard(ev));
         // `matched`, specialised: no CSR path, nothing out of line.
-        let flags = CounterCfgFlags::from_bits_retain(flags as usize);
         if flags.contains(CounterCfgFlags::CLEAR_VALUE) {
             self.fw_value[f] = 0;
         }
@@ -413,41 +452,22 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         Ok(set.caller_index(c))
     }
 
-    /// config_matching for every request (see
-    /// [`Self::counter_config_matching`]).
+    /// config_matching without SKIP_MATCH, for any event.
     #[inline(always)]
-    pub(crate) fn config_general(
+    pub(crate) fn config_match(
         &mut self,
-        base: u64,
-        mask: u64,
-        flags: u64,
-        event_idx: u64,
-        event_data: u64,
+        set: &CounterSet,
+        flags: CounterCfgFlags,
+        ev: &Event,
     ) -> Result<u64, Error> {
-        // The flags, the set and the event all answer INVALID_PARAM when
-        // malformed, so the order of the checks does not show: the event
-        // is decoded first, while the least is live across the call.
-        let decoded = Event::decode(event_idx, event_data);
-        let flags = CounterCfgFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
-        let set = self.layout.set(base, mask)?;
-        // By reference: moving the event out of the Result costs a
-        // field-by-field copy.
-        let ev = decoded.as_ref().map_err(|e| *e)?;
-
-        let c = if flags.contains(CounterCfgFlags::SKIP_MATCH) {
-            let c = set.first();
-            if !self.configured(c) {
-                return Err(Error::InvalidParam);
-            }
-            c
-        } else if ev.is_hardware() {
+        let c = if ev.is_hardware() {
             // Out of line: the event map lookups are calls, and the
             // registers they need would otherwise be saved for every event.
-            self.match_hw(&set, ev, flags)?
+            self.match_hw(set, ev, flags)?
         } else {
-            self.match_event::<false>(&set, ev, flags)?
+            self.match_event::<false>(set, ev, flags)?
         };
-        Ok(self.matched(&set, c, flags))
+        Ok(self.matched(set, c, flags))
     }
 
     /// `match_event` for hardware events.
@@ -648,30 +668,20 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// FID 3.
-    pub fn counter_start(
-        &mut self,
-        base: u64,
-        mask: u64,
-        flags: u64,
-        initial_value: u64,
-    ) -> Result<(), Error> {
-        let flags = CounterStartFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
-        if flags.contains(CounterStartFlags::INIT_VALUE | CounterStartFlags::INIT_SNAPSHOT) {
-            return Err(Error::InvalidParam);
-        }
-        let set = self.layout.set(base, mask)?;
+    #[inline(always)]
+    pub fn counter_start(&mut self, set: &CounterSet, value: InitialValue) -> Result<(), Error> {
         if set.members() & !self.configured_mask() != 0 {
             return Err(Error::InvalidParam);
         }
         // The common paths make no calls (CSR accesses are inline asm), so
         // they need no callee-saved registers; reading the snapshot does.
-        let already = if flags.contains(CounterStartFlags::INIT_SNAPSHOT) {
-            let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
-            self.start_from_snapshot(&set, area)?
-        } else if flags.contains(CounterStartFlags::INIT_VALUE) {
-            self.start_members(&set, |_, _| Ok(Some(initial_value)))?
-        } else {
-            self.start_members(&set, |_, _| Ok(None))?
+        let already = match value {
+            InitialValue::Snapshot => {
+                let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
+                self.start_from_snapshot(set, area)?
+            }
+            InitialValue::Value(v) => self.start_members(set, |_, _| Ok(Some(v)))?,
+            InitialValue::Current => self.start_members(set, |_, _| Ok(None))?,
         };
         if already {
             Err(Error::AlreadyStarted)
@@ -714,9 +724,8 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// FID 4.
-    pub fn counter_stop(&mut self, base: u64, mask: u64, flags: u64) -> Result<(), Error> {
-        let flags = CounterStopFlags::from_bits(flags as usize).ok_or(Error::InvalidParam)?;
-        let set = self.layout.set(base, mask)?;
+    #[inline(always)]
+    pub fn counter_stop(&mut self, set: &CounterSet, flags: CounterStopFlags) -> Result<(), Error> {
         let shmem = if flags.contains(CounterStopFlags::TAKE_SNAPSHOT) {
             Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
         } else {
@@ -732,9 +741,9 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
         // As in counter_start: only the snapshot path makes calls.
         if let Some(area) = shmem {
-            return self.stop_tail_with_snapshot(&set, flags, already, area);
+            return self.stop_tail_with_snapshot(set, flags, already, area);
         }
-        self.stop_tail(&set, flags, already)
+        self.stop_tail(set, flags, already)
     }
 
     /// The end of counter_stop: RESET, then the answer.
@@ -809,34 +818,33 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
-    /// FID 5.
-    pub fn counter_fw_read(&self, idx: u64) -> Result<u64, Error> {
-        match self.layout.resolve(idx)? {
-            (_, Counter::Fw(f)) => Ok(self.fw_value[f as usize]),
-            _ => Err(Error::InvalidParam),
+    /// FID 5 (`counter` from [`CounterLayout::resolve`]): INVALID_PARAM
+    /// for a hardware counter.
+    pub fn counter_fw_read(&self, counter: Counter) -> Result<u64, Error> {
+        match counter {
+            Counter::Fw(f) => Ok(self.fw_value[f as usize % NUM_FW]),
+            Counter::Hw(_) => Err(Error::InvalidParam),
         }
     }
 
     /// FID 6: the upper half of a firmware counter, always 0 on RV64.
-    pub fn counter_fw_read_hi(&self, idx: u64) -> Result<u64, Error> {
-        self.counter_fw_read(idx).map(|_| 0)
+    pub fn counter_fw_read_hi(&self, counter: Counter) -> Result<u64, Error> {
+        self.counter_fw_read(counter).map(|_| 0)
     }
 
-    /// FID 7.
-    pub fn snapshot_set_shmem(&mut self, lo: u64, hi: u64, flags: u64) -> Result<(), Error> {
+    /// FID 7: register (`Some`) or disable (`None`) the snapshot area.
+    /// NOT_SUPPORTED when the snapshot is not offered
+    /// ([`Self::snapshot_offered`]), INVALID_ADDRESS when the supervisor
+    /// does not own the page; registration zeroes it.
+    pub fn snapshot_set_shmem(&mut self, area: Option<SnapshotArea>) -> Result<(), Error> {
         if !self.cfg.snapshot {
             return Err(Error::NotSupported);
         }
-        if flags != 0 {
-            return Err(Error::InvalidParam);
-        }
-        let Some(addr) = shmem_address(lo, hi)? else {
+        let Some(area) = area else {
             self.snapshot_shmem = None;
             return Ok(());
         };
-        if addr % SNAPSHOT_SIZE != 0 {
-            return Err(Error::InvalidParam);
-        }
+        let addr = area.addr();
         if !self.mem.owns(addr, SNAPSHOT_SIZE) {
             return Err(Error::InvalidAddress);
         }
@@ -849,48 +857,24 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// FID 8: fill the `output` word of each entry. All entries are checked
     /// before any is written, so an INVALID_PARAM leaves memory untouched.
-    pub fn event_get_info(&mut self, lo: u64, hi: u64, num: u64, flags: u64) -> Result<(), Error> {
-        use crate::snapshot::event_info as ei;
-        // Table 19 reserves INVALID_PARAM for flags, alignment and
-        // reserved entry bits; every other shared-memory problem
-        // (including a size that overflows) is INVALID_ADDRESS.
-        if flags != 0 || !lo.is_multiple_of(ei::ALIGN) {
-            return Err(Error::InvalidParam);
-        }
-        if num == 0 {
-            // No entry to update, no memory to touch.
-            return Ok(());
-        }
-        let Some(addr) = shmem_address(lo, hi)? else {
-            return Err(Error::InvalidAddress);
-        };
-        let size = num
-            .checked_mul(ei::ENTRY_SIZE)
-            .ok_or(Error::InvalidAddress)?;
-        if !self.mem.owns(addr, size) {
+    pub fn event_get_info(&mut self, entries: event_info::Entries) -> Result<(), Error> {
+        let (addr, num) = (entries.addr(), entries.num());
+        if !self.mem.owns(addr, entries.size()) {
             return Err(Error::InvalidAddress);
         }
         for k in 0..num {
-            let e = ei::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
-            if e.event_idx & !crate::event::EVENT_IDX_MASK as u32 != 0 {
+            let e = event_info::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            if e.reserved_bits() {
                 return Err(Error::InvalidParam);
             }
         }
         for k in 0..num {
-            let e = ei::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
-            // event_data is only meaningful for raw and platform events.
-            let ty = e.event_idx >> 16;
-            let code = e.event_idx & 0xFFFF;
-            let data = match ty {
-                2 | 3 => e.event_data,
-                15 if code == 0xFFFF => e.event_data,
-                _ => 0,
-            };
-            let supported = match Event::decode(e.event_idx as u64, data) {
+            let e = event_info::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            let supported = match e.event() {
                 Ok(ev) => self.countable(&ev),
                 Err(_) => false,
             };
-            ei::write_output(&mut self.mem, addr, k, supported as u32)
+            event_info::write_output(&mut self.mem, addr, k, supported as u32)
                 .map_err(|_| Error::Failed)?;
         }
         Ok(())

@@ -1,10 +1,39 @@
 //! Shared-memory layouts of the PMU extension: the counter snapshot page
 //! (FID 7) and event-info entries (FID 8). Each layout lives here only.
 
-use crate::mem::{MemFault, SupervisorMemory};
+use crate::mem::{shmem_address, MemFault, SupervisorMemory};
+use crate::Error;
 
-/// Size and alignment of the snapshot area.
-pub const SNAPSHOT_SIZE: u64 = 4096;
+/// Size and alignment of the snapshot area (`sbi-spec`'s
+/// `pmu::shmem_size::SIZE`).
+pub const SNAPSHOT_SIZE: u64 = sbi_spec::pmu::shmem_size::SIZE as u64;
+
+/// What `sbi_pmu_snapshot_set_shmem` asks for, parsed from its registers:
+/// `None` disables the area, `Some` is a page-aligned physical address
+/// (whether the supervisor owns it is the engine's question).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotArea(u64);
+
+impl SnapshotArea {
+    /// Parse `shmem_phys_lo` / `shmem_phys_hi`: the all-ones pair is
+    /// `None`; an address above 64 bits is INVALID_ADDRESS, one not
+    /// 4096-aligned INVALID_PARAM.
+    #[inline(always)]
+    pub fn parse(lo: u64, hi: u64) -> Result<Option<SnapshotArea>, Error> {
+        let Some(addr) = shmem_address(lo, hi)? else {
+            return Ok(None);
+        };
+        if addr % SNAPSHOT_SIZE != 0 {
+            return Err(Error::InvalidParam);
+        }
+        Ok(Some(SnapshotArea(addr)))
+    }
+
+    /// The physical address.
+    pub fn addr(self) -> u64 {
+        self.0
+    }
+}
 /// Offset of `counter_overflow_bitmap`.
 pub const OVERFLOW_OFFSET: u64 = 0x0;
 /// Offset of `counter_values[0]`.
@@ -58,6 +87,51 @@ pub mod event_info {
     /// Bit 0 of `output`: the event is supported.
     pub const SUPPORTED: u32 = 1;
 
+    /// The entry array of one `sbi_pmu_event_get_info` call, parsed from
+    /// its registers: 16-byte aligned, at least one entry, and a size that
+    /// fits in 64 bits (whether the supervisor owns it is the engine's
+    /// question).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Entries {
+        addr: u64,
+        num: u64,
+    }
+
+    impl Entries {
+        /// Parse `shmem_phys_lo`, `shmem_phys_hi` and `num_entries`, in the
+        /// order the answers must come: a misaligned array is
+        /// INVALID_PARAM; no entries is `None` (nothing to do, memory not
+        /// looked at); an address above 64 bits, the all-ones pair or a
+        /// size that overflows is INVALID_ADDRESS (Table 19 reserves
+        /// INVALID_PARAM for flags, alignment and reserved entry bits).
+        pub fn parse(lo: u64, hi: u64, num: u64) -> Result<Option<Entries>, Error> {
+            if !lo.is_multiple_of(ALIGN) {
+                return Err(Error::InvalidParam);
+            }
+            if num == 0 {
+                return Ok(None);
+            }
+            let Some(addr) = shmem_address(lo, hi)? else {
+                return Err(Error::InvalidAddress);
+            };
+            num.checked_mul(ENTRY_SIZE).ok_or(Error::InvalidAddress)?;
+            Ok(Some(Entries { addr, num }))
+        }
+
+        /// Physical address of entry 0.
+        pub fn addr(&self) -> u64 {
+            self.addr
+        }
+        /// Number of entries (at least 1).
+        pub fn num(&self) -> u64 {
+            self.num
+        }
+        /// Bytes the array covers (cannot overflow).
+        pub fn size(&self) -> u64 {
+            self.num * ENTRY_SIZE
+        }
+    }
+
     /// The caller-provided fields of one entry.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct Entry {
@@ -65,6 +139,21 @@ pub mod event_info {
         pub event_idx: u32,
         /// Words 2-3.
         pub event_data: u64,
+    }
+
+    impl Entry {
+        /// Whether word 0 sets bits the spec reserves (20..=31): the whole
+        /// call is then INVALID_PARAM.
+        #[inline]
+        pub fn reserved_bits(&self) -> bool {
+            crate::event::reserved_bits(self.event_idx as u64)
+        }
+
+        /// The event the entry names ([`crate::event::Event::decode_info`]).
+        #[inline]
+        pub fn event(&self) -> Result<crate::event::Event, Error> {
+            crate::event::Event::decode_info(self.event_idx, self.event_data)
+        }
     }
 
     /// Read entry `k`.
@@ -84,5 +173,55 @@ pub mod event_info {
         v: u32,
     ) -> Result<(), MemFault> {
         m.write_u32(base + k * ENTRY_SIZE + 4, v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_info::Entries;
+    use super::*;
+
+    #[test]
+    fn snapshot_area_parse() {
+        assert_eq!(SnapshotArea::parse(u64::MAX, u64::MAX), Ok(None));
+        assert_eq!(
+            SnapshotArea::parse(0x8008_0000, 0).map(|a| a.map(SnapshotArea::addr)),
+            Ok(Some(0x8008_0000))
+        );
+        assert_eq!(
+            SnapshotArea::parse(0x8008_0008, 0),
+            Err(Error::InvalidParam)
+        );
+        assert_eq!(
+            SnapshotArea::parse(0x8008_0000, 1),
+            Err(Error::InvalidAddress)
+        );
+        assert_eq!(SnapshotArea::parse(u64::MAX, 0), Err(Error::InvalidParam));
+    }
+
+    #[test]
+    fn event_info_entries_parse_in_table_19_order() {
+        assert_eq!(
+            Entries::parse(0x8008_0008, 1, 0),
+            Err(Error::InvalidParam),
+            "alignment first"
+        );
+        assert_eq!(
+            Entries::parse(0x8008_0000, 1, 0),
+            Ok(None),
+            "no entries: nothing to look at"
+        );
+        assert_eq!(
+            Entries::parse(0x8008_0000, 1, 1),
+            Err(Error::InvalidAddress)
+        );
+        assert_eq!(Entries::parse(!15, u64::MAX, 1), Err(Error::InvalidAddress));
+        assert_eq!(
+            Entries::parse(0x8008_0000, 0, 1 << 60),
+            Err(Error::InvalidAddress),
+            "size overflows"
+        );
+        let e = Entries::parse(0x8008_0000, 0, 3).unwrap().unwrap();
+        assert_eq!((e.addr(), e.num(), e.size()), (0x8008_0000, 3, 48));
     }
 }

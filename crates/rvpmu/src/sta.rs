@@ -34,6 +34,32 @@ pub const STEAL_OFFSET: u64 = 8;
 /// Offset of `preempted`.
 pub const PREEMPTED_OFFSET: u64 = 16;
 
+/// What `sbi_steal_time_set_shmem` asks for, parsed from its registers:
+/// `None` stops reporting, `Some` is a 64-byte aligned physical address
+/// (whether the supervisor owns it is [`StealTime::set_shmem`]'s question).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaArea(u64);
+
+impl StaArea {
+    /// Parse `shmem_phys_lo` / `shmem_phys_hi`: the all-ones pair is
+    /// `None`; an address above 64 bits is INVALID_ADDRESS, one not
+    /// 64-byte aligned INVALID_PARAM.
+    pub fn parse(lo: u64, hi: u64) -> Result<Option<StaArea>, Error> {
+        let Some(addr) = shmem_address(lo, hi)? else {
+            return Ok(None);
+        };
+        if addr % STA_SIZE != 0 {
+            return Err(Error::InvalidParam);
+        }
+        Ok(Some(StaArea(addr)))
+    }
+
+    /// The physical address.
+    pub fn addr(self) -> u64 {
+        self.0
+    }
+}
+
 /// One (virtual) hart's steal-time state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StealTime {
@@ -64,26 +90,19 @@ impl StealTime {
         self.steal_ns
     }
 
-    /// `sbi_steal_time_set_shmem` (FID 0). Registration zeroes the 64
-    /// bytes before returning; the all-ones pair stops reporting; a new
-    /// address moves the record (the old one is no longer written).
+    /// `sbi_steal_time_set_shmem` (FID 0; [`crate::ecall::sta`] parses the
+    /// registers). Registration zeroes the 64 bytes before returning; `None`
+    /// stops reporting; a new address moves the record (the old one is no
+    /// longer written).
     pub fn set_shmem<M: SupervisorMemory + ?Sized>(
         &mut self,
         mem: &mut M,
-        lo: u64,
-        hi: u64,
-        flags: u64,
+        area: Option<StaArea>,
     ) -> Result<(), Error> {
-        if flags != 0 {
-            return Err(Error::InvalidParam);
-        }
-        let Some(addr) = shmem_address(lo, hi)? else {
+        let Some(StaArea(addr)) = area else {
             self.area = None;
             return Ok(());
         };
-        if addr % STA_SIZE != 0 {
-            return Err(Error::InvalidParam);
-        }
         if !mem.owns(addr, STA_SIZE) {
             return Err(Error::InvalidAddress);
         }
@@ -165,10 +184,11 @@ pub fn read_steal(
 /// use rvpmu::sim::BufMemory;
 ///
 /// // Two vCPUs; the guest registers its record through the STA ecall,
-/// // which the hypervisor forwards to `set_shmem`.
+/// // which the hypervisor forwards to `ecall::sta` with that vCPU's state.
 /// let mut mem = BufMemory::virt();
 /// let mut steal = StealAccounting::<2>::new();
-/// steal.vhart(0).unwrap().set_shmem(&mut mem, 0x8008_0000, 0, 0).unwrap();
+/// let r = rvpmu::ecall::sta(steal.vhart(0).unwrap(), &mut mem, 0, [0x8008_0000, 0, 0, 0, 0, 0]);
+/// assert_eq!(r.error, 0);
 ///
 /// // vCPU 0 became runnable at t=1000 ns but the host ran something else
 /// // until t=4000 ns: mark it preempted, then account the wait when it

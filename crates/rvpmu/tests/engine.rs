@@ -524,6 +524,19 @@ fn snapshot_not_offered_answers_not_supported() {
         call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]),
         Err(Error::NotSupported)
     );
+    // Whatever the arguments: the function is not there to check them.
+    for a in [
+        [SHMEM, 0, 1],
+        [SHMEM + 8, 0, 0],
+        [SHMEM, 1, 0],
+        [u64::MAX, u64::MAX, 0],
+    ] {
+        assert_eq!(
+            call(&mut p, SNAPSHOT, &a),
+            Err(Error::NotSupported),
+            "{a:x?}"
+        );
+    }
 }
 
 #[test]
@@ -736,6 +749,92 @@ fn unknown_function_is_not_supported() {
     let mut p = qemu();
     assert_eq!(call(&mut p, 9, &[]), Err(Error::NotSupported));
     assert_eq!(call(&mut p, usize::MAX, &[]), Err(Error::NotSupported));
+}
+
+// ---------------------------------------------------------------- SKIP_MATCH, in place
+
+#[test]
+fn skip_match_validates_like_any_config_matching() {
+    let mut p = qemu();
+    assert_eq!(call(&mut p, CFG, &[0, 1 << 5, 0, DTLB_READ_MISS, 0]), Ok(5));
+    let before = p.hw().event_reg(5);
+    for (what, a) in [
+        (
+            "reserved flag",
+            [5, 1, SKIP_MATCH | 1 << 8, DTLB_READ_MISS, 0],
+        ),
+        ("event_idx 0", [5, 1, SKIP_MATCH, 0, 0]),
+        ("general code 11", [5, 1, SKIP_MATCH, 11, 0]),
+        (
+            "event_data on a general event",
+            [5, 1, SKIP_MATCH, CYCLES, 1],
+        ),
+        ("cache op 3", [5, 1, SKIP_MATCH, 0x10006, 0]),
+        ("type 4", [5, 1, SKIP_MATCH, 0x40000, 0]),
+        ("raw event with a code", [5, 1, SKIP_MATCH, 0x20001, 0]),
+        ("firmware code 22", [5, 1, SKIP_MATCH, 0xF0016, 0]),
+        (
+            "event_data on a firmware event",
+            [5, 1, SKIP_MATCH, FW_SET_TIMER, 1],
+        ),
+        ("empty set", [5, 0, SKIP_MATCH, DTLB_READ_MISS, 0]),
+        ("time", [1, 1, SKIP_MATCH, CYCLES, 0]),
+        ("past the end", [35, 1, SKIP_MATCH, CYCLES, 0]),
+        (
+            "unconfigured first member",
+            [4, 0b11, SKIP_MATCH, DTLB_READ_MISS, 0],
+        ),
+    ] {
+        assert_eq!(call(&mut p, CFG, &a), Err(Error::InvalidParam), "{what}");
+    }
+    // Any well-formed event re-configures in place: the programming stays,
+    // filter flags included.
+    for ev in [CYCLES, FW_SET_TIMER, 0x20000, 0xFFFFF] {
+        assert_eq!(
+            call(&mut p, CFG, &[5, 1, SKIP_MATCH | SINH, ev, 0]),
+            Ok(5),
+            "event {ev:#x}"
+        );
+    }
+    assert_eq!(p.hw().event_reg(5), before, "programming kept");
+    assert_eq!(p.allocated_mask(), 1 << 5);
+    assert_eq!(
+        p.started_mask() & 1 << 5,
+        0,
+        "not started without AUTO_START"
+    );
+}
+
+#[test]
+fn skip_match_on_a_firmware_counter() {
+    let mut p = qemu();
+    let f = call(&mut p, CFG, &[19, 0xffff, AUTO_START, FW_IPI_SENT, 0]).unwrap();
+    p.record(FwEvent::IpiSent);
+    call(&mut p, STOP, &[f, 1, 0]).unwrap();
+    assert_eq!(call(&mut p, FW_READ, &[f]), Ok(1));
+    assert_eq!(
+        call(
+            &mut p,
+            CFG,
+            &[f, 1, SKIP_MATCH | CLEAR_VALUE | AUTO_START, FW_IPI_SENT, 0]
+        ),
+        Ok(f)
+    );
+    assert_eq!(call(&mut p, FW_READ, &[f]), Ok(0), "CLEAR_VALUE");
+    p.record(FwEvent::IpiSent);
+    p.record(FwEvent::IpiSent);
+    assert_eq!(call(&mut p, FW_READ, &[f]), Ok(2), "AUTO_START, same event");
+    // Started already: SKIP_MATCH still answers it (the spec selects it
+    // unconditionally) and AUTO_START leaves it running.
+    assert_eq!(
+        call(
+            &mut p,
+            CFG,
+            &[f, 1, SKIP_MATCH | AUTO_START, FW_IPI_SENT, 0]
+        ),
+        Ok(f)
+    );
+    assert_eq!(p.started_mask() & 1 << f, 1 << f);
 }
 
 // ---------------------------------------------------------------- DT-driven selectors and raw events

@@ -33,7 +33,7 @@ use loom::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
 use rvpmu::mem::{MemFault, SupervisorMemory};
-use rvpmu::sta::{read_steal, StealTime};
+use rvpmu::sta::{read_steal, StaArea, StealTime};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
@@ -167,7 +167,8 @@ fn model(writer: Writer, reader: Reader, stats: &'static Stats) {
     let rec = Arc::new(Record::new());
     let mut mem = Shared(rec.clone());
     let mut st = StealTime::new();
-    st.set_shmem(&mut mem, BASE, 0, 0).unwrap();
+    st.set_shmem(&mut mem, StaArea::parse(BASE, 0).unwrap())
+        .unwrap();
 
     let reader_thread = {
         let rec = rec.clone();

@@ -4,7 +4,7 @@
 //! ever see a torn or decreasing value.
 
 use rvpmu::mem::{MemFault, SupervisorMemory};
-use rvpmu::sta::{read_steal, StealTime};
+use rvpmu::sta::{read_steal, StaArea, StealTime};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -57,7 +57,8 @@ fn readers_never_see_torn_or_decreasing_steal() {
     let rec = Arc::new(Record::default());
     let mut mem = Shared(rec.clone());
     let mut st = StealTime::new();
-    st.set_shmem(&mut mem, BASE, 0, 0).unwrap();
+    st.set_shmem(&mut mem, StaArea::parse(BASE, 0).unwrap())
+        .unwrap();
     let done = Arc::new(AtomicBool::new(false));
 
     let readers: Vec<_> = (0..READERS)
