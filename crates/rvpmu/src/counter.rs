@@ -16,6 +16,8 @@ pub const MAX_COUNTERS: usize = 64;
 pub const HW_SLOTS: usize = 32;
 /// Firmware counters per hart.
 pub const NUM_FW: usize = 16;
+/// The firmware counters as a bitmap relative to the first one.
+const FW_COUNTERS: u64 = (1 << NUM_FW) - 1;
 /// Start of the alias window (see [`CounterLayout::alias_window`]).
 pub const ALIAS_BASE: u64 = 4096;
 /// CSR number of `cycle`; hardware counter `i` is CSR `CSR_CYCLE + i`.
@@ -146,6 +148,10 @@ pub struct CounterLayout {
     fw_base: u8,
     /// Whether indices `ALIAS_BASE + i` also name counter `i`.
     alias: bool,
+    /// [`Self::valid`] and [`Self::fw_mask`], computed once: every counter
+    /// set and index of every call is checked against them.
+    valid: u64,
+    fw_mask: u64,
 }
 
 impl CounterLayout {
@@ -171,6 +177,8 @@ impl CounterLayout {
             hw_width: w,
             fw_base,
             alias: alias_window,
+            valid: (present as u64) | FW_COUNTERS << fw_base,
+            fw_mask: FW_COUNTERS << fw_base,
         }
     }
 
@@ -200,7 +208,7 @@ impl CounterLayout {
 
     /// Bitmap of valid canonical indices.
     pub fn valid(&self) -> u64 {
-        (self.hw_present as u64) | (((1u64 << NUM_FW) - 1) << self.fw_base)
+        self.valid
     }
 
     /// Hardware counters present (bitmap over CSR offsets).
@@ -210,7 +218,7 @@ impl CounterLayout {
 
     /// Bitmap of firmware counters over canonical indices.
     pub fn fw_mask(&self) -> u64 {
-        ((1u64 << NUM_FW) - 1) << self.fw_base
+        self.fw_mask
     }
 
     /// First firmware counter's canonical index.

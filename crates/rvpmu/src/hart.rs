@@ -349,6 +349,21 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         r
     }
 
+    /// Hardware counters (canonical bitmap, any counter index) that can
+    /// apply privilege filters: [`Self::can_filter`] as a mask.
+    #[inline(always)]
+    fn filterable(&self) -> u64 {
+        let fixed = 1u64 << CYCLE | 1 << INSTRET;
+        let mut m = 0;
+        if self.cfg.isa.smcntrpmf {
+            m |= fixed;
+        }
+        if self.cfg.isa.sscofpmf {
+            m |= !fixed;
+        }
+        m
+    }
+
     /// Whether hardware counter `i` can apply privilege filters.
     fn can_filter(&self, i: usize) -> bool {
         if i == CYCLE || i == INSTRET {
@@ -531,11 +546,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             }
             if self.requested_inhibit(flags) != 0 {
                 // Never fall back to a counter that would ignore the filters.
-                for i in BitIter(m) {
-                    if !self.can_filter(i) {
-                        m &= !(1 << i);
-                    }
-                }
+                m &= self.filterable();
             }
             m
         } else if self.cfg.fw_events.contains(ev) {
