@@ -6,6 +6,16 @@
 //! shared-memory areas) and answers a call that cannot be typed with the
 //! spec's error itself; [`Pmu`] and [`StealTime`] only ever see typed
 //! values.
+//!
+//! Widths (spec, "Binary Encoding"): EIDs and FIDs are signed 32-bit
+//! integers, so only the low 32 bits of the FID register are used ("in
+//! case the data is defined as 32bit wide, higher privilege software must
+//! ensure that it only uses 32 bit data"). Every PMU and STA parameter is
+//! `unsigned long` or `uint64_t` (full width on RV64): `event_idx` is XLEN
+//! wide with only bits 0..=19 defined, so bits 20..=63 are reserved and a
+//! value setting any of them is INVALID_PARAM, like the other reserved
+//! bits; the 32-bit `event_idx` and `output` words of event_get_info are in
+//! memory, read as such (`snapshot::event_info`).
 
 use crate::counter::CounterSet;
 use crate::event::{Event, FwEvent};
@@ -37,6 +47,15 @@ fn ret(r: Result<u64, Error>) -> SbiRet {
     }
 }
 
+/// The function id the spec's 32-bit FID names: the low 32 bits of the
+/// register, sign-extended (one `sext.w`; the FIDs these extensions define
+/// are small and non-negative, so any value that is not one of them stays
+/// unknown).
+#[inline(always)]
+fn function_id(function: usize) -> usize {
+    function as i32 as isize as usize
+}
+
 /// Dispatch one PMU call (EID 0x504D55) for the calling hart.
 #[inline(always)]
 pub fn pmu<H: Hpm, M: SupervisorMemory>(
@@ -45,7 +64,7 @@ pub fn pmu<H: Hpm, M: SupervisorMemory>(
     a: [usize; 6],
 ) -> SbiRet {
     let a = a.map(|x| x as u64);
-    pmu_function::<H, M>(function)(a[0], a[1], a[2], a[3], a[4], pmu)
+    pmu_function::<H, M>(function_id(function))(a[0], a[1], a[2], a[3], a[4], pmu)
 }
 
 /// One PMU function: `a0..a4` as passed, then the hart's engine.
@@ -260,7 +279,7 @@ pub fn sta<M: SupervisorMemory + ?Sized>(
     function: usize,
     a: [usize; 6],
 ) -> SbiRet {
-    ret(match function {
+    ret(match function_id(function) {
         sbi_spec::sta::SET_SHMEM => sta_set_shmem(sta, mem, a[0] as u64, a[1] as u64, a[2] as u64),
         _ => Err(Error::NotSupported),
     })

@@ -751,6 +751,98 @@ fn unknown_function_is_not_supported() {
     assert_eq!(call(&mut p, usize::MAX, &[]), Err(Error::NotSupported));
 }
 
+// ---------------------------------------------------------------- register widths
+
+/// Spec, "Binary Encoding": FIDs are signed 32-bit integers, and "in case
+/// the data is defined as 32bit wide, higher privilege software must ensure
+/// that it only uses 32 bit data": the upper half of a6 is not looked at.
+#[test]
+fn the_fid_is_the_low_32_bits_of_a6() {
+    let mut p = qemu();
+    assert_eq!(call(&mut p, 1 << 32 | NUM, &[]), Ok(35));
+    assert_eq!(
+        call(&mut p, 0xdead_beef << 32 | INFO, &[0]),
+        Ok(0xC00 | 63 << 12)
+    );
+    assert_eq!(
+        call(&mut p, 0xffff_ffff << 32 | CFG, &[0, 0x7fff8, 0, CYCLES, 0]),
+        Ok(3)
+    );
+    assert_eq!(
+        call(&mut p, 1 << 63 | STOP, &[3, 1, RESET]),
+        Err(Error::AlreadyStopped)
+    );
+    // Low halves that name no PMU function.
+    for fid in [
+        0xffff_ffff,
+        0x8000_0000,
+        1 << 32 | 9,
+        0x1_0000_0000 | 0x1_0000,
+    ] {
+        assert_eq!(
+            call(&mut p, fid, &[]),
+            Err(Error::NotSupported),
+            "FID {fid:#x}"
+        );
+    }
+}
+
+/// Every PMU parameter is `unsigned long` or `uint64_t`, full width on
+/// RV64: bits above 31 are never dropped. `event_idx` is XLEN wide with
+/// bits 0..=19 defined, so bit 32 is a reserved bit like bit 20, on each
+/// of config_matching's paths.
+#[test]
+fn pmu_parameters_are_full_width() {
+    let mut p = qemu();
+    for (what, a) in [
+        ("general event", [0, 0x7fff8, 0, 1 << 32 | CYCLES, 0]),
+        ("firmware event", [19, 0xffff, 0, 1 << 32 | FW_SET_TIMER, 0]),
+        ("SKIP_MATCH", [0, 1, SKIP_MATCH, 1 << 32 | CYCLES, 0]),
+        ("event_idx bit 63", [0, 1, SKIP_MATCH, 1 << 63 | CYCLES, 0]),
+        ("config_flags bit 32", [0, 0x7fff8, 1 << 32, CYCLES, 0]),
+        (
+            "SKIP_MATCH, config_flags bit 32",
+            [0, 1, 1 << 32 | SKIP_MATCH, CYCLES, 0],
+        ),
+        (
+            "firmware, config_flags bit 32",
+            [19, 0xffff, 1 << 32, FW_SET_TIMER, 0],
+        ),
+        ("counter_idx_base bit 32", [1 << 32, 0x7fff8, 0, CYCLES, 0]),
+        ("counter_idx_mask bit 40 only", [0, 1 << 40, 0, CYCLES, 0]),
+        (
+            "event_data bit 32, general event",
+            [0, 0x7fff8, 0, CYCLES, 1 << 32],
+        ),
+    ] {
+        assert_eq!(call(&mut p, CFG, &a), Err(Error::InvalidParam), "{what}");
+    }
+    assert_eq!(p.allocated_mask(), 0, "nothing configured");
+    // Mask bit 32 names counter 32, firmware counter 13 here.
+    assert_eq!(
+        call(&mut p, CFG, &[0, 1 << 32, 0, CYCLES, 0]),
+        Err(Error::NotSupported)
+    );
+    assert_eq!(call(&mut p, CFG, &[0, 1 << 32, 0, FW_SET_TIMER, 0]), Ok(32));
+    assert_eq!(
+        call(&mut p, STOP, &[32, 1, RESET]),
+        Err(Error::AlreadyStopped)
+    );
+    // initial_value and firmware counter values are 64 bits.
+    let c = call(&mut p, CFG, &[0, 0x7fff8, 0, CYCLES, 0]).unwrap();
+    call(&mut p, START, &[c, 1, SET_INIT_VALUE, 0xabcd << 32 | 7]).unwrap();
+    assert_eq!(p.hw().counter(c as usize), 0xabcd << 32 | 7);
+    // start / stop flags with bit 32 set.
+    assert_eq!(
+        call(&mut p, STOP, &[c, 1, 1 << 32]),
+        Err(Error::InvalidParam)
+    );
+    assert_eq!(
+        call(&mut p, START, &[c, 1, 1 << 32 | SET_INIT_VALUE, 0]),
+        Err(Error::InvalidParam)
+    );
+}
+
 // ---------------------------------------------------------------- SKIP_MATCH, in place
 
 #[test]

@@ -49,8 +49,33 @@ fn registration_errors_follow_the_table() {
     assert_eq!(st.area(), None);
     let r = ecall::sta(&mut st, &mut mem, 1, [0; 6]);
     assert_eq!(r.error as isize, Error::NotSupported.code(), "unknown FID");
+    let r = ecall::sta(&mut st, &mut mem, 1 << 32 | 1, [0; 6]);
+    assert_eq!(
+        r.error as isize,
+        Error::NotSupported.code(),
+        "unknown FID, upper bits"
+    );
     assert_eq!(mem.faults.get(), 0);
     assert!(mem.writes.is_empty(), "no write on any failed call");
+}
+
+/// Spec, "Binary Encoding": the FID is a 32-bit integer (only the low half
+/// of a6 counts); `flags` is `unsigned long` (full width, so bit 32 is a
+/// reserved bit).
+#[test]
+fn register_widths() {
+    let mut st = StealTime::new();
+    let mut mem = BufMemory::virt();
+    let r = ecall::sta(&mut st, &mut mem, 0, [AREA as usize, 0, 1 << 32, 0, 0, 0]);
+    assert_eq!(r.error as isize, Error::InvalidParam.code(), "flags bit 32");
+    let r = ecall::sta(
+        &mut st,
+        &mut mem,
+        0xffff_ffff << 32,
+        [AREA as usize, 0, 0, 0, 0, 0],
+    );
+    assert_eq!(r.error, 0, "FID 0 with the upper half set");
+    assert_eq!(st.area(), Some(AREA));
 }
 
 #[test]
