@@ -149,7 +149,7 @@ impl Builder {
             self.push(part);
         }
         self.push(&[0]);
-        while self.len % 4 != 0 {
+        while !self.len.is_multiple_of(4) {
             self.push(&[0]);
         }
     }
@@ -181,7 +181,7 @@ impl Builder {
         self.token(value.len() as u32);
         self.token(nameoff);
         self.push(value);
-        while self.len % 4 != 0 {
+        while !self.len.is_multiple_of(4) {
             self.push(&[0]);
         }
     }

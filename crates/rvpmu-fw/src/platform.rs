@@ -34,7 +34,7 @@ pub fn boot_info(ptr: usize) -> Result<BootInfo, &'static str> {
         next_addr: DEFAULT_NEXT_ADDR,
         boot_hart: None,
     };
-    if ptr == 0 || ptr % 8 != 0 {
+    if ptr == 0 || !ptr.is_multiple_of(8) {
         return Ok(default);
     }
     // SAFETY: QEMU (and OpenSBI-compatible loaders) pass a readable struct

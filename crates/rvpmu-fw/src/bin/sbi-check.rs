@@ -494,7 +494,17 @@ mod payload {
         }
         let (e, _) = sbi(EID_HSM, 1, 0, 0, 0, 0, 0);
         check_eq("hart_stop must not return", e, 1000);
-        loop {}
+        park()
+    }
+
+    /// Stops this hart for good (after a call that must not return did).
+    fn park() -> ! {
+        loop {
+            // SAFETY: wfi only stalls the hart until an interrupt is
+            // pending (the firmware leaves mstatus.TW clear, so S-mode may
+            // run it); no memory, no register changes.
+            unsafe { core::arch::asm!("wfi") };
+        }
     }
 
     fn status(h: usize) -> isize {
@@ -1021,7 +1031,7 @@ mod payload {
         Line::new()
             .s("sbi-check: FAIL system_reset returned")
             .emit();
-        loop {}
+        park()
     }
 
     #[panic_handler]
