@@ -45,6 +45,9 @@ mod payload {
         "_start:",
         // First thing: how many instructions did the boot take?
         "   csrr s1, instret",
+        // tp = hartid for the whole run (hartid_from_tp); set here, before
+        // any Rust code, since an asm! block may not leave tp changed.
+        "   mv tp, a0",
         "   la sp, _stacks_end",
         "   li t0, {stack}",
         "   mul t0, t0, a0",
@@ -56,6 +59,7 @@ mod payload {
         "1: j 1b",
         ".globl secondary_entry",
         "secondary_entry:",
+        "   mv tp, a0",
         "   la sp, _stacks_end",
         "   li t0, {stack}",
         "   mul t0, t0, a0",
@@ -122,6 +126,8 @@ mod payload {
 
     fn hartid_from_tp() -> usize {
         let v: usize;
+        // SAFETY: only copies tp (the hartid the entry code put there) into
+        // a register; no memory, no other state.
         unsafe { core::arch::asm!("mv {0}, tp", out(reg) v) };
         v
     }
@@ -137,6 +143,14 @@ mod payload {
         a4: usize,
     ) -> (isize, usize) {
         let (e, v): (usize, usize);
+        // SAFETY: an SBI call (S-mode ecall to the firmware), which returns
+        // in a0/a1 and preserves every other register (SBI calling
+        // convention), declared as such. The only memory the firmware
+        // writes for a call is what the caller names: the DBCN read goes
+        // into a live buffer of this program; every other address these
+        // checks pass is the firmware's own region, which the firmware must
+        // refuse (what those checks test) and which holds no Rust object of
+        // this program. HSM starts other harts on their own stacks.
         unsafe {
             core::arch::asm!("ecall",
                 inlateout("a0") a0 => e, inlateout("a1") a1 => v,
@@ -148,6 +162,12 @@ mod payload {
 
     fn legacy(eid: usize, a0: usize, a1: usize, a2: usize, a3: usize) -> usize {
         let r: usize;
+        // SAFETY: a legacy (v0.1) SBI call: the firmware returns in a0 and
+        // preserves every other register, declared as such. Hart masks
+        // passed by address are only read, with S-mode's rights: a live
+        // local, or the firmware's region, whose load fault comes back to
+        // s_trap, which resumes after the ecall (a0 is then unspecified,
+        // a plain usize).
         unsafe {
             core::arch::asm!("ecall", inlateout("a0") a0 => r, in("a1") a1, in("a2") a2, in("a3") a3,
                 in("a7") eid, options(nostack));
@@ -268,15 +288,20 @@ mod payload {
 
     fn rdtime() -> u64 {
         let t: u64;
+        // SAFETY: reads the time CSR, which the firmware opens to S-mode
+        // (mcounteren.TM); a CSR read touches no memory and no other state.
         unsafe { core::arch::asm!("rdtime {0}", out(reg) t) };
         t
     }
     fn sip() -> usize {
         let v: usize;
+        // SAFETY: reads sip, an S-mode CSR; no memory, no side effect.
         unsafe { core::arch::asm!("csrr {0}, sip", out(reg) v) };
         v
     }
     fn clear_ssip() {
+        // SAFETY: clears sip.SSIP (S-mode writable), a pending-interrupt
+        // bit; it touches no memory and only removes a pending IPI.
         unsafe { core::arch::asm!("csrc sip, {0}", in(reg) 2usize) };
     }
     const SIP_SSIP: usize = 1 << 1;
@@ -286,6 +311,8 @@ mod payload {
     /// exceptions and steps over the faulting instruction.
     extern "C" fn s_trap() {
         let (cause, epc, tval): (usize, usize, usize);
+        // SAFETY: reads the S-mode trap CSRs of the trap being handled;
+        // reads only, no memory.
         unsafe {
             core::arch::asm!("csrr {0}, scause", "csrr {1}, sepc", "csrr {2}, stval",
                 out(reg) cause, out(reg) epc, out(reg) tval);
@@ -308,8 +335,20 @@ mod payload {
         EXC[me][0].store(cause, SeqCst);
         EXC[me][1].store(tval, SeqCst);
         EXC[me][2].store(epc, SeqCst);
+        // SAFETY: every exception this payload takes is one it provokes
+        // on purpose (faulting or misaligned loads and stores, a misaligned
+        // AMO, illegal CSR accesses), so sepc is the address of an
+        // instruction in its own .text: mapped (no paging, satp = 0),
+        // readable from S-mode and 2-byte aligned (IALIGN 16 with C). The
+        // low halfword holds the length bits of the instruction.
         let insn = unsafe { core::ptr::read_volatile(epc as *const u16) };
         let len = if insn & 3 == 3 { 4 } else { 2 };
+        // SAFETY: resumes after the faulting instruction, which then never
+        // took effect. The provoking asm! blocks expect exactly that: their
+        // outputs are plain registers (whatever the register held is a
+        // valid usize/u64), they declare no memory effect that the skipped
+        // access was needed for, and s_trap_entry plus this extern "C"
+        // handler give back every register they had.
         unsafe { core::arch::asm!("csrw sepc, {0}", in(reg) epc + len) };
     }
 
@@ -347,6 +386,10 @@ mod payload {
     }
 
     fn illegal() {
+        // SAFETY: an S-mode read of an M-mode CSR raises an illegal
+        // instruction exception, delegated to S-mode; s_trap (stvec, set at
+        // entry) records it and resumes 4 bytes on (norvc keeps the
+        // instruction 4 bytes). The destination is x0: nothing is written.
         unsafe {
             core::arch::asm!(
                 ".option push",
@@ -378,6 +421,12 @@ mod payload {
             has_h: false,
             reserved_ok: false,
         };
+        // SAFETY: dtb is the a1 the firmware enters the payload with: the
+        // address of the machine's flattened device tree in DRAM, readable
+        // from S-mode (not in the PMP-protected firmware region), outside
+        // this payload's image and stacks and never written by it, so it
+        // stays valid and unchanged for the 'static borrow. from_ptr reads
+        // the header and checks magic and sizes before using the rest.
         let Ok(fdt) = (unsafe { fdt::Fdt::from_ptr(dtb as *const u8) }) else {
             return dt;
         };
@@ -425,8 +474,8 @@ mod payload {
     }
 
     extern "C" fn secondary_main(hartid: usize, opaque: usize) -> ! {
-        unsafe { core::arch::asm!("mv tp, {0}", in(reg) hartid) };
         let (satp, sstatus): (usize, usize);
+        // SAFETY: reads two S-mode CSRs; no memory, no other state.
         unsafe {
             core::arch::asm!("csrr {0}, satp", "csrr {1}, sstatus", out(reg) satp, out(reg) sstatus)
         };
@@ -443,6 +492,13 @@ mod payload {
             1 => {
                 // Take IPIs with interrupts on, then race remote fences;
                 // the firmware counts what this hart received.
+                // SAFETY: enables supervisor software interrupts (sie.SSIE,
+                // sstatus.SIE). stvec is s_trap_entry, set before any Rust
+                // code ran: it saves the caller-saved registers on the
+                // current stack (RISC-V has no red zone below sp) and the
+                // extern "C" s_trap keeps the callee-saved ones, so the
+                // interrupted code resumes with all its registers; s_trap
+                // touches only atomics, so it races with nothing.
                 unsafe {
                     core::arch::asm!("csrs sie, {0}", "csrs sstatus, {1}", in(reg) 2usize, in(reg) 2usize)
                 };
@@ -470,10 +526,15 @@ mod payload {
                     fences.map_or(-1, |v| v as isize),
                     want,
                 );
+                // SAFETY: clears sstatus.SIE: turns interrupts off, which
+                // only removes a way in to s_trap.
                 unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
             }
             2 => {
                 // Retentive suspend, woken by an IPI (SSIE on, SIE off).
+                // SAFETY: sets sie.SSIE only; with sstatus.SIE clear the IPI
+                // wakes the suspended hart (pending in sip) and no trap is
+                // taken.
                 unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
                 let (e, _) = sbi(EID_HSM, 3, 0, 0, 0, 0, 0);
                 check_eq("retentive suspend returns", e, SUCCESS);
@@ -482,6 +543,8 @@ mod payload {
                 RESUMED[hartid].fetch_add(1, SeqCst);
             }
             3 => {
+                // SAFETY: as in round 2: sie.SSIE with sstatus.SIE clear
+                // makes the IPI a wake-up source, never a trap here.
                 unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
                 let (e, _) = sbi(EID_HSM, 3, 0x8000_0000, entry_addr(), MAGIC | 4, 0, 0);
                 check_eq("non-retentive suspend must not return", e, 1000);
@@ -517,7 +580,6 @@ mod payload {
     }
 
     extern "C" fn boot_main(me: usize, dtb: usize, instret: usize) -> ! {
-        unsafe { core::arch::asm!("mv tp, {0}", in(reg) me) };
         Line::new()
             .s("sbi-check: instructions-to-s-mode=")
             .n(instret)
@@ -637,6 +699,10 @@ mod payload {
             dt.reserved_ok,
         );
         let v: usize;
+        // SAFETY: the firmware's PMP denies S-mode this load; the access
+        // fault is delegated to S-mode and s_trap records it and skips the
+        // load (v is then whatever the register held, unused). Were PMP
+        // missing, it would read firmware memory, no object of this program.
         unsafe { core::arch::asm!("ld {0}, 0({1})", out(reg) v, in(reg) FW_BASE) };
         let _ = v;
         let (cause, tval, _) = take_exception(me);
@@ -644,6 +710,9 @@ mod payload {
             "load from firmware -> load access fault",
             cause == 5 && tval == FW_BASE,
         );
+        // SAFETY: as the load above: PMP denies the store, s_trap skips it.
+        // Were PMP missing, 8 bytes of firmware memory would change (the
+        // check then fails); none of this program's memory is touched.
         unsafe { core::arch::asm!("sd zero, 16({0})", in(reg) FW_BASE) };
         let (cause, tval, _) = take_exception(me);
         check(
@@ -653,6 +722,9 @@ mod payload {
 
         // Illegal instruction redirected to S with its bits (or 0) in stval.
         let at: usize;
+        // SAFETY: as in `illegal`: the M-mode CSR read traps, s_trap skips
+        // its 4 bytes, x0 is its destination; `la` then only computes the
+        // address of the label.
         unsafe {
             core::arch::asm!(".option push", ".option norvc", "1: csrr zero, mscratch", ".option pop", "la {0}, 1b", out(reg) at)
         };
@@ -666,10 +738,16 @@ mod payload {
         let buf = [0x1122_3344_5566_7788u64, 0x99aa_bbcc_ddee_ff00u64];
         let p = buf.as_ptr() as usize + 3;
         let got: u64;
+        // SAFETY: reads bytes 3..11 of `buf`, a live 16-byte local whose
+        // address was exposed above; a misaligned load is done by the hart
+        // or emulated by the firmware, either way it only reads.
         unsafe { core::arch::asm!("ld {0}, 0({1})", out(reg) got, in(reg) p) };
         check("misaligned load value", got == 0xeeff_0011_2233_4455);
         let mut wbuf = [0u64; 2];
         let q = wbuf.as_mut_ptr() as usize + 5;
+        // SAFETY: writes bytes 5..13 of `wbuf`, a live, mutable 16-byte
+        // local whose address was exposed above and which nothing else
+        // borrows; done by the hart or emulated by the firmware.
         unsafe { core::arch::asm!("sd {0}, 0({1})", in(reg) 0x0102_0304_0506_0708u64, in(reg) q) };
         check(
             "misaligned store value",
@@ -677,6 +755,9 @@ mod payload {
         );
         // A misaligned AMO cannot be emulated: S-mode gets it.
         let r = wbuf.as_mut_ptr() as usize + 1;
+        // SAFETY: `r` is inside `wbuf` (bytes 1..5). The misaligned AMO
+        // faults and s_trap skips it; a hart that did it anyway would add
+        // zero there, changing nothing.
         unsafe { core::arch::asm!("amoadd.w zero, zero, ({0})", in(reg) r) };
         let (cause, tval, _) = take_exception(me);
         check(
@@ -759,6 +840,9 @@ mod payload {
         );
 
         // TIME: an interrupt at the requested time, not before.
+        // SAFETY: sets sie.STIE only; interrupts are taken once sstatus.SIE
+        // is set below, by s_trap (see secondary_main's round 1: every
+        // register restored, only atomics touched).
         unsafe { core::arch::asm!("csrs sie, {0}", in(reg) SIP_STIP) };
         for (name, legacy_call) in [("set_timer", false), ("legacy set_timer", true)] {
             let before = TIMER_IRQS[me].load(SeqCst);
@@ -773,10 +857,14 @@ mod payload {
                 );
             }
             check("timer not pending early", sip() & SIP_STIP == 0);
+            // SAFETY: sstatus.SIE on while waiting: the timer interrupt
+            // goes to s_trap, which restores every register and touches
+            // only atomics.
             unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) 2usize) };
             let fired = wait_until("timer interrupt arrives", || {
                 TIMER_IRQS[me].load(SeqCst) > before
             });
+            // SAFETY: sstatus.SIE off again; only removes a way in to s_trap.
             unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
             check(
                 "timer fires at or after its time",
@@ -790,6 +878,7 @@ mod payload {
         check("timer in the past is pending", sip() & SIP_STIP != 0);
         sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
         check("timer far future clears pending", sip() & SIP_STIP == 0);
+        // SAFETY: clears sie.STIE; disabling an interrupt source is inert.
         unsafe { core::arch::asm!("csrc sie, {0}", in(reg) SIP_STIP) };
 
         // Firmware events are counted where they happen (PMU firmware counters).
@@ -806,6 +895,8 @@ mod payload {
                     "fw event ACCESS_LOAD",
                     2,
                     1,
+                    // SAFETY: the PMP-denied load of the PMP check above,
+                    // into x0: it faults and s_trap skips it.
                     fw_count(2, || unsafe {
                         core::arch::asm!("ld zero, 0({0})", in(reg) FW_BASE)
                     }),
@@ -814,6 +905,9 @@ mod payload {
                     "fw event ACCESS_STORE",
                     3,
                     2,
+                    // SAFETY: two PMP-denied stores, as in the PMP check
+                    // above: each faults and s_trap skips it; no memory of
+                    // this program is named.
                     fw_count(3, || unsafe {
                         core::arch::asm!("sd zero, 0({0})", "sd zero, 8({0})", in(reg) FW_BASE)
                     }),
