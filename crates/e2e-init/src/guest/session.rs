@@ -198,8 +198,12 @@ pub fn shell() -> Result<(), String> {
     drop(tty);
 
     loop {
-        // SAFETY: waits for one of the blocked signals; info is written.
+        // SAFETY: siginfo_t is a plain C struct (integers and a union of
+        // integers and pointers), for which all zeroes is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is an initialised sigset_t and `info` a live,
+        // writable siginfo_t; sigwaitinfo only reads the one and fills in
+        // the other, keeping neither pointer after it returns.
         let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
         if sig < 0 {
             continue; // EINTR
