@@ -240,6 +240,7 @@ pub fn test(kernels: &[kernel::Version]) -> Result<()> {
 }
 
 #[cfg(test)]
+#[expect(clippy::items_after_test_module, reason = "move to the file end")]
 mod tests {
     /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
     /// kernel): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
