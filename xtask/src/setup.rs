@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use std::process::Command;
 
 const RUST_TARGETS: &[&str] = &["riscv64gc-unknown-none-elf", "riscv64gc-unknown-linux-gnu"];
-const RUST_COMPONENTS: &[&str] = &["rust-src", "llvm-tools"];
+const RUST_COMPONENTS: &[&str] = &["rust-src", "llvm-tools", "clippy"];
 
 /// Packages from bookworm main.
 const APT_MAIN: &[&str] = &[
