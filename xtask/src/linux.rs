@@ -239,17 +239,6 @@ pub fn test(kernels: &[kernel::Version]) -> Result<()> {
     e2e::run_all(kernels)
 }
 
-#[cfg(test)]
-#[expect(clippy::items_after_test_module, reason = "move to the file end")]
-mod tests {
-    /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
-    /// kernel): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn linux_e2e() {
-        super::test(&super::kernel::Version::ALL).unwrap();
-    }
-}
 
 /// Alu iterations and sampling period of the per-sample cost benchmark:
 /// 100 M user instructions at a period of 1 M: 100 overflows a round.
@@ -339,4 +328,15 @@ pub fn sample_cost_bench() -> Result<()> {
     )?;
     print!("{md}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
+    /// kernel): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn linux_e2e() {
+        super::test(&super::kernel::Version::ALL).unwrap();
+    }
 }
