@@ -174,8 +174,8 @@ fn fw_code(event_idx: u64) -> u64 {
 /// FID 2, in three paths, each its own function reached by a tail call:
 /// a standard firmware event without SKIP_MATCH (the common firmware
 /// case, [`Pmu::config_standard_fw`]), SKIP_MATCH (re-configuring in
-/// place, [`Pmu::config_in_place`]: a leaf, no event decode kept), and
-/// every other request. All three give the answers of
+/// place, [`Pmu::config_in_place`]: the event is only checked, not
+/// decoded), and every other request. All three give the answers of
 /// [`Pmu::counter_config_matching`]; the reference model (tests/model.rs)
 /// drives them all.
 #[inline(never)]

@@ -416,7 +416,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     /// config_matching with SKIP_MATCH: the set's first counter (lowest
     /// mask bit) must be configured; it keeps its programming (the event,
     /// checked by the caller, is not looked at), then CLEAR_VALUE and
-    /// AUTO_START apply. A leaf: no calls, so no callee-saved registers.
+    /// AUTO_START apply. Nothing out of line (CSR accesses are inline asm).
     #[inline(always)]
     pub(crate) fn config_in_place(
         &mut self,
