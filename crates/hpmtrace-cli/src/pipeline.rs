@@ -22,14 +22,14 @@ pub struct InputArgs {
     #[arg(long, short = 'e')]
     pub elf: Option<PathBuf>,
     /// ITC channel carrying the performance data.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..32))]
+    #[arg(long, default_value_t = hpmtrace::format::DEFAULT_CHANNEL, value_parser = clap::value_parser!(u8).range(0..32))]
     pub channel: u8,
     /// Width of the Nexus SRC field (0 for single-core traces; the number of
     /// bits the funnel uses to number cores otherwise).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub src_bits: u8,
     /// Width of the trace encoder's timestamp counter in bits.
-    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u8).range(1..=63))]
+    #[arg(long, default_value_t = hpmtrace::wire::DEFAULT_TIMESTAMP_BITS, value_parser = clap::value_parser!(u8).range(1..=63))]
     pub ts_bits: u8,
     /// Do not show a progress bar.
     #[arg(long, short = 'q')]
