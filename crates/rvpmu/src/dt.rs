@@ -582,13 +582,6 @@ impl<const N: usize> fmt::Write for Line<N> {
     }
 }
 
-/// Pad `args` to `width` columns (left-aligned) on `f`.
-fn cell(f: &mut fmt::Formatter<'_>, width: usize, args: fmt::Arguments<'_>) -> fmt::Result {
-    let mut line = Line::<64>::new();
-    let _ = fmt::write(&mut line, args);
-    write!(f, "{:<width$}", line.as_str())
-}
-
 /// Raw rows sharing one mask: `raw_sorted[start..end]`, sorted by match value.
 #[derive(Clone, Copy, Debug, Default)]
 struct MaskGroup {
@@ -1257,13 +1250,6 @@ impl EventMap {
         });
         sel.chain(rng).chain(raw)
     }
-
-    /// A printable table of the map: every standard general/cache event
-    /// some counter can count (name, event_idx, selector and where it comes
-    /// from, counters), then the raw rows.
-    pub fn table(&self) -> MapTable<'_> {
-        MapTable(self)
-    }
 }
 
 /// Every standard general and cache event, in event_idx order.
@@ -1273,57 +1259,4 @@ pub fn standard_events() -> impl Iterator<Item = Event> {
         .filter_map(Cache::from_code)
         .map(Event::Cache);
     general.chain(cache)
-}
-
-/// The [`EventMap::table`] view; only `core::fmt`, no allocation.
-pub struct MapTable<'a>(&'a EventMap);
-
-impl fmt::Display for MapTable<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let map = self.0;
-        let mut listed = 0;
-        writeln!(
-            f,
-            "{:<26} {:<9} {:<20} counters",
-            "event", "idx", "selector"
-        )?;
-        for ev in standard_events() {
-            let counters = map.counters(&ev);
-            if counters == 0 {
-                continue;
-            }
-            listed += 1;
-            cell(f, 26, format_args!("{ev}"))?;
-            f.write_str(" ")?;
-            cell(f, 9, format_args!("{:#07x}", ev.idx()))?;
-            f.write_str(" ")?;
-            let from = if map.has_dt_selector(&ev) {
-                "dt"
-            } else {
-                "idx"
-            };
-            cell(f, 20, format_args!("{:#x} ({from})", map.selector(&ev)))?;
-            writeln!(f, " {}", CounterList(counters))?;
-        }
-        writeln!(
-            f,
-            "{listed} of {} standard hardware events have counters",
-            standard_events().count()
-        )?;
-        if map.n_raw > 0 {
-            writeln!(f)?;
-            writeln!(f, "{:<20} {:<20} counters", "raw match", "mask")?;
-            for r in map.raw_rows() {
-                writeln!(
-                    f,
-                    "{:#018x}   {:#018x}   {}",
-                    r.select,
-                    r.mask,
-                    CounterList(r.counters)
-                )?;
-            }
-            writeln!(f, "{} raw rows in {} mask groups", map.n_raw, map.n_groups)?;
-        }
-        Ok(())
-    }
 }

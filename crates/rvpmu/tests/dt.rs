@@ -111,22 +111,6 @@ fn qemu_virt_counters_checked_against_the_hart() {
     );
 }
 
-#[test]
-fn table_view_of_qemu_virt() {
-    let map = parse("qemu-virt.dts").unwrap();
-    let text = map.table().to_string();
-    let expected = "\
-event                      idx       selector             counters
-CPU_CYCLES                 0x00001   0x1 (idx)            0,3-18
-INSTRUCTIONS               0x00002   0x2 (idx)            2-18
-DTLB_READ_MISS             0x10019   0x10019 (idx)        3-18
-DTLB_WRITE_MISS            0x1001b   0x1001b (idx)        3-18
-ITLB_READ_MISS             0x10021   0x10021 (idx)        3-18
-5 of 52 standard hardware events have counters
-";
-    assert_eq!(text, expected);
-}
-
 // ------------------------------------------------------- seed 001 examples
 
 #[test]
@@ -455,7 +439,7 @@ fn too_many_rows() {
 fn empty_and_absent_properties() {
     let map = EventMap::from_props(None, None, None, None).unwrap();
     assert_eq!(map.counters(&general(General::CpuCycles)), 0);
-    assert_eq!(map.table().to_string().lines().count(), 2);
+    assert!(rvpmu::dt::standard_events().all(|e| map.counters(&e) == 0));
     // An empty property is zero rows.
     let map = EventMap::from_props(None, Some(&[]), Some(&[]), None).unwrap();
     assert!(map.range_rows().is_empty());
