@@ -239,7 +239,6 @@ pub fn test(kernels: &[kernel::Version]) -> Result<()> {
     e2e::run_all(kernels)
 }
 
-
 /// Alu iterations and sampling period of the per-sample cost benchmark:
 /// 100 M user instructions at a period of 1 M: 100 overflows a round.
 const SAMPLECOST_ITERS: u64 = 50_000_000;
