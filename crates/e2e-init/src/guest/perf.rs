@@ -5,49 +5,18 @@
 
 use std::io;
 
-/// `perf_event_attr`, 136 bytes (PERF_ATTR_SIZE_VER8).
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct Attr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved_2: u16,
-    aux_sample_size: u32,
-    reserved_3: u32,
-    sig_data: u64,
-    config3: u64,
-}
-const _: () = assert!(std::mem::size_of::<Attr>() == 136);
+use hpmtrace::linux::perf_event::{
+    PerfEventAttr as Attr, FLAG_DISABLED, FLAG_ENABLE_ON_EXEC, FLAG_EXCLUDE_KERNEL,
+    FLAG_EXCLUDE_USER, FLAG_PINNED, PERF_FORMAT_TOTAL_TIME_ENABLED as FORMAT_TOTAL_TIME_ENABLED,
+    PERF_FORMAT_TOTAL_TIME_RUNNING as FORMAT_TOTAL_TIME_RUNNING,
+};
+pub use rvpmu::event::FwEvent;
 
 const TYPE_HARDWARE: u32 = 0;
 const TYPE_SOFTWARE: u32 = 1;
 const TYPE_HW_CACHE: u32 = 3;
 const TYPE_RAW: u32 = 4;
 
-const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_PINNED: u64 = 1 << 2;
-const FLAG_EXCLUDE_USER: u64 = 1 << 4;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
-const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
-
-const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
 
 const SAMPLE_IP: u64 = 1 << 0;
 
@@ -77,69 +46,19 @@ pub enum Kind {
     Firmware(FwEvent),
 }
 
-/// SBI PMU firmware event codes (SBI spec, "Firmware Events").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u16)]
-pub enum FwEvent {
-    MisalignedLoad = 0,
-    MisalignedStore = 1,
-    AccessLoad = 2,
-    AccessStore = 3,
-    IllegalInsn = 4,
-    SetTimer = 5,
-    IpiSent = 6,
-    IpiReceived = 7,
-    FenceISent = 8,
-    FenceIReceived = 9,
-    SfenceVmaSent = 10,
-    SfenceVmaReceived = 11,
-    SfenceVmaAsidSent = 12,
-    SfenceVmaAsidReceived = 13,
-    HfenceGvmaSent = 14,
-    HfenceGvmaReceived = 15,
+/// Firmware events Linux's riscv_pmu_sbi knows (codes 0 up to
+/// HFENCE_GVMA_RECEIVED).
+pub const LINUX_FW_EVENTS: usize = 16;
+
+/// The standard firmware event with code `i` (< 22).
+pub fn fw_event(i: usize) -> FwEvent {
+    FwEvent::from_code(i as u16).expect("a standard firmware event code")
 }
 
-impl FwEvent {
-    /// Every code defined up to HFENCE_GVMA_RECEIVED, in code order.
-    pub const ALL: [FwEvent; 16] = [
-        FwEvent::MisalignedLoad,
-        FwEvent::MisalignedStore,
-        FwEvent::AccessLoad,
-        FwEvent::AccessStore,
-        FwEvent::IllegalInsn,
-        FwEvent::SetTimer,
-        FwEvent::IpiSent,
-        FwEvent::IpiReceived,
-        FwEvent::FenceISent,
-        FwEvent::FenceIReceived,
-        FwEvent::SfenceVmaSent,
-        FwEvent::SfenceVmaReceived,
-        FwEvent::SfenceVmaAsidSent,
-        FwEvent::SfenceVmaAsidReceived,
-        FwEvent::HfenceGvmaSent,
-        FwEvent::HfenceGvmaReceived,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FwEvent::MisalignedLoad => "fw_misaligned_load",
-            FwEvent::MisalignedStore => "fw_misaligned_store",
-            FwEvent::AccessLoad => "fw_access_load",
-            FwEvent::AccessStore => "fw_access_store",
-            FwEvent::IllegalInsn => "fw_illegal_insn",
-            FwEvent::SetTimer => "fw_set_timer",
-            FwEvent::IpiSent => "fw_ipi_sent",
-            FwEvent::IpiReceived => "fw_ipi_received",
-            FwEvent::FenceISent => "fw_fence_i_sent",
-            FwEvent::FenceIReceived => "fw_fence_i_received",
-            FwEvent::SfenceVmaSent => "fw_sfence_vma_sent",
-            FwEvent::SfenceVmaReceived => "fw_sfence_vma_received",
-            FwEvent::SfenceVmaAsidSent => "fw_sfence_vma_asid_sent",
-            FwEvent::SfenceVmaAsidReceived => "fw_sfence_vma_asid_received",
-            FwEvent::HfenceGvmaSent => "fw_hfence_gvma_sent",
-            FwEvent::HfenceGvmaReceived => "fw_hfence_gvma_received",
-        }
-    }
+/// perf-style name of a firmware event: `fw_` and the spec's name in
+/// lower case (`fw_ipi_sent`).
+pub fn fw_name(f: FwEvent) -> String {
+    format!("fw_{}", f.name().to_ascii_lowercase())
 }
 
 /// Privilege filter of an event (perf's `:u` / `:k` modifiers).
@@ -187,7 +106,7 @@ impl Event {
             Kind::Hardware(c) => return with_filter(format!("hw:{c}"), self.filter),
             Kind::Software(c) => return with_filter(format!("sw:{c}"), self.filter),
             Kind::Raw(c) => return with_filter(format!("raw:{c:#x}"), self.filter),
-            Kind::Firmware(f) => f.name(),
+            Kind::Firmware(f) => return with_filter(fw_name(f), self.filter),
         };
         with_filter(base.to_string(), self.filter)
     }
@@ -217,12 +136,9 @@ impl Event {
             flags |= FLAG_PINNED;
         }
         Attr {
-            type_,
-            size: std::mem::size_of::<Attr>() as u32,
-            config,
             read_format: FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
             flags,
-            ..Attr::default()
+            ..Attr::new(type_, config)
         }
     }
 }

@@ -3,7 +3,10 @@
 //! for facts only the guest can see, which it reports as plain values.
 
 use super::ipi::Pinger;
-use super::perf::{Counter, Event, Filter, FwEvent, Kind, Reading, Sampler, Target};
+use super::perf::{
+    fw_event, fw_name, Counter, Event, Filter, FwEvent, Kind, Reading, Sampler, Target,
+    LINUX_FW_EVENTS,
+};
 use super::sys;
 use super::workload::{rvpmu_alu_loop, Pages, ALU_INSNS_PER_ITER, WALK_INSNS_PER_PAGE};
 use crate::cmdline::{Mode, Params};
@@ -172,9 +175,8 @@ fn demo(p: &Params) -> Result<(), String> {
             pages.walk();
         }
     };
-    let fw: Vec<Event> = FwEvent::ALL[4..14]
-        .iter()
-        .map(|&f| Event::new(Firmware(f)))
+    let fw: Vec<Event> = (4..14)
+        .map(|i| Event::new(Firmware(fw_event(i))))
         .collect();
     let passes: Vec<(&str, Vec<Event>)> = vec![
         (
@@ -377,7 +379,7 @@ fn capacity(cpu: u32, fw: u32, hw: u32) -> String {
     pinned.push(Event::new(Cycles));
     pinned.push(Event::new(Instructions));
     for i in 0..fw as usize {
-        pinned.push(Event::new(Firmware(FwEvent::ALL[i % FwEvent::ALL.len()])));
+        pinned.push(Event::new(Firmware(fw_event(i % LINUX_FW_EVENTS))));
     }
     for e in &mut pinned {
         e.pinned = true;
@@ -520,7 +522,7 @@ fn open_cpu_fw(cpu: u32) -> Result<Vec<Counter>, String> {
         .iter()
         .map(|&f| {
             Counter::open(Event::new(Kind::Firmware(f)), Target::Cpu(cpu as i32), None)
-                .map_err(|e| format!("open {} on cpu{cpu}: {}", f.name(), err_name(&e)))
+                .map_err(|e| format!("open {} on cpu{cpu}: {}", fw_name(f), err_name(&e)))
         })
         .collect()
 }
@@ -633,13 +635,13 @@ fn fwevents() -> Result<(), String> {
     for (i, f) in FW_WATCHED.iter().enumerate() {
         println!(
             "{:<30} {:>10} {:>10}",
-            f.name(),
+            fw_name(*f),
             r0[i].1.value,
             r1[i].1.value
         );
         items.push(
             Obj::new()
-                .str("name", f.name())
+                .str("name", &fw_name(*f))
                 .u64("cpu0", r0[i].1.value)
                 .u64("cpu1", r1[i].1.value)
                 .u64("cpu0_running", r0[i].1.running)
@@ -675,7 +677,7 @@ fn read_fw(cs: &[Counter]) -> Result<Vec<(FwEvent, Reading)>, String> {
         .map(|(c, f)| {
             c.read()
                 .map(|r| (f, r))
-                .map_err(|e| format!("read {}: {e}", f.name()))
+                .map_err(|e| format!("read {}: {e}", fw_name(f)))
         })
         .collect()
 }

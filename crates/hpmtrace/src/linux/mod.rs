@@ -28,7 +28,7 @@ mod clock;
 mod events;
 mod group;
 mod mmap_page;
-mod perf_event;
+pub mod perf_event;
 mod timer;
 mod ucontext;
 
