@@ -4,7 +4,7 @@
 use crate::console::Out;
 use crate::csr::*;
 use crate::layout;
-use crate::machine;
+use crate::machine::{self, HartLocal};
 use crate::platform::{self, Features, Platform};
 
 /// Rust entry from `_start`, on the hart's own stack.
@@ -19,8 +19,10 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
         if !machine::platform().hart_valid(hartid) {
             park();
         }
-        hart_init(hartid);
-        machine::stop_and_wait(hartid);
+        // SAFETY: once, on this hart, before any trap; `stop_and_wait`
+        // leaves M-mode only through `enter_supervisor`.
+        let hart = unsafe { hart_init(hartid) };
+        crate::hsm::stop_and_wait(hartid, hart);
     }
     // SAFETY: no hart has touched .bss yet: the others wait on `.data`.
     unsafe { layout::zero_bss() };
@@ -35,7 +37,9 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     };
     let present = crate::pmu::present_counters();
     crate::pmu::load_event_map(
-        machine::event_map_mut(),
+        // SAFETY: the boot hart, once, before `publish`; the borrow ends
+        // with this call.
+        unsafe { machine::event_map_mut() },
         pmu_node,
         present,
         p.pmu_quirk,
@@ -45,10 +49,12 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     banner(&p, present);
     let next = p.next_addr;
     machine::publish(p);
-    hart_init(hartid);
-    crate::timer::arm_steal(hartid);
+    // SAFETY: once, on this hart, before any trap; the borrow is not used
+    // after `enter_supervisor`.
+    let hart = unsafe { hart_init(hartid) };
+    crate::timer::arm_steal(hartid, hart);
     // SAFETY: the next stage is entered in S-mode as fw_dynamic promises.
-    unsafe { crate::entry::enter_supervisor(hartid, dtb, next) }
+    unsafe { crate::frame::enter_supervisor(hartid, dtb, next) }
 }
 
 fn park() -> ! {
@@ -118,7 +124,14 @@ fn banner(p: &Platform, counters: u32) {
 }
 
 /// M-mode state of one hart: delegation, counters, envcfg, PMP, timer.
-fn hart_init(me: usize) {
+/// Returns the hart's private state, borrowed for the rest of its M-mode
+/// setup (until it enters S-mode).
+///
+/// # Safety
+///
+/// Called once per hart, by hart `me` itself, before it takes any trap;
+/// the returned borrow is not used once the hart has entered S-mode.
+unsafe fn hart_init(me: usize) -> &'static mut HartLocal {
     let p = machine::platform();
     let f = p.hart_features(me);
 
@@ -176,7 +189,13 @@ fn hart_init(me: usize) {
     // SAFETY: required after PMP changes; no memory effects.
     unsafe { core::arch::asm!("sfence.vma") };
 
-    machine::init_local(me, f, present);
-    crate::timer::disarm(me);
+    // SAFETY: the caller's contract: once, on hart `me` itself, before it
+    // takes any trap.
+    crate::frame::set_hart(unsafe { machine::init_local(me, f, present) });
+    // SAFETY: after `set_hart`; the caller's contract makes it the only
+    // borrow until the hart enters S-mode, and unused after that.
+    let hart = unsafe { crate::frame::this_hart() };
+    crate::timer::disarm(me, hart);
     csr_write!(mie, MIP_MSIP);
+    hart
 }

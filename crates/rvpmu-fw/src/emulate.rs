@@ -2,9 +2,8 @@
 //! misaligned accesses itself; what traps here is done byte by byte in the
 //! trapped context's translation). Anything else is redirected to S-mode.
 
-use crate::entry::{fetch_insn, load_u8, store_u8};
-use crate::pmu;
-use crate::trap::{redirect, TrapFrame};
+use crate::frame::{fetch_insn, load_u8, redirect, store_u8, TrapFrame};
+use crate::pmu::HartPmu;
 use rvpmu::event::FwEvent;
 
 /// A decoded integer load or store.
@@ -62,9 +61,9 @@ fn decode(insn: u32) -> Option<Access> {
 }
 
 /// Handle a misaligned load/store trap at `f.mepc` for address `addr`.
-pub fn misaligned(f: &mut TrapFrame, cause: usize, addr: usize) {
+pub fn misaligned(f: &mut TrapFrame, cause: usize, addr: usize, pmu: &mut HartPmu) {
     let is_load = cause == crate::csr::CAUSE_MISALIGNED_LOAD;
-    pmu::record(if is_load {
+    pmu.record(if is_load {
         FwEvent::MisalignedLoad
     } else {
         FwEvent::MisalignedStore

@@ -1,15 +1,16 @@
-//! Reset entry, the trap vector and the few routines that must be assembly:
-//! entering S-mode and memory accesses made on behalf of the interrupted
-//! mode (MPRV) that survive a fault.
+//! Reset entry and the trap vector: the assembly that enters the Rust code
+//! (`boot::fw_main`, `trap::trap_handler`, `sbi::ecall_fast`). The top of
+//! the module graph: nothing imports it. The routines the handlers call in
+//! assembly (guarded accesses, entering S-mode) are in `frame.rs`.
 
-use crate::csr::{MSTATUS_MPRV, MSTATUS_MXR};
+use crate::frame::{HartRoot, TrapFrame};
 use crate::layout::{MAX_HARTS, STACK_SIZE};
-use crate::trap::TrapFrame;
 use core::mem::{offset_of, size_of};
 
 // Reset: every hart arrives here with a0 = hartid, a1 = DTB, a2 = fw_dynamic
-// info. Each hart takes the top of its own stack for its trap frame
-// (mscratch points at it) and runs on the stack below it.
+// info. Each hart takes the top of its own stack for its root (`HartRoot`:
+// the trap frame, then the pointer to the hart's state; mscratch points at
+// it) and runs on the stack below it.
 core::arch::global_asm!(
     ".section .text.entry, \"ax\"",
     ".globl _start",
@@ -31,16 +32,13 @@ core::arch::global_asm!(
     "   j 2b",
     max_harts = const MAX_HARTS,
     stack_size = const STACK_SIZE,
-    frame_size = const size_of::<TrapFrame>(),
+    frame_size = const size_of::<HartRoot>(),
     trap_entry = sym trap_entry,
     fw_main = sym crate::boot::fw_main,
 );
 
 extern "C" {
     fn trap_entry();
-    /// Leave M-mode for S-mode at `entry` with a0 = `a0`, a1 = `a1`,
-    /// satp = 0 and interrupts disabled in S.
-    pub fn enter_supervisor(a0: usize, a1: usize, entry: usize) -> !;
 }
 
 // The trap vector. From S/U (or VS/VU) the whole register file is saved in
@@ -217,127 +215,3 @@ core::arch::global_asm!(
     mstatus = const offset_of!(TrapFrame, mstatus),
     recover = const offset_of!(TrapFrame, recover),
 );
-
-core::arch::global_asm!(
-    ".section .text",
-    ".balign 4",
-    ".globl enter_supervisor",
-    "enter_supervisor:",
-    "   csrw mepc, a2",
-    "   csrw satp, zero",
-    "   li t0, {clear}",
-    "   csrc mstatus, t0",
-    "   li t0, {set}",
-    "   csrs mstatus, t0",
-    "   mret",
-    clear = const crate::csr::MSTATUS_MPP | crate::csr::MSTATUS_MPIE | crate::csr::MSTATUS_SIE
-        | crate::csr::MSTATUS_SPIE | MSTATUS_MPRV | crate::csr::MSTATUS_MPV,
-    set = const crate::csr::PRV_S << crate::csr::MSTATUS_MPP_SHIFT,
-);
-
-/// Result of a guarded access: `cause` is 0 on success, else the mcause of
-/// the fault (the access had no effect then).
-#[repr(C)]
-pub struct Guarded {
-    pub value: usize,
-    pub cause: usize,
-}
-
-// Guarded accesses in the privilege and translation of the trapped context:
-// mstatus is set to the trap frame's saved mstatus (so MPP/MPV name that
-// context) plus MPRV and `a1`'s extra bits, the access runs, mstatus is put
-// back. A fault resumes at the local label 1 with a1 = mcause.
-macro_rules! guarded_access {
-    ($name:literal, $access:literal) => {
-        core::arch::global_asm!(
-            ".section .text",
-            ".balign 4",
-            concat!(".globl ", $name),
-            concat!($name, ":"),
-            "   csrr t2, mscratch",
-            "   ld t1, {mstatus}(t2)",
-            "   la t0, 1f",
-            "   sd t0, {recover}(t2)",
-            "   li t0, {mprv}",
-            "   or t0, t0, a1",
-            "   or t0, t0, t1",
-            "   li a1, 0",
-            "   csrw mstatus, t0",
-            $access,
-            "   csrw mstatus, t1",
-            "   sd zero, {recover}(t2)",
-            "   ret",
-            "1: csrw mstatus, t1",
-            "   li a0, 0",
-            "   ret",
-            mstatus = const offset_of!(TrapFrame, mstatus),
-            recover = const offset_of!(TrapFrame, recover),
-            mprv = const MSTATUS_MPRV,
-        );
-    };
-}
-guarded_access!("guarded_lbu", "   lbu a0, 0(a0)");
-guarded_access!("guarded_lhu", "   lhu a0, 0(a0)");
-guarded_access!("guarded_ld", "   ld a0, 0(a0)");
-guarded_access!("guarded_sb", "   sb a2, 0(a0)");
-
-extern "C" {
-    fn guarded_lbu(addr: usize, extra: usize) -> Guarded;
-    fn guarded_lhu(addr: usize, extra: usize) -> Guarded;
-    fn guarded_ld(addr: usize, extra: usize) -> Guarded;
-    fn guarded_sb(addr: usize, extra: usize, value: usize) -> Guarded;
-}
-
-/// Load a byte as the trapped context would (its privilege and translation).
-/// Only valid inside `trap_handler`.
-pub fn load_u8(addr: usize) -> Result<u8, usize> {
-    // SAFETY: the access runs with the trapped context's permissions and a
-    // fault is caught; mscratch points at this hart's trap frame.
-    let r = unsafe { guarded_lbu(addr, 0) };
-    if r.cause == 0 {
-        Ok(r.value as u8)
-    } else {
-        Err(r.cause)
-    }
-}
-
-/// Load a doubleword as the trapped context would (must be 8-byte aligned).
-pub fn load_u64(addr: usize) -> Result<u64, usize> {
-    // SAFETY: as load_u8.
-    let r = unsafe { guarded_ld(addr, 0) };
-    if r.cause == 0 {
-        Ok(r.value as u64)
-    } else {
-        Err(r.cause)
-    }
-}
-
-/// Store a byte as the trapped context would.
-pub fn store_u8(addr: usize, value: u8) -> Result<(), usize> {
-    // SAFETY: as load_u8.
-    let r = unsafe { guarded_sb(addr, 0, value as usize) };
-    if r.cause == 0 {
-        Ok(())
-    } else {
-        Err(r.cause)
-    }
-}
-
-/// Fetch the (possibly compressed) instruction at `pc` of the trapped
-/// context, reading execute-only pages too (MXR). Returns its bits.
-pub fn fetch_insn(pc: usize) -> Result<u32, usize> {
-    // SAFETY: as load_u8.
-    let lo = unsafe { guarded_lhu(pc, MSTATUS_MXR) };
-    if lo.cause != 0 {
-        return Err(lo.cause);
-    }
-    if lo.value & 3 != 3 {
-        return Ok(lo.value as u32);
-    }
-    // SAFETY: as load_u8.
-    let hi = unsafe { guarded_lhu(pc + 2, MSTATUS_MXR) };
-    if hi.cause != 0 {
-        return Err(hi.cause);
-    }
-    Ok((lo.value | hi.value << 16) as u32)
-}

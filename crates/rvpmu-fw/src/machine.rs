@@ -1,11 +1,15 @@
 //! The firmware's only mutable global state: the per-hart table (HSM state,
-//! inter-hart message slots, hart-private state) plus the write-once
-//! platform description, and the boot hand-off words.
+//! inter-hart message slots, and the storage of each hart's private state,
+//! which the hart reaches through its trap frame's root, `frame.rs`) plus
+//! the write-once platform description and event map, and the boot
+//! hand-off words. Cross-hart requests (IPIs, remote fences, HSM) go
+//! through the slots' atomics only; a hart's own firmware events go to the
+//! `&mut HartPmu` its trap passes in.
 
-use crate::csr::{self, csr_clear, csr_read, csr_set, hartid, MIP_SSIP};
+use crate::csr::{self, csr_read, csr_set, MIP_SSIP};
 use crate::layout::MAX_HARTS;
 use crate::platform::{Features, Platform};
-use crate::pmu::{self, HartPerf};
+use crate::pmu::{self, HartPerf, HartPmu};
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
@@ -108,7 +112,13 @@ pub struct Fence {
     pub id: usize,
 }
 
-/// State only the owning hart touches.
+/// State only the owning hart touches. It is stored in the hart's slot
+/// but reached only through the hart's root beside its trap frame
+/// (`frame::HartRoot`, set once by `init_local`'s caller): one way to it,
+/// borrowed `&mut` once per trap (`frame::this_hart`) and passed down from
+/// there. `repr(C)` with `perf.pmu` first, so the SBI fast path reaches
+/// the engine at offset 0.
+#[repr(C)]
 pub struct HartLocal {
     pub perf: HartPerf,
     /// Supervisor timer deadline kept in mtimecmp (harts without Sstc).
@@ -167,9 +177,14 @@ static MACHINE: Machine = Machine {
 };
 
 /// The event map, for the boot hart to fill before `publish`.
-#[allow(clippy::mut_from_ref)]
-pub fn event_map_mut() -> &'static mut EventMap {
-    // SAFETY: only the boot hart calls this, before STAGE_READY.
+///
+/// # Safety
+///
+/// Called once, by the boot hart, before `publish`; no other reference
+/// to the map (`event_map`) exists while the returned borrow is used.
+pub unsafe fn event_map_mut() -> &'static mut EventMap {
+    // SAFETY: the caller's contract: the only reference, before
+    // STAGE_READY (no other hart reads the map before it).
     unsafe { &mut *MACHINE.event_map.get() }
 }
 
@@ -220,27 +235,30 @@ pub fn platform_if_ready() -> Option<&'static Platform> {
     (BOOT.stage.load(Acquire) == STAGE_READY).then(platform)
 }
 
-/// Set up the calling hart's private state (once per hart, at its init).
-pub fn init_local(me: usize, features: Features, present_counters: u32) {
-    let perf = pmu::new_hart(features, present_counters);
-    // SAFETY: each hart initializes only its own slot, before using it.
+/// Set up hart `me`'s private state and return it (the caller hands it to
+/// the hart's root, `frame::set_hart`, the one way to it from then on).
+///
+/// # Safety
+///
+/// Called once per hart, by hart `me` itself, before it takes any trap.
+/// The returned borrow is the only one until the hart enters S-mode; it
+/// must not be used after that (each trap then borrows the state afresh
+/// through the hart's root).
+pub unsafe fn init_local(
+    me: usize,
+    features: Features,
+    present_counters: u32,
+) -> &'static mut HartLocal {
+    let perf = pmu::new_hart(features, present_counters, event_map(), platform());
+    // SAFETY: the caller's contract: slot `me` belongs to the calling
+    // hart, which has not used it yet, and nothing else refers to it.
     unsafe {
         (*MACHINE.harts[me].local.get()).write(HartLocal {
             perf,
             s_deadline: u64::MAX,
             steal_deadline: u64::MAX,
         })
-    };
-    crate::trap::set_hart_pmu(&mut local().perf.pmu);
-}
-
-/// The calling hart's private state. Callers keep the borrow short and
-/// never hold two at once.
-#[allow(clippy::mut_from_ref)]
-pub fn local() -> &'static mut HartLocal {
-    // SAFETY: initialized by init_local before the hart takes any trap;
-    // only the owning hart reaches its slot.
-    unsafe { (*MACHINE.harts[hartid()].local.get()).assume_init_mut() }
+    }
 }
 
 /// Run `f` with the console to ourselves (whole DBCN writes stay together).
@@ -280,11 +298,11 @@ fn is_running(hart: usize) -> bool {
 /// Deliver a supervisor software interrupt to `target`. The IPI firmware
 /// events count only what crosses harts ("to/from other hart"), so a
 /// hart's IPI to itself is neither sent nor received.
-pub fn send_ipi(me: usize, target: usize) {
+pub fn send_ipi(me: usize, target: usize, pmu: &mut HartPmu) {
     if target == me {
         csr_set!(mip, MIP_SSIP);
     } else if is_running(target) {
-        pmu::record(FwEvent::IpiSent);
+        pmu.record(FwEvent::IpiSent);
         MACHINE.harts[target].pending.fetch_or(MSG_IPI, AcqRel);
         send_msip(target);
     }
@@ -292,7 +310,7 @@ pub fn send_ipi(me: usize, target: usize) {
 
 /// Run `fence` on every hart in `targets` (a bit per hart id) and return
 /// when all have done it. Stopped harts are skipped: they flush on start.
-pub fn remote_fence(me: usize, targets: u64, fence: Fence) {
+pub fn remote_fence(me: usize, targets: u64, fence: Fence, pmu: &mut HartPmu) {
     let (sent, _) = fence.kind.events();
     let mut posted = 0u64;
     for t in 0..MAX_HARTS {
@@ -303,7 +321,7 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence) {
             // Local work, not a request to another hart: not counted.
             execute_fence(&fence);
         } else if is_running(t) {
-            pmu::record(sent);
+            pmu.record(sent);
             let slot = &MACHINE.harts[t].fences[me];
             slot.kind.store(fence.kind as usize, Relaxed);
             slot.start.store(fence.start, Relaxed);
@@ -322,7 +340,7 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence) {
             // The target's completion MSIP wakes us; sleeping (rather than
             // spinning) also lets QEMU run the target hart right away.
             loop {
-                process_messages(me, true);
+                process_messages(me, true, pmu);
                 if !MACHINE.harts[t].fences[me].busy.load(Acquire) {
                     break;
                 }
@@ -385,13 +403,13 @@ fn execute_fence(f: &Fence) {
 /// Handle everything other harts asked of `me` (the MSIP interrupt, and
 /// polling in wait loops). Returns the message bits that were pending.
 /// IPIs are dropped while the hart is not running supervisor code.
-pub fn process_messages(me: usize, running: bool) -> usize {
+pub fn process_messages(me: usize, running: bool, pmu: &mut HartPmu) -> usize {
     let slot = &MACHINE.harts[me];
     clear_msip(me);
     let bits = slot.pending.swap(0, AcqRel);
     if bits & MSG_IPI != 0 && running {
         csr_set!(mip, MIP_SSIP);
-        pmu::record(FwEvent::IpiReceived);
+        pmu.record(FwEvent::IpiReceived);
     }
     if bits & MSG_FENCE != 0 {
         for (sender, f) in slot.fences.iter().enumerate() {
@@ -404,7 +422,7 @@ pub fn process_messages(me: usize, running: bool) -> usize {
                 };
                 execute_fence(&fence);
                 // Slots are per sender and a hart never posts to itself.
-                pmu::record(fence.kind.events().1);
+                pmu.record(fence.kind.events().1);
                 f.busy.store(false, Release);
                 send_msip(sender);
             }
@@ -433,54 +451,66 @@ pub fn request_start(target: usize, addr: usize, arg: usize) -> Result<(), usize
     Ok(())
 }
 
-/// Stop the calling hart (HSM hart_stop, or parking a secondary at boot)
-/// and wait in M-mode until a hart_start names it.
-pub fn stop_and_wait(me: usize) -> ! {
-    // A secondary parking at boot is already STOPPED (published with the
-    // platform) and may even be START_PENDING by now: only a running hart
-    // passes through STOP_PENDING, so an early hart_start is never lost.
+/// HSM hart_stop, first step (the hart's own): a running hart becomes
+/// STOP_PENDING. A secondary parking at boot is already STOPPED
+/// (published with the platform) and may even be START_PENDING by now:
+/// only a running hart passes through STOP_PENDING, so an early
+/// hart_start is never lost.
+pub fn begin_stop(me: usize) {
     if hsm_state(me) == hart_state::STARTED {
         set_hsm_state(me, hart_state::STOP_PENDING);
     }
-    crate::timer::disarm(me);
-    csr_clear!(mip, MIP_SSIP);
+}
+
+/// HSM hart_stop, last step: STOP_PENDING becomes STOPPED (a hart_start
+/// may claim it from then on).
+pub fn finish_stop(me: usize) {
     let _ = MACHINE.harts[me].hsm.compare_exchange(
         hart_state::STOP_PENDING,
         hart_state::STOPPED,
         AcqRel,
         Acquire,
     );
-    loop {
-        let bits = process_messages(me, false);
-        if bits & MSG_START != 0 && hsm_state(me) == hart_state::START_PENDING {
-            let slot = &MACHINE.harts[me];
-            let (addr, arg) = (slot.start_addr.load(Relaxed), slot.start_arg.load(Relaxed));
-            // A fresh start: nothing stale in the TLB or I-cache.
-            // SAFETY: fences only.
-            unsafe { core::arch::asm!("fence.i", "sfence.vma") };
-            set_hsm_state(me, hart_state::STARTED);
-            crate::timer::arm_steal(me);
-            // SAFETY: entering S-mode at the requested address.
-            unsafe { crate::entry::enter_supervisor(me, arg, addr) };
-        }
-        // SAFETY: wfi only stalls; MSIP (kept enabled in mie) wakes us.
-        unsafe { core::arch::asm!("wfi") };
+}
+
+/// The (entry address, argument) of a hart_start that claimed `me`, if
+/// `bits` (from `process_messages`) carry one. The hart is still
+/// START_PENDING: `set_started` follows.
+pub fn start_request(me: usize, bits: usize) -> Option<(usize, usize)> {
+    if bits & MSG_START != 0 && hsm_state(me) == hart_state::START_PENDING {
+        let slot = &MACHINE.harts[me];
+        Some((slot.start_addr.load(Relaxed), slot.start_arg.load(Relaxed)))
+    } else {
+        None
     }
 }
 
-/// Retentive or non-retentive HSM suspend: wait in M-mode until an
-/// interrupt S-mode enabled is pending.
-pub fn suspend(me: usize) {
-    set_hsm_state(me, hart_state::SUSPENDED);
-    const S_IRQS: usize = csr::MIP_SSIP | csr::MIP_STIP | csr::MIP_SEIP | csr::MIP_LCOFIP;
-    loop {
-        process_messages(me, true);
-        crate::timer::poll_mtimer();
-        if csr_read!(mip) & csr_read!(mie) & S_IRQS != 0 {
-            break;
-        }
-        // SAFETY: wfi only stalls; wakes on any interrupt enabled in mie.
-        unsafe { core::arch::asm!("wfi") };
-    }
+/// The calling hart runs S-mode code again (after a start or a suspend).
+pub fn set_started(me: usize) {
     set_hsm_state(me, hart_state::STARTED);
+}
+
+/// The calling hart waits in an HSM suspend.
+pub fn set_suspended(me: usize) {
+    set_hsm_state(me, hart_state::SUSPENDED);
+}
+
+pub fn write_mtimecmp(me: usize, value: u64) {
+    // SAFETY: this hart's mtimecmp in the CLINT/ACLINT the DT names.
+    unsafe { core::ptr::write_volatile((platform().mtimecmp + 8 * me) as *mut u64, value) };
+}
+
+/// Keep the hart in M-mode until `time` reaches `deadline`, asleep in
+/// `wfi` on its M timer (under icount QEMU then runs the other harts up to
+/// the deadline instead of letting a spinning hart overshoot it), still
+/// serving other harts' IPI and fence requests (their firmware events go
+/// to `pmu`). The caller reprograms mtimecmp afterwards.
+pub fn sleep_until(me: usize, deadline: u64, pmu: &mut HartPmu) {
+    write_mtimecmp(me, deadline);
+    csr_set!(mie, csr::MIP_MTIP);
+    while (csr_read!(time) as u64) < deadline {
+        // SAFETY: wfi only stalls; MTIP or MSIP (enabled in mie) wakes us.
+        unsafe { core::arch::asm!("wfi") };
+        process_messages(me, true, pmu);
+    }
 }

@@ -5,6 +5,45 @@
 //! Bare-metal crate: built for riscv64gc-unknown-none-elf by
 //! `cargo xtask firmware`; on the host it is an empty stub.
 //!
+//! # Layering
+//!
+//! Each module uses only modules listed before it (no cycles):
+//!
+//! | module | what | uses |
+//! |---|---|---|
+//! | `csr`, `layout`, `console` | CSR macros and bits; memory layout; the UART | - |
+//! | `dtpatch` | the DTB's /reserved-memory | console |
+//! | `platform` | fw_dynamic info, the device tree's description of the machine | console, layout |
+//! | `pmu` | the `rvpmu` engine per hart (`HartPerf`), the event map from the DT | csr, console, platform |
+//! | `machine` | shared state: boot hand-off, platform, event map, hart table (HSM states, IPI and fence messages, storage of each hart's `HartLocal`), `sleep_until` | csr, layout, console, platform, pmu |
+//! | `power` | power-off, reset, fatal and panic reports | csr, console, platform, machine |
+//! | `frame` | the trap frame and the hart's root (`this_hart`), redirect to S-mode, guarded accesses, entering S-mode | csr, platform, machine, power |
+//! | `steal` | the noisy neighbour | csr, machine, pmu, frame |
+//! | `timer` | mtimecmp: supervisor timer, neighbour deadline | csr, platform, machine, steal |
+//! | `hsm` | the calling hart's stop and suspend waits | csr, machine, frame, timer |
+//! | `emulate` | misaligned load/store emulation | csr, pmu, frame |
+//! | `sbi` | SBI call dispatch | csr, layout, platform, pmu, machine, power, frame, timer, hsm |
+//! | `trap` | trap dispatch | csr, machine, power, frame, timer, emulate, sbi |
+//! | `boot` | cold boot and per-hart setup | csr, layout, console, dtpatch, platform, pmu, machine, power, frame, timer, hsm |
+//! | `entry` | reset and trap-vector assembly, naming `boot`, `trap` and `sbi`'s entry points | csr, layout, frame, boot, trap, sbi |
+//!
+//! # Per-hart state
+//!
+//! A hart's private state (`machine::HartLocal`: its PMU engine and STA
+//! record, its timer deadlines) has one root: the pointer beside its trap
+//! frame (`frame::HartRoot`), set once at the hart's setup. Each trap
+//! borrows it once, `&mut`, through the one `unsafe fn` that may
+//! (`frame::this_hart`, whose contract is one live borrow per hart: M-mode
+//! runs with interrupts off, so traps do not nest), and passes it down;
+//! no safe function hands out a `&mut` to it. Where the firmware runs
+//! other work while it holds part of the state, the borrow is split: the
+//! M timer keeps the deadlines and lends `perf` to the noisy neighbour
+//! (`steal::run`), which keeps the STA record and lends the PMU to the
+//! wait that serves other harts' messages (`machine::sleep_until`,
+//! `machine::process_messages`) so that their firmware events are
+//! recorded. Other harts are reached only through `machine`'s atomics
+//! (IPIs, remote fences, HSM).
+//!
 //! # Exit status under QEMU
 //!
 //! The firmware powers off through the `sifive,test` finisher (QEMU virt's
@@ -40,6 +79,10 @@ mod emulate;
 #[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
+mod frame;
+#[cfg(target_os = "none")]
+mod hsm;
+#[cfg(target_os = "none")]
 mod layout;
 #[cfg(target_os = "none")]
 mod machine;
@@ -61,7 +104,7 @@ mod trap;
 #[cfg(target_os = "none")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    trap::panic_report(info)
+    power::panic_report(info)
 }
 
 #[cfg(not(target_os = "none"))]

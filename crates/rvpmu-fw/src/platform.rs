@@ -127,6 +127,27 @@ impl Features {
     }
 }
 
+/// The noisy neighbour's settings (`steal.rs`), from
+/// `/chosen/rvpmu,noisy-neighbour`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Noisy {
+    pub busy_us: u32,
+    pub period_us: u32,
+}
+
+impl Noisy {
+    /// Two big-endian cells `<busy_us period_us>`; nonsense (busy 0, busy
+    /// not below period) disables it.
+    pub fn from_cells(v: &[u8]) -> Option<Noisy> {
+        if v.len() != 8 {
+            return None;
+        }
+        let busy_us = u32::from_be_bytes(v[0..4].try_into().ok()?);
+        let period_us = u32::from_be_bytes(v[4..8].try_into().ok()?);
+        (busy_us > 0 && busy_us < period_us).then_some(Noisy { busy_us, period_us })
+    }
+}
+
 /// A physical address range.
 #[derive(Clone, Copy, Default)]
 pub struct Region {
@@ -189,7 +210,7 @@ pub struct Platform {
     /// `time` ticks per second (`/cpus/timebase-frequency`).
     pub timebase_hz: u64,
     /// The steal-time injector, from `/chosen/rvpmu,noisy-neighbour`.
-    pub noisy: Option<crate::steal::Noisy>,
+    pub noisy: Option<Noisy>,
     /// Offer the PMU counter snapshot (`/chosen/rvpmu,pmu-snapshot = <0>`
     /// turns it off, e.g. for kernels whose snapshot code is broken).
     pub pmu_snapshot: bool,
@@ -306,7 +327,7 @@ pub fn parse<'a>(
             }
         } else if node.name == "chosen" {
             if let Some(v) = node.property("rvpmu,noisy-neighbour") {
-                p.noisy = crate::steal::Noisy::from_cells(v.value);
+                p.noisy = Noisy::from_cells(v.value);
             }
             if let Some(v) = node
                 .property("rvpmu,pmu-snapshot")

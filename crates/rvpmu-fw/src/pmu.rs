@@ -1,11 +1,10 @@
-//! Glue to the `rvpmu` engine: per-hart PMU and STA state, firmware-event
-//! recording, and the board facts the engine needs (counters present,
+//! Glue to the `rvpmu` engine: per-hart PMU and STA state (firmware events
+//! are recorded with `HartPmu::record` on the `&mut` the trap passes
+//! down), and the board facts the engine needs (counters present,
 //! ISA features, the event map from the device tree).
 
-use crate::machine;
-use crate::platform::Features;
+use crate::platform::{Features, Platform};
 use rvpmu::dt::{EventMap, PlatformQuirk, PmuProps};
-use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::csr::CsrHpm;
 use rvpmu::mem::PhysMemory;
@@ -15,7 +14,9 @@ use rvpmu::{Pmu, PmuConfig};
 /// The engine as this firmware instantiates it.
 pub type HartPmu = Pmu<'static, CsrHpm, PhysMemory>;
 
-/// One hart's PMU and steal-time state.
+/// One hart's PMU and steal-time state (`repr(C)`, `pmu` first: see
+/// `machine::HartLocal`).
+#[repr(C)]
 pub struct HartPerf {
     pub pmu: HartPmu,
     pub sta: StealTime,
@@ -75,16 +76,21 @@ pub fn load_event_map(
 }
 
 /// Per-hart engine state, counters put in their boot state.
-pub fn new_hart(f: Features, present: u32) -> HartPerf {
+pub fn new_hart(
+    f: Features,
+    present: u32,
+    map: &'static EventMap,
+    platform: &Platform,
+) -> HartPerf {
     let cfg = PmuConfig {
-        map: machine::event_map(),
+        map,
         isa: isa(f),
         fw_events: if f.has(Features::H) {
             FwEventSet::all_standard()
         } else {
             FwEventSet::without_h()
         },
-        snapshot: machine::platform().pmu_snapshot,
+        snapshot: platform.pmu_snapshot,
         // Makes Linux 6.12's snapshot restart (counter_idx_base 4096) valid;
         // see README "Linux 6.12's snapshot restart bug".
         alias_window: true,
@@ -92,13 +98,7 @@ pub fn new_hart(f: Features, present: u32) -> HartPerf {
     // SAFETY: M-mode; `present` names only implemented counters.
     let hw = unsafe { CsrHpm::new(present) };
     HartPerf {
-        pmu: Pmu::new(cfg, hw, machine::platform().ram, present),
+        pmu: Pmu::new(cfg, hw, platform.ram, present),
         sta: StealTime::new(),
     }
-}
-
-/// Count one firmware event on the calling hart, where it happens.
-#[inline]
-pub fn record(ev: FwEvent) {
-    machine::local().perf.pmu.record(ev);
 }

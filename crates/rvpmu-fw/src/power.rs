@@ -1,6 +1,9 @@
 //! Power-off and reset through the platform's poweroff/reboot device
-//! (QEMU virt: the sifive,test device at 0x100000).
+//! (QEMU virt: the sifive,test device at 0x100000), and the reports of
+//! fatal conditions and panics that end in a failing power-off.
 
+use crate::console::{Out, DEFAULT_UART};
+use crate::csr::{csr_read, hartid};
 use crate::machine::platform_if_ready;
 use crate::platform::DEFAULT_SIFIVE_TEST;
 
@@ -71,4 +74,48 @@ pub fn reboot() {
         write(addr, value);
         park();
     }
+}
+
+/// Report a firmware-fatal condition (CSRs, hart, the interrupted pc)
+/// and power off with status 1.
+pub fn fatal(what: &str, context_pc: usize) -> ! {
+    report(what, context_pc);
+    fail(1)
+}
+
+fn report(what: &str, context_pc: usize) {
+    let uart = platform_if_ready().map_or(DEFAULT_UART, |p| p.uart);
+    let o = Out(uart);
+    o.str("\nrvpmu-fw: FATAL: ")
+        .str(what)
+        .str(" on hart ")
+        .dec(hartid());
+    o.str("\n  mcause=")
+        .hex(csr_read!(mcause))
+        .str(" mepc=")
+        .hex(csr_read!(mepc));
+    o.str(" mtval=")
+        .hex(csr_read!(mtval))
+        .str(" interrupted pc=")
+        .hex(context_pc)
+        .str("\n");
+}
+
+/// Report a panic with its location and message, then power off.
+pub fn panic_report(info: &core::panic::PanicInfo) -> ! {
+    let uart = platform_if_ready().map_or(DEFAULT_UART, |p| p.uart);
+    let o = Out(uart);
+    o.str("\nrvpmu-fw: PANIC on hart ").dec(hartid());
+    if let Some(l) = info.location() {
+        o.str(" at ").str(l.file()).str(":").dec(l.line() as usize);
+    }
+    if let Some(m) = info.message().as_str() {
+        o.str(": ").str(m);
+    }
+    o.str("\n  mcause=")
+        .hex(csr_read!(mcause))
+        .str(" mepc=")
+        .hex(csr_read!(mepc));
+    o.str(" mtval=").hex(csr_read!(mtval)).str("\n");
+    fail(2)
 }

@@ -2,10 +2,11 @@
 //! calls, and (through `pmu`) PMU and STA.
 
 use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
+use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
-use crate::machine::{self, platform, Fence, FenceKind};
+use crate::machine::{self, platform, Fence, FenceKind, HartLocal};
 use crate::platform::Features;
-use crate::trap::{redirect, TrapFrame, A0, A1};
+use crate::pmu::HartPmu;
 use rvpmu::mem::SupervisorMemory;
 use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
@@ -181,11 +182,17 @@ macro_rules! extension_fn {
     };
 }
 
+// Each extension that needs the hart's state borrows it here, once per
+// call: these functions are where an ecall's trap is served (the fast path
+// reaches them from `ecall_fast`, the full path from `ecall`).
 extension_fn!(pmu_ext, |a, fid| {
-    rvpmu::ecall::pmu(crate::trap::hart_pmu(), fid, a)
+    // SAFETY: once per trap, on this hart, not kept past it.
+    let hart = unsafe { this_hart() };
+    rvpmu::ecall::pmu(&mut hart.perf.pmu, fid, a)
 });
 extension_fn!(sta_ext, |a, fid| {
-    let perf = &mut machine::local().perf;
+    // SAFETY: once per trap, on this hart, not kept past it.
+    let perf = &mut unsafe { this_hart() }.perf;
     rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
 });
 extension_fn!(base_ext, |a, fid| base_call(fid, a[0]));
@@ -193,17 +200,25 @@ extension_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
         return err(RET_ERR_NOT_SUPPORTED);
     }
-    crate::timer::set_timer(a[0] as u64);
+    // SAFETY: once per trap, on this hart, not kept past it.
+    crate::timer::set_timer(a[0] as u64, unsafe { this_hart() });
     ok(0)
 });
 extension_fn!(spi_ext, |a, fid| {
     if fid != spi::SEND_IPI {
         return err(RET_ERR_NOT_SUPPORTED);
     }
-    send_ipi(a[0], a[1])
+    // SAFETY: once per trap, on this hart, not kept past it.
+    send_ipi(a[0], a[1], &mut unsafe { this_hart() }.perf.pmu)
 });
-extension_fn!(rfnc_ext, |a, fid| rfence(fid, a));
-extension_fn!(hsm_ext, |a, fid| hsm_call(fid, a));
+extension_fn!(rfnc_ext, |a, fid| {
+    // SAFETY: once per trap, on this hart, not kept past it.
+    rfence(fid, a, &mut unsafe { this_hart() }.perf.pmu)
+});
+extension_fn!(hsm_ext, |a, fid| {
+    // SAFETY: once per trap, on this hart, not kept past it.
+    hsm_call(fid, a, unsafe { this_hart() })
+});
 extension_fn!(srst_ext, |a, fid| {
     if fid != srst::SYSTEM_RESET {
         return err(RET_ERR_NOT_SUPPORTED);
@@ -274,18 +289,18 @@ fn for_each_hart(set: u64, mut f: impl FnMut(usize)) {
     }
 }
 
-fn send_ipi(mask: usize, mask_base: usize) -> Ret {
+fn send_ipi(mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
     match hart_set(mask, mask_base) {
         Ok(set) => {
             let me = hartid();
-            for_each_hart(set, |h| machine::send_ipi(me, h));
+            for_each_hart(set, |h| machine::send_ipi(me, h, pmu));
             ok(0)
         }
         Err(e) => err(e),
     }
 }
 
-fn rfence(fid: usize, a: [usize; 6]) -> Ret {
+fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     let kind = match fid {
         rfnc::REMOTE_FENCE_I => FenceKind::I,
         rfnc::REMOTE_SFENCE_VMA => FenceKind::Vma,
@@ -320,11 +335,12 @@ fn rfence(fid: usize, a: [usize; 6]) -> Ret {
             size: a[3],
             id,
         },
+        pmu,
     );
     ok(0)
 }
 
-fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
+fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
     let me = hartid();
     let p = platform();
     let ram = &p.ram;
@@ -341,7 +357,7 @@ fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
                 Err(e) => err(e),
             }
         }
-        hsm::HART_STOP => machine::stop_and_wait(me),
+        hsm::HART_STOP => crate::hsm::stop_and_wait(me, hart),
         hsm::HART_GET_STATUS => {
             if p.hart_valid(a[0]) {
                 ok(machine::hsm_state(a[0]))
@@ -357,16 +373,16 @@ fn hsm_call(fid: usize, a: [usize; 6]) -> Ret {
             // 0x80000000 as 0xffffffff_80000000.
             match a[0] as u32 {
                 hsm::suspend_type::RETENTIVE => {
-                    machine::suspend(me);
+                    crate::hsm::suspend(me, hart);
                     ok(0)
                 }
                 hsm::suspend_type::NON_RETENTIVE => {
                     if !ram.owns(a[1] as u64, 4) {
                         return err(RET_ERR_INVALID_ADDRESS);
                     }
-                    machine::suspend(me);
+                    crate::hsm::suspend(me, hart);
                     // SAFETY: resuming S-mode at the address it gave.
-                    unsafe { crate::entry::enter_supervisor(me, a[2], a[1]) }
+                    unsafe { crate::frame::enter_supervisor(me, a[2], a[1]) }
                 }
                 // Reserved and (unimplemented) platform-specific types.
                 _ => err(RET_ERR_INVALID_PARAM),
@@ -442,19 +458,22 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
 
 /// SBI v0.1 calls: the result goes in a0 only. Hart masks are pointers in
 /// S-mode's address space (NULL: all harts); a fault reading one is
-/// redirected to S-mode as the load's own fault.
+/// redirected to S-mode as the load's own fault. Borrows the hart's state
+/// for the trap (the full path's ecall borrows nowhere else).
 fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
     let me = hartid();
+    // SAFETY: once per trap, on this hart, not kept past it.
+    let hart = unsafe { this_hart() };
     let mask = |ptr: usize| -> Result<u64, (usize, usize)> {
         if ptr == 0 {
             return hart_set(0, usize::MAX).map_err(|e| (0, e));
         }
-        let m = crate::entry::load_u64(ptr).map_err(|cause| (cause, ptr))?;
+        let m = crate::frame::load_u64(ptr).map_err(|cause| (cause, ptr))?;
         hart_set(m as usize, 0).map_err(|e| (0, e))
     };
     let result: Result<usize, (usize, usize)> = match eid {
         legacy::LEGACY_SET_TIMER => {
-            crate::timer::set_timer(a[0] as u64);
+            crate::timer::set_timer(a[0] as u64, hart);
             Ok(0)
         }
         legacy::LEGACY_CONSOLE_PUTCHAR => {
@@ -470,7 +489,7 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             Ok(0)
         }
         legacy::LEGACY_SEND_IPI => mask(a[0]).map(|set| {
-            for_each_hart(set, |h| machine::send_ipi(me, h));
+            for_each_hart(set, |h| machine::send_ipi(me, h, &mut hart.perf.pmu));
             0
         }),
         legacy::LEGACY_REMOTE_FENCE_I
@@ -490,6 +509,7 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
                     size: a[2],
                     id: a[3],
                 },
+                &mut hart.perf.pmu,
             );
             0
         }),

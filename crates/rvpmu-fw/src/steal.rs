@@ -15,27 +15,8 @@
 //! the spec does not count idle time as steal, so that period is skipped.
 
 use crate::csr::csr_read;
-use crate::machine::{local, platform};
-
-/// Injector settings from `rvpmu,noisy-neighbour`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Noisy {
-    pub busy_us: u32,
-    pub period_us: u32,
-}
-
-impl Noisy {
-    /// Two big-endian cells `<busy_us period_us>`; nonsense (busy 0, busy
-    /// not below period) disables it.
-    pub fn from_cells(v: &[u8]) -> Option<Noisy> {
-        if v.len() != 8 {
-            return None;
-        }
-        let busy_us = u32::from_be_bytes(v[0..4].try_into().ok()?);
-        let period_us = u32::from_be_bytes(v[4..8].try_into().ok()?);
-        (busy_us > 0 && busy_us < period_us).then_some(Noisy { busy_us, period_us })
-    }
-}
+use crate::machine::platform;
+use crate::pmu::HartPerf;
 
 fn ticks(us: u32) -> u64 {
     us as u64 * platform().timebase_hz / 1_000_000
@@ -57,21 +38,25 @@ const WFI: u32 = 0x1050_0073;
 
 /// The deadline passed: withhold the hart for `busy` unless it was idle.
 /// `mepc` is where S-mode was interrupted. Returns the next deadline.
-pub fn run(mepc: usize) -> u64 {
+///
+/// The STA record stays borrowed while the hart waits; the PMU is lent
+/// to the wait, which serves other harts' messages and records their
+/// firmware events (a split borrow of `perf`, not a second `&mut`).
+pub fn run(mepc: usize, perf: &mut HartPerf) -> u64 {
     let Some(n) = platform().noisy else {
         return u64::MAX;
     };
     let start = now();
     let next = start + ticks(n.period_us);
-    let idle = matches!(crate::entry::fetch_insn(mepc.wrapping_sub(4)), Ok(WFI));
+    let idle = matches!(crate::frame::fetch_insn(mepc.wrapping_sub(4)), Ok(WFI));
     if idle {
         return next;
     }
     let mut mem = platform().ram;
-    let sta = &mut local().perf.sta;
+    let HartPerf { pmu, sta } = perf;
     sta.account(&mut mem, 0, true);
     let busy = ticks(n.busy_us);
-    crate::timer::sleep_until(crate::csr::hartid(), start + busy);
+    crate::machine::sleep_until(crate::csr::hartid(), start + busy, pmu);
     // Report the neighbour's own share. The hart may resume later than
     // `start + busy` when the platform runs it late (QEMU's round-robin
     // vCPU scheduling under icount): that delay is not the neighbour's,

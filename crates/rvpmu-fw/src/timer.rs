@@ -7,22 +7,15 @@
 //! supervisor's deadline passes.
 
 use crate::csr::{csr_clear, csr_read, csr_set, csr_write, hartid, MIP_MTIP, MIP_STIP};
-use crate::machine::{local, platform};
+use crate::machine::{platform, write_mtimecmp, HartLocal};
 use crate::platform::Features;
-use crate::pmu;
 
 fn has_sstc(me: usize) -> bool {
     platform().hart_features(me).has(Features::SSTC)
 }
 
-fn write_mtimecmp(me: usize, value: u64) {
-    // SAFETY: this hart's mtimecmp in the CLINT/ACLINT the DT names.
-    unsafe { core::ptr::write_volatile((platform().mtimecmp + 8 * me) as *mut u64, value) };
-}
-
 /// Program mtimecmp with the earliest pending M-mode deadline.
-fn reprogram(me: usize) {
-    let l = local();
+fn reprogram(me: usize, l: &HartLocal) {
     let next = l.s_deadline.min(l.steal_deadline);
     write_mtimecmp(me, next);
     if next == u64::MAX {
@@ -34,74 +27,62 @@ fn reprogram(me: usize) {
 
 /// SBI set_timer: the next supervisor timer interrupt at `value` (time
 /// units); clears a pending one.
-pub fn set_timer(value: u64) {
+pub fn set_timer(value: u64, hart: &mut HartLocal) {
     let me = hartid();
-    pmu::record(rvpmu::event::FwEvent::SetTimer);
+    hart.perf.pmu.record(rvpmu::event::FwEvent::SetTimer);
     if has_sstc(me) {
         csr_write!(0x14d, value as usize);
     } else {
-        local().s_deadline = value;
+        hart.s_deadline = value;
         csr_clear!(mip, MIP_STIP);
-        reprogram(me);
+        reprogram(me, hart);
     }
 }
 
 /// The M-mode timer fired. `interrupted` is the S-mode pc when it came as
 /// a trap from S-mode (the neighbour may run then); `None` from M-mode wait
 /// loops, where only the supervisor's deadline is served.
-pub fn on_mtimer(interrupted: Option<usize>) {
+///
+/// Re-entry is spelled out in the borrows: the neighbour (`steal::run`)
+/// gets only the hart's `perf` (its STA record, and the PMU that the
+/// messages it serves while it waits record into), while this function
+/// keeps the deadlines.
+pub fn on_mtimer(l: &mut HartLocal, interrupted: Option<usize>) {
     let me = hartid();
     let now = csr_read!(time) as u64;
-    let l = local();
     if now >= l.s_deadline {
         l.s_deadline = u64::MAX;
         csr_set!(mip, MIP_STIP);
     }
     if let Some(pc) = interrupted {
         if now >= l.steal_deadline {
-            l.steal_deadline = crate::steal::run(pc);
+            l.steal_deadline = crate::steal::run(pc, &mut l.perf);
         }
     }
-    reprogram(me);
+    reprogram(me, l);
 }
 
 /// For wait loops running with interrupts off: act on a pending M timer.
-pub fn poll_mtimer() {
+pub fn poll_mtimer(hart: &mut HartLocal) {
     if csr_read!(mip) & csr_read!(mie) & MIP_MTIP != 0 {
-        on_mtimer(None);
-    }
-}
-
-/// Keep the hart in M-mode until `time` reaches `deadline`, asleep in
-/// `wfi` on its M timer (under icount QEMU then runs the other harts up to
-/// the deadline instead of letting a spinning hart overshoot it), still
-/// serving other harts' IPI and fence requests. The caller reprograms
-/// mtimecmp afterwards.
-pub fn sleep_until(me: usize, deadline: u64) {
-    write_mtimecmp(me, deadline);
-    csr_set!(mie, MIP_MTIP);
-    while (csr_read!(time) as u64) < deadline {
-        // SAFETY: wfi only stalls; MTIP or MSIP (enabled in mie) wakes us.
-        unsafe { core::arch::asm!("wfi") };
-        crate::machine::process_messages(me, true);
+        on_mtimer(hart, None);
     }
 }
 
 /// Start the noisy neighbour (if configured) for a hart entering S-mode.
-pub fn arm_steal(me: usize) {
-    local().steal_deadline = crate::steal::first_deadline();
-    reprogram(me);
+pub fn arm_steal(me: usize, hart: &mut HartLocal) {
+    hart.steal_deadline = crate::steal::first_deadline();
+    reprogram(me, hart);
 }
 
 /// No timer interrupt pending or armed (hart init, stop).
-pub fn disarm(me: usize) {
+pub fn disarm(me: usize, l: &mut HartLocal) {
     if has_sstc(me) {
         csr_write!(0x14d, usize::MAX);
     } else {
         csr_clear!(mip, MIP_STIP);
     }
-    let l = local();
     l.s_deadline = u64::MAX;
     l.steal_deadline = u64::MAX;
-    reprogram(me);
+    reprogram(me, l);
 }

@@ -1,0 +1,244 @@
+//! The trapped context: the trap frame and, beside it, the one way to the
+//! hart's private state (`HartRoot`, `this_hart`), delivering exceptions to S-mode, memory accesses made on behalf
+//! of the interrupted mode (MPRV) that survive a fault, and entering
+//! S-mode. The assembly here is what the trap handlers call; the trap
+//! vector itself is in `entry.rs`.
+
+use crate::csr::*;
+use crate::machine::{platform, HartLocal};
+use crate::platform::Features;
+use core::mem::offset_of;
+
+/// The interrupted context, saved at the top of the hart's M-mode stack.
+/// Layout is used by the assembly in `entry.rs` (via `offset_of!`).
+#[repr(C)]
+pub struct TrapFrame {
+    /// x0..x31 (x0's slot unused).
+    pub regs: [usize; 32],
+    pub mepc: usize,
+    pub mstatus: usize,
+    /// Nonzero while a guarded access runs: where a fault resumes.
+    pub recover: usize,
+    /// Scratch for the entry code.
+    pub scratch: usize,
+}
+
+/// What mscratch points at: the hart's trap frame, then the one way to
+/// the hart's private state (set once at the hart's init by `set_hart`;
+/// see `this_hart`). The pointer is kept outside `TrapFrame`, so reaching
+/// the state never reads memory that a live `&mut TrapFrame` covers.
+#[repr(C)]
+pub struct HartRoot {
+    pub frame: TrapFrame,
+    hart: *mut HartLocal,
+}
+
+/// Hand the calling hart's private state to its root (at mscratch from
+/// `_start` on), which owns it from now on: the SBI call path finds it
+/// with a CSR read and a load, and `this_hart` is the only way back.
+pub fn set_hart(hart: &'static mut HartLocal) {
+    let r = csr_read!(mscratch) as *mut HartRoot;
+    // SAFETY: mscratch points at this hart's own root, whose `hart` word
+    // only this hart reads or writes, and never through a reference.
+    unsafe { (*r).hart = hart };
+}
+
+/// The calling hart's private state, borrowed for one trap (or for the
+/// hart's M-mode setup after `set_hart`), to be passed down as `&mut`.
+///
+/// # Safety
+///
+/// `set_hart` has run on this hart. At most one borrow from this function
+/// is live at a time: it is called once at the entry of a trap (on the
+/// fast path, by the one extension function that serves the call; on the
+/// full path, by `trap_handler` or the one SBI function that serves the
+/// call), on the hart that owns the root, and the borrow does not outlive
+/// the trap. M-mode runs with interrupts off, so no trap nests inside
+/// another (faults of guarded accesses resume without running a handler);
+/// a borrow taken at the hart's setup is not used once the hart enters
+/// S-mode.
+#[inline(always)]
+pub unsafe fn this_hart<'a>() -> &'a mut HartLocal {
+    let r = csr_read!(mscratch) as *const HartRoot;
+    // SAFETY: mscratch points at this hart's root, whose `hart` was set by
+    // `set_hart` to this hart's state, which lives for the whole run; the
+    // caller guarantees no other borrow of it is live.
+    unsafe { &mut *(*r).hart }
+}
+
+pub const A0: usize = 10;
+pub const A1: usize = 11;
+
+/// Deliver an exception to S-mode (HS-mode when the trap came from a
+/// guest) as if it had been delegated: the handler at stvec runs next.
+pub fn redirect(f: &mut TrapFrame, cause: usize, tval: usize) {
+    let prev = (f.mstatus & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT;
+    if prev == PRV_M {
+        crate::power::fatal("exception to redirect came from M-mode", f.mepc);
+    }
+    if platform().hart_features(hartid()).has(Features::H) {
+        let virt = f.mstatus & MSTATUS_MPV != 0;
+        let mut hs = csr_read!(0x600);
+        if virt {
+            hs |= HSTATUS_SPV;
+            if prev == PRV_S {
+                hs |= HSTATUS_SPVP;
+            } else {
+                hs &= !HSTATUS_SPVP;
+            }
+        } else {
+            hs &= !HSTATUS_SPV;
+        }
+        csr_write!(0x600, hs);
+        csr_write!(0x643, 0); // htval
+        csr_write!(0x64a, 0); // htinst
+        f.mstatus &= !MSTATUS_MPV;
+    }
+    csr_write!(scause, cause);
+    csr_write!(stval, tval);
+    csr_write!(sepc, f.mepc);
+    let mut s = f.mstatus;
+    s = if prev == PRV_S {
+        s | MSTATUS_SPP
+    } else {
+        s & !MSTATUS_SPP
+    };
+    s = if s & MSTATUS_SIE != 0 {
+        s | MSTATUS_SPIE
+    } else {
+        s & !MSTATUS_SPIE
+    };
+    s &= !(MSTATUS_SIE | MSTATUS_MPP);
+    f.mstatus = s | PRV_S << MSTATUS_MPP_SHIFT;
+    f.mepc = csr_read!(stvec) & !3;
+}
+
+extern "C" {
+    /// Leave M-mode for S-mode at `entry` with a0 = `a0`, a1 = `a1`,
+    /// satp = 0 and interrupts disabled in S.
+    pub fn enter_supervisor(a0: usize, a1: usize, entry: usize) -> !;
+}
+
+core::arch::global_asm!(
+    ".section .text",
+    ".balign 4",
+    ".globl enter_supervisor",
+    "enter_supervisor:",
+    "   csrw mepc, a2",
+    "   csrw satp, zero",
+    "   li t0, {clear}",
+    "   csrc mstatus, t0",
+    "   li t0, {set}",
+    "   csrs mstatus, t0",
+    "   mret",
+    clear = const crate::csr::MSTATUS_MPP | crate::csr::MSTATUS_MPIE | crate::csr::MSTATUS_SIE
+        | crate::csr::MSTATUS_SPIE | MSTATUS_MPRV | crate::csr::MSTATUS_MPV,
+    set = const crate::csr::PRV_S << crate::csr::MSTATUS_MPP_SHIFT,
+);
+
+/// Result of a guarded access: `cause` is 0 on success, else the mcause of
+/// the fault (the access had no effect then).
+#[repr(C)]
+pub struct Guarded {
+    pub value: usize,
+    pub cause: usize,
+}
+
+// Guarded accesses in the privilege and translation of the trapped context:
+// mstatus is set to the trap frame's saved mstatus (so MPP/MPV name that
+// context) plus MPRV and `a1`'s extra bits, the access runs, mstatus is put
+// back. A fault resumes at the local label 1 with a1 = mcause.
+macro_rules! guarded_access {
+    ($name:literal, $access:literal) => {
+        core::arch::global_asm!(
+            ".section .text",
+            ".balign 4",
+            concat!(".globl ", $name),
+            concat!($name, ":"),
+            "   csrr t2, mscratch",
+            "   ld t1, {mstatus}(t2)",
+            "   la t0, 1f",
+            "   sd t0, {recover}(t2)",
+            "   li t0, {mprv}",
+            "   or t0, t0, a1",
+            "   or t0, t0, t1",
+            "   li a1, 0",
+            "   csrw mstatus, t0",
+            $access,
+            "   csrw mstatus, t1",
+            "   sd zero, {recover}(t2)",
+            "   ret",
+            "1: csrw mstatus, t1",
+            "   li a0, 0",
+            "   ret",
+            mstatus = const offset_of!(TrapFrame, mstatus),
+            recover = const offset_of!(TrapFrame, recover),
+            mprv = const MSTATUS_MPRV,
+        );
+    };
+}
+guarded_access!("guarded_lbu", "   lbu a0, 0(a0)");
+guarded_access!("guarded_lhu", "   lhu a0, 0(a0)");
+guarded_access!("guarded_ld", "   ld a0, 0(a0)");
+guarded_access!("guarded_sb", "   sb a2, 0(a0)");
+
+extern "C" {
+    fn guarded_lbu(addr: usize, extra: usize) -> Guarded;
+    fn guarded_lhu(addr: usize, extra: usize) -> Guarded;
+    fn guarded_ld(addr: usize, extra: usize) -> Guarded;
+    fn guarded_sb(addr: usize, extra: usize, value: usize) -> Guarded;
+}
+
+/// Load a byte as the trapped context would (its privilege and translation).
+/// Only valid inside `trap_handler`.
+pub fn load_u8(addr: usize) -> Result<u8, usize> {
+    // SAFETY: the access runs with the trapped context's permissions and a
+    // fault is caught; mscratch points at this hart's trap frame.
+    let r = unsafe { guarded_lbu(addr, 0) };
+    if r.cause == 0 {
+        Ok(r.value as u8)
+    } else {
+        Err(r.cause)
+    }
+}
+
+/// Load a doubleword as the trapped context would (must be 8-byte aligned).
+pub fn load_u64(addr: usize) -> Result<u64, usize> {
+    // SAFETY: as load_u8.
+    let r = unsafe { guarded_ld(addr, 0) };
+    if r.cause == 0 {
+        Ok(r.value as u64)
+    } else {
+        Err(r.cause)
+    }
+}
+
+/// Store a byte as the trapped context would.
+pub fn store_u8(addr: usize, value: u8) -> Result<(), usize> {
+    // SAFETY: as load_u8.
+    let r = unsafe { guarded_sb(addr, 0, value as usize) };
+    if r.cause == 0 {
+        Ok(())
+    } else {
+        Err(r.cause)
+    }
+}
+
+/// Fetch the (possibly compressed) instruction at `pc` of the trapped
+/// context, reading execute-only pages too (MXR). Returns its bits.
+pub fn fetch_insn(pc: usize) -> Result<u32, usize> {
+    // SAFETY: as load_u8.
+    let lo = unsafe { guarded_lhu(pc, MSTATUS_MXR) };
+    if lo.cause != 0 {
+        return Err(lo.cause);
+    }
+    if lo.value & 3 != 3 {
+        return Ok(lo.value as u32);
+    }
+    // SAFETY: as load_u8.
+    let hi = unsafe { guarded_lhu(pc + 2, MSTATUS_MXR) };
+    if hi.cause != 0 {
+        return Err(hi.cause);
+    }
+    Ok((lo.value | hi.value << 16) as u32)
+}
