@@ -1,12 +1,19 @@
-//! Supervisor-side calls of the PMU and STA extensions, typed like
+//! The S-mode SBI client: typed calls of the PMU and STA extensions, like
 //! `sbi_rt` (flags as `ConfigFlags`/`StartFlags`/`StopFlags` types from
-//! `sbi-spec`), with `event_get_info` and the snapshot included.
+//! `sbi-spec`), with `event_get_info` and the snapshot included, and of the
+//! other extensions an S-mode test kernel needs (BASE, TIME, IPI, RFENCE,
+//! HSM, SRST, DBCN and the legacy calls), numbers from `sbi-spec`.
 //!
-//! Calls go through a [`SbiCall`] transport: `Ecall` (riscv64 only) is the real `ecall`
-//! instruction (riscv64 only); tests plug in an engine directly.
+//! Calls go through a [`SbiCall`] transport: `Ecall` (riscv64 only) is the
+//! real `ecall` instruction (`sbi()` is the client over it); tests plug in
+//! an engine directly. The instruction itself is written here only:
+//! `ecall` (raw registers in, `(error, value)` out, for checks that send
+//! malformed registers on purpose) and `ecall_counted` (the same call
+//! between two `instret` reads, for cost probes), both riscv64 only.
 
 use crate::ecall::{SbiRet, EID_PMU, EID_STA};
 use sbi_spec::pmu as fid;
+use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
 
 /// Flags accepted by [`Supervisor::pmu_counter_config_matching`].
@@ -46,6 +53,62 @@ pub trait SbiCall {
     fn call(&mut self, eid: usize, fid: usize, args: [usize; 6]) -> SbiRet;
 }
 
+/// One raw SBI call from S-mode: `eid` in a7, `fid` in a6, `args` in
+/// a0..a5; returns a0 (the error, signed) and a1 (the value). Nothing is
+/// checked or typed: conformance checks use it to send malformed
+/// registers. A legacy (v0.1) call answers in a0 alone (the first
+/// element).
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub fn ecall(eid: usize, fid: usize, args: [usize; 6]) -> (isize, usize) {
+    let (error, value);
+    // SAFETY: an ecall to the SBI implementation, which returns in a0/a1
+    // and preserves every other register (SBI calling convention). It may
+    // read or write memory the caller passes by physical address, which
+    // the default (non-`nomem`) asm options already tell the compiler; a
+    // fault the firmware redirects to S-mode comes back through the
+    // caller's trap vector, which resumes after the ecall.
+    unsafe {
+        core::arch::asm!("ecall",
+            inlateout("a0") args[0] => error, inlateout("a1") args[1] => value,
+            in("a2") args[2], in("a3") args[3], in("a4") args[4], in("a5") args[5],
+            in("a6") fid, in("a7") eid, options(nostack));
+    }
+    (error, value)
+}
+
+/// [`ecall`] bracketed by two `instret` reads in one asm block, so the
+/// only instructions between them are the ecall and whatever the firmware
+/// runs. Returns the raw delta (subtract [`empty_bracket`]) and the answer.
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub fn ecall_counted(eid: usize, fid: usize, args: [usize; 6]) -> (u64, (isize, usize)) {
+    let (error, value, before, after): (isize, usize, u64, u64);
+    // SAFETY: as in `ecall`; reading instret needs mcounteren.IR, which any
+    // SBI PMU implementation grants (S-mode reads counters directly).
+    unsafe {
+        core::arch::asm!("csrr {b}, instret", "ecall", "csrr {a}, instret",
+            b = out(reg) before, a = out(reg) after,
+            inlateout("a0") args[0] => error, inlateout("a1") args[1] => value,
+            in("a2") args[2], in("a3") args[3], in("a4") args[4], in("a5") args[5],
+            in("a6") fid, in("a7") eid, options(nostack));
+    }
+    (after.wrapping_sub(before), (error, value))
+}
+
+/// The cost of the empty bracket used by [`ecall_counted`].
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub fn empty_bracket() -> u64 {
+    let (before, after): (u64, u64);
+    // SAFETY: reads instret only.
+    unsafe {
+        core::arch::asm!("csrr {b}, instret", "csrr {a}, instret",
+            b = out(reg) before, a = out(reg) after, options(nostack, nomem));
+    }
+    after.wrapping_sub(before)
+}
+
 /// The `ecall` instruction, from S-mode.
 #[cfg(target_arch = "riscv64")]
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,18 +116,21 @@ pub struct Ecall;
 
 #[cfg(target_arch = "riscv64")]
 impl SbiCall for Ecall {
-    #[inline]
+    #[inline(always)]
     fn call(&mut self, eid: usize, fid: usize, a: [usize; 6]) -> SbiRet {
-        let (error, value);
-        // SAFETY: an SBI call; the SEE preserves all registers but a0/a1.
-        unsafe {
-            core::arch::asm!("ecall",
-                inlateout("a0") a[0] => error, inlateout("a1") a[1] => value,
-                in("a2") a[2], in("a3") a[3], in("a4") a[4], in("a5") a[5],
-                in("a6") fid, in("a7") eid);
+        let (error, value) = ecall(eid, fid, a);
+        SbiRet {
+            error: error as usize,
+            value,
         }
-        SbiRet { error, value }
     }
+}
+
+/// The client over the real `ecall` instruction.
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub const fn sbi() -> Supervisor<Ecall> {
+    Supervisor(Ecall)
 }
 
 /// Typed PMU and STA calls over a transport.
@@ -175,5 +241,118 @@ impl<C: SbiCall> Supervisor<C> {
         };
         self.0
             .call(EID_STA, sbi_spec::sta::SET_SHMEM, [lo, hi, 0, 0, 0, 0])
+    }
+
+    /// BASE FID 0: the SBI specification version.
+    pub fn base_spec_version(&mut self) -> SbiRet {
+        self.0.call(base::EID_BASE, base::GET_SBI_SPEC_VERSION, [0; 6])
+    }
+    /// BASE FID 1: the implementation id.
+    pub fn base_impl_id(&mut self) -> SbiRet {
+        self.0.call(base::EID_BASE, base::GET_SBI_IMPL_ID, [0; 6])
+    }
+    /// BASE FID 3: whether extension `eid` is available (value 0: absent).
+    pub fn base_probe_extension(&mut self, eid: usize) -> SbiRet {
+        self.0
+            .call(base::EID_BASE, base::PROBE_EXTENSION, [eid, 0, 0, 0, 0, 0])
+    }
+    /// TIME FID 0: program the next timer event at `stime_value`.
+    pub fn set_timer(&mut self, stime_value: u64) -> SbiRet {
+        self.0.call(
+            time::EID_TIME,
+            time::SET_TIMER,
+            [stime_value as usize, 0, 0, 0, 0, 0],
+        )
+    }
+    /// IPI FID 0: a supervisor software interrupt to the harts of the mask.
+    pub fn send_ipi(&mut self, hart_mask: usize, hart_mask_base: usize) -> SbiRet {
+        self.0.call(
+            spi::EID_SPI,
+            spi::SEND_IPI,
+            [hart_mask, hart_mask_base, 0, 0, 0, 0],
+        )
+    }
+    /// RFENCE FID `fid` (0 fence.i .. 6 hfence.vvma) with its arguments
+    /// after the hart mask: `start_addr`, `size`, then ASID or VMID.
+    pub fn remote_fence(
+        &mut self,
+        fid: usize,
+        hart_mask: usize,
+        hart_mask_base: usize,
+        start_addr: usize,
+        size: usize,
+        id: usize,
+    ) -> SbiRet {
+        self.0.call(
+            rfnc::EID_RFNC,
+            fid,
+            [hart_mask, hart_mask_base, start_addr, size, id, 0],
+        )
+    }
+    /// HSM FID 0: start `hartid` at `start_addr` with `opaque` in a1.
+    pub fn hart_start(&mut self, hartid: usize, start_addr: usize, opaque: usize) -> SbiRet {
+        self.0.call(
+            hsm::EID_HSM,
+            hsm::HART_START,
+            [hartid, start_addr, opaque, 0, 0, 0],
+        )
+    }
+    /// HSM FID 1: stop the calling hart (returns only on failure).
+    pub fn hart_stop(&mut self) -> SbiRet {
+        self.0.call(hsm::EID_HSM, hsm::HART_STOP, [0; 6])
+    }
+    /// HSM FID 2: the state of `hartid` (`sbi_spec::hsm::hart_state`).
+    pub fn hart_get_status(&mut self, hartid: usize) -> SbiRet {
+        self.0
+            .call(hsm::EID_HSM, hsm::HART_GET_STATUS, [hartid, 0, 0, 0, 0, 0])
+    }
+    /// HSM FID 3: suspend the calling hart. A non-retentive suspend that
+    /// succeeds does not return: the hart resumes at `resume_addr` with
+    /// `opaque` in a1.
+    pub fn hart_suspend(&mut self, suspend_type: usize, resume_addr: usize, opaque: usize) -> SbiRet {
+        self.0.call(
+            hsm::EID_HSM,
+            hsm::HART_SUSPEND,
+            [suspend_type, resume_addr, opaque, 0, 0, 0],
+        )
+    }
+    /// SRST FID 0: reset the system (returns only when refused).
+    pub fn system_reset(&mut self, reset_type: usize, reset_reason: usize) -> SbiRet {
+        self.0.call(
+            srst::EID_SRST,
+            srst::SYSTEM_RESET,
+            [reset_type, reset_reason, 0, 0, 0, 0],
+        )
+    }
+    /// DBCN FID 0: write `num_bytes` from physical address `base_hi:base_lo`.
+    pub fn console_write(&mut self, num_bytes: usize, base_lo: usize, base_hi: usize) -> SbiRet {
+        self.0.call(
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_WRITE,
+            [num_bytes, base_lo, base_hi, 0, 0, 0],
+        )
+    }
+    /// DBCN FID 1: read up to `num_bytes` into physical address `base_hi:base_lo`.
+    pub fn console_read(&mut self, num_bytes: usize, base_lo: usize, base_hi: usize) -> SbiRet {
+        self.0.call(
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_READ,
+            [num_bytes, base_lo, base_hi, 0, 0, 0],
+        )
+    }
+    /// DBCN FID 2: write one byte.
+    pub fn console_write_byte(&mut self, byte: u8) -> SbiRet {
+        self.0.call(
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_WRITE_BYTE,
+            [byte as usize, 0, 0, 0, 0, 0],
+        )
+    }
+    /// A legacy (v0.1) call, EID `eid` (`sbi_spec::legacy`), arguments in
+    /// a0..a3: the answer is a0 alone (a1 is not part of it).
+    pub fn legacy(&mut self, eid: usize, args: [usize; 4]) -> isize {
+        self.0
+            .call(eid, 0, [args[0], args[1], args[2], args[3], 0, 0])
+            .error as isize
     }
 }
