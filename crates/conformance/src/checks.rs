@@ -701,31 +701,7 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
             Verdict::new(ok, text!("SBI < 3.0: SUCCESS on a hardware counter, INVALID_PARAM or NOT_SUPPORTED"), text!("{r}"))
         }
     });
-    const FW: [&str; 22] = [
-        "MISALIGNED_LOAD",
-        "MISALIGNED_STORE",
-        "ACCESS_LOAD",
-        "ACCESS_STORE",
-        "ILLEGAL_INSN",
-        "SET_TIMER",
-        "IPI_SENT",
-        "IPI_RECEIVED",
-        "FENCE_I_SENT",
-        "FENCE_I_RECEIVED",
-        "SFENCE_VMA_SENT",
-        "SFENCE_VMA_RECEIVED",
-        "SFENCE_VMA_ASID_SENT",
-        "SFENCE_VMA_ASID_RECEIVED",
-        "HFENCE_GVMA_SENT",
-        "HFENCE_GVMA_RECEIVED",
-        "HFENCE_GVMA_VMID_SENT",
-        "HFENCE_GVMA_VMID_RECEIVED",
-        "HFENCE_VVMA_SENT",
-        "HFENCE_VVMA_RECEIVED",
-        "HFENCE_VVMA_ASID_SENT",
-        "HFENCE_VVMA_ASID_RECEIVED",
-    ];
-    for (code, name) in FW.iter().enumerate() {
+    for (code, (_, name)) in rvpmu::event::FW_EVENTS.iter().enumerate() {
         let id = text!("pmu.event.fw.{code}");
         let what = text!("Table 6 SBI_PMU_FW_{name} (type 15 code {code})");
         s.check(id.as_str(), what.as_str(), || {

@@ -2,7 +2,8 @@
 //! console_putchar when DBCN is absent. Lines are formatted into a fixed
 //! buffer first: there is no allocator.
 
-use crate::sbi::{self, eid};
+use crate::sbi::eid;
+use rvpmu::supervisor::sbi;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,8 +12,8 @@ static LOCK: AtomicBool = AtomicBool::new(false);
 
 /// Picks the console once, at boot.
 pub fn init() {
-    let r = sbi::probe_extension(eid::DBCN);
-    USE_DBCN.store(r.ok() && r.value != 0, Ordering::Relaxed);
+    let r = sbi().base_probe_extension(eid::DBCN);
+    USE_DBCN.store(r.error == 0 && r.value != 0, Ordering::Relaxed);
 }
 
 /// A fixed-capacity string; text past the capacity is dropped (reports stay
@@ -78,12 +79,8 @@ fn write_bytes(bytes: &[u8]) {
         while !rest.is_empty() {
             // DBCN console_write(num_bytes, base_lo, base_hi): the kernel
             // runs with satp = 0, so the buffer's address is physical.
-            let r = sbi::call(
-                eid::DBCN,
-                0,
-                [rest.len(), rest.as_ptr() as usize, 0, 0, 0, 0],
-            );
-            if !r.ok() || r.value == 0 {
+            let r = sbi().console_write(rest.len(), rest.as_ptr() as usize, 0);
+            if r.error != 0 || r.value == 0 {
                 break;
             }
             rest = &rest[r.value.min(rest.len())..];
@@ -92,11 +89,11 @@ fn write_bytes(bytes: &[u8]) {
             return;
         }
         for &b in rest {
-            sbi::call(eid::DBCN, 2, [b as usize, 0, 0, 0, 0, 0]);
+            sbi().console_write_byte(b);
         }
     } else {
         for &b in bytes {
-            sbi::call(eid::LEGACY_PUTCHAR, 0, [b as usize, 0, 0, 0, 0, 0]);
+            sbi().legacy(eid::LEGACY_PUTCHAR, [b as usize, 0, 0, 0]);
         }
     }
 }

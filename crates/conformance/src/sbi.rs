@@ -1,75 +1,84 @@
-//! Raw SBI calls with the numbers written in the specification. Nothing here
-//! interprets answers: the checks do that.
+//! The checks' view of SBI: every call goes through the one S-mode client,
+//! `rvpmu::supervisor` (which holds the `ecall` instruction), with the
+//! numbers from `sbi-spec` and the firmware events from `rvpmu::event`.
+//! Calls whose flags or addresses the checks vary on purpose (undefined
+//! bits, reserved values) go through the client's raw `ecall`; the others
+//! are its typed calls. Nothing here interprets answers: the checks do that.
 
-use core::arch::asm;
 use core::fmt;
+use rvpmu::ecall::SbiRet;
+use rvpmu::supervisor::{self as client, sbi};
 
-/// Extension ids (SBI base chapter and the PMU/STA chapters).
+/// Extension ids (`sbi-spec`).
 pub mod eid {
-    pub const LEGACY_PUTCHAR: usize = 0x01;
-    pub const LEGACY_SHUTDOWN: usize = 0x08;
-    pub const BASE: usize = 0x10;
-    pub const TIME: usize = 0x5449_4D45;
-    pub const HSM: usize = 0x48_534D;
-    pub const SRST: usize = 0x5352_5354;
-    pub const PMU: usize = 0x50_4D55;
-    pub const DBCN: usize = 0x4442_434E;
-    pub const STA: usize = 0x53_5441;
+    pub use sbi_spec::base::EID_BASE as BASE;
+    pub use sbi_spec::dbcn::EID_DBCN as DBCN;
+    pub use sbi_spec::hsm::EID_HSM as HSM;
+    pub use sbi_spec::legacy::LEGACY_CONSOLE_PUTCHAR as LEGACY_PUTCHAR;
+    pub use sbi_spec::legacy::LEGACY_SHUTDOWN;
+    pub use sbi_spec::pmu::EID_PMU as PMU;
+    pub use sbi_spec::srst::EID_SRST as SRST;
+    pub use sbi_spec::sta::EID_STA as STA;
+    pub use sbi_spec::time::EID_TIME as TIME;
 }
 
-/// PMU function ids (Table 20, PMU Function List).
+/// PMU function ids, flags (`sbi-spec`) and event indices (`rvpmu::event`).
 pub mod pmu {
-    pub const NUM_COUNTERS: usize = 0;
-    pub const COUNTER_GET_INFO: usize = 1;
-    pub const CONFIG_MATCHING: usize = 2;
-    pub const START: usize = 3;
-    pub const STOP: usize = 4;
-    pub const FW_READ: usize = 5;
-    pub const FW_READ_HI: usize = 6;
-    pub const SNAPSHOT_SET_SHMEM: usize = 7;
-    pub const EVENT_GET_INFO: usize = 8;
+    use rvpmu::event::{self, FwEvent, General};
+    use sbi_spec::pmu::flags::{CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop};
+    pub use sbi_spec::pmu::{
+        COUNTER_CONFIG_MATCHING as CONFIG_MATCHING, COUNTER_FW_READ as FW_READ,
+        COUNTER_FW_READ_HI as FW_READ_HI, COUNTER_GET_INFO, COUNTER_START as START,
+        COUNTER_STOP as STOP, EVENT_GET_INFO, NUM_COUNTERS, SNAPSHOT_SET_SHMEM,
+    };
 
     /// Table 8, config_matching flags.
-    pub const CFG_SKIP_MATCH: usize = 1 << 0;
-    pub const CFG_CLEAR_VALUE: usize = 1 << 1;
-    pub const CFG_AUTO_START: usize = 1 << 2;
-    pub const CFG_SET_VUINH: usize = 1 << 3;
-    pub const CFG_SET_VSINH: usize = 1 << 4;
-    pub const CFG_SET_UINH: usize = 1 << 5;
-    pub const CFG_SET_SINH: usize = 1 << 6;
-    pub const CFG_SET_MINH: usize = 1 << 7;
+    pub const CFG_SKIP_MATCH: usize = Cfg::SKIP_MATCH.bits();
+    pub const CFG_CLEAR_VALUE: usize = Cfg::CLEAR_VALUE.bits();
+    pub const CFG_AUTO_START: usize = Cfg::AUTO_START.bits();
+    pub const CFG_SET_VUINH: usize = Cfg::SET_VUINH.bits();
+    pub const CFG_SET_VSINH: usize = Cfg::SET_VSINH.bits();
+    pub const CFG_SET_UINH: usize = Cfg::SET_UINH.bits();
+    pub const CFG_SET_SINH: usize = Cfg::SET_SINH.bits();
+    pub const CFG_SET_MINH: usize = Cfg::SET_MINH.bits();
     /// Table 10, start flags.
-    pub const START_SET_INIT_VALUE: usize = 1 << 0;
-    pub const START_INIT_SNAPSHOT: usize = 1 << 1;
+    pub const START_SET_INIT_VALUE: usize = Start::INIT_VALUE.bits();
+    pub const START_INIT_SNAPSHOT: usize = Start::INIT_SNAPSHOT.bits();
     /// Table 12, stop flags.
-    pub const STOP_RESET: usize = 1 << 0;
-    pub const STOP_TAKE_SNAPSHOT: usize = 1 << 1;
+    pub const STOP_RESET: usize = Stop::RESET.bits();
+    pub const STOP_TAKE_SNAPSHOT: usize = Stop::TAKE_SNAPSHOT.bits();
 
-    /// event_idx = type << 16 | code (Table 1).
+    /// event_idx = type << 16 | code (Table 1), any type and code (the
+    /// checks build undefined ones on purpose).
     pub const fn event(ty: usize, code: usize) -> usize {
-        ty << 16 | code
+        event::event_idx(ty as u8, code as u16) as usize
     }
-    pub const HW_CPU_CYCLES: usize = event(0, 1);
-    pub const HW_INSTRUCTIONS: usize = event(0, 2);
-    pub const FW_SET_TIMER: usize = event(15, 5);
     /// Hardware cache event: code = cache_id << 3 | op_id << 1 | result_id.
     pub const fn cache(id: usize, op: usize, result: usize) -> usize {
         event(1, id << 3 | op << 1 | result)
     }
+    pub const HW_CPU_CYCLES: usize = event::event_idx(0, General::CpuCycles as u16) as usize;
+    pub const HW_INSTRUCTIONS: usize = event::event_idx(0, General::Instructions as u16) as usize;
+    pub const FW_SET_TIMER: usize = FwEvent::SetTimer.event_idx() as usize;
 }
 
-/// Standard SBI error codes (SBI base chapter, "Standard SBI Errors").
+/// Standard SBI error codes (`sbi-spec`), signed as in a0.
 pub mod err {
-    pub const SUCCESS: isize = 0;
-    pub const FAILED: isize = -1;
-    pub const NOT_SUPPORTED: isize = -2;
-    pub const INVALID_PARAM: isize = -3;
-    pub const DENIED: isize = -4;
-    pub const INVALID_ADDRESS: isize = -5;
-    pub const ALREADY_AVAILABLE: isize = -6;
-    pub const ALREADY_STARTED: isize = -7;
-    pub const ALREADY_STOPPED: isize = -8;
-    pub const NO_SHMEM: isize = -9;
+    use sbi_spec::binary as b;
+    pub const SUCCESS: isize = b::RET_SUCCESS as isize;
+    pub const FAILED: isize = b::RET_ERR_FAILED as isize;
+    pub const NOT_SUPPORTED: isize = b::RET_ERR_NOT_SUPPORTED as isize;
+    pub const INVALID_PARAM: isize = b::RET_ERR_INVALID_PARAM as isize;
+    pub const DENIED: isize = b::RET_ERR_DENIED as isize;
+    pub const INVALID_ADDRESS: isize = b::RET_ERR_INVALID_ADDRESS as isize;
+    pub const ALREADY_AVAILABLE: isize = b::RET_ERR_ALREADY_AVAILABLE as isize;
+    pub const ALREADY_STARTED: isize = b::RET_ERR_ALREADY_STARTED as isize;
+    pub const ALREADY_STOPPED: isize = b::RET_ERR_ALREADY_STOPPED as isize;
+    pub const NO_SHMEM: isize = b::RET_ERR_NO_SHMEM as isize;
+    const INVALID_STATE: isize = b::RET_ERR_INVALID_STATE as isize;
+    const BAD_RANGE: isize = b::RET_ERR_BAD_RANGE as isize;
+    const TIMEOUT: isize = b::RET_ERR_TIMEOUT as isize;
+    const IO: isize = b::RET_ERR_IO as isize;
 
     /// The spec's name of an error code, for reports.
     pub fn name(e: isize) -> &'static str {
@@ -84,10 +93,10 @@ pub mod err {
             ALREADY_STARTED => "ALREADY_STARTED",
             ALREADY_STOPPED => "ALREADY_STOPPED",
             NO_SHMEM => "NO_SHMEM",
-            -10 => "INVALID_STATE",
-            -11 => "BAD_RANGE",
-            -12 => "TIMEOUT",
-            -13 => "IO",
+            INVALID_STATE => "INVALID_STATE",
+            BAD_RANGE => "BAD_RANGE",
+            TIMEOUT => "TIMEOUT",
+            IO => "IO",
             _ => "UNKNOWN_ERROR",
         }
     }
@@ -106,6 +115,21 @@ impl Ret {
     }
 }
 
+impl From<(isize, usize)> for Ret {
+    fn from((error, value): (isize, usize)) -> Self {
+        Ret { error, value }
+    }
+}
+
+impl From<SbiRet> for Ret {
+    fn from(r: SbiRet) -> Self {
+        Ret {
+            error: r.error as isize,
+            value: r.value,
+        }
+    }
+}
+
 impl fmt::Display for Ret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.error == err::SUCCESS {
@@ -118,72 +142,44 @@ impl fmt::Display for Ret {
     }
 }
 
-/// One `ecall` with up to six arguments.
+/// One raw call (the client's `ecall`).
 #[inline(always)]
 pub fn call(eid: usize, fid: usize, args: [usize; 6]) -> Ret {
-    let (error, value);
-    // SAFETY: an ecall to the SBI implementation; it may read or write the
-    // memory we pass by physical address, which the default (non-`nomem`)
-    // asm options already tell the compiler.
-    unsafe {
-        asm!("ecall",
-            inlateout("a0") args[0] => error,
-            inlateout("a1") args[1] => value,
-            in("a2") args[2], in("a3") args[3], in("a4") args[4], in("a5") args[5],
-            in("a6") fid, in("a7") eid,
-            options(nostack));
-    }
-    Ret { error, value }
+    client::ecall(eid, fid, args).into()
 }
 
-/// The same ecall, bracketed by two `instret` reads in one asm block so the
-/// only instructions between them are the ecall and whatever the firmware
-/// runs. Returns the raw delta (the caller subtracts the empty bracket).
+/// The same call bracketed by two `instret` reads (the client's
+/// `ecall_counted`). Returns the raw delta (the caller subtracts the empty
+/// bracket).
 #[inline(always)]
 pub fn call_counted(eid: usize, fid: usize, args: [usize; 6]) -> (u64, Ret) {
-    let (error, value, before, after): (isize, usize, u64, u64);
-    // SAFETY: as in `call`; reading instret needs mcounteren.IR, which any
-    // SBI PMU implementation grants (S-mode reads counters directly).
-    unsafe {
-        asm!("csrr {b}, instret", "ecall", "csrr {a}, instret",
-            b = out(reg) before, a = out(reg) after,
-            inlateout("a0") args[0] => error,
-            inlateout("a1") args[1] => value,
-            in("a2") args[2], in("a3") args[3], in("a4") args[4], in("a5") args[5],
-            in("a6") fid, in("a7") eid,
-            options(nostack));
-    }
-    (after.wrapping_sub(before), Ret { error, value })
+    let (n, r) = client::ecall_counted(eid, fid, args);
+    (n, r.into())
 }
 
 /// The cost of the empty bracket used by `call_counted`.
 #[inline(always)]
 pub fn empty_bracket() -> u64 {
-    let (before, after): (u64, u64);
-    // SAFETY: reads instret only.
-    unsafe {
-        asm!("csrr {b}, instret", "csrr {a}, instret",
-            b = out(reg) before, a = out(reg) after, options(nostack, nomem));
-    }
-    after.wrapping_sub(before)
+    client::empty_bracket()
 }
 
 pub fn spec_version() -> Ret {
-    call(eid::BASE, 0, [0; 6])
+    sbi().base_spec_version().into()
 }
 pub fn probe_extension(e: usize) -> Ret {
-    call(eid::BASE, 3, [e, 0, 0, 0, 0, 0])
+    sbi().base_probe_extension(e).into()
 }
 pub fn set_timer(t: u64) -> Ret {
-    call(eid::TIME, 0, [t as usize, 0, 0, 0, 0, 0])
+    sbi().set_timer(t).into()
 }
 
 pub fn num_counters() -> Ret {
     call(eid::PMU, pmu::NUM_COUNTERS, [0; 6])
 }
 pub fn get_info(idx: usize) -> Ret {
-    call(eid::PMU, pmu::COUNTER_GET_INFO, [idx, 0, 0, 0, 0, 0])
+    sbi().pmu_counter_get_info(idx).into()
 }
+/// Raw flags (the checks set undefined bits on purpose).
 pub fn config_matching(base: usize, mask: usize, flags: usize, event: usize, data: u64) -> Ret {
     call(
         eid::PMU,
@@ -191,6 +187,7 @@ pub fn config_matching(base: usize, mask: usize, flags: usize, event: usize, dat
         [base, mask, flags, event, data as usize, 0],
     )
 }
+/// Raw flags.
 pub fn start(base: usize, mask: usize, flags: usize, init: u64) -> Ret {
     call(
         eid::PMU,
@@ -198,79 +195,79 @@ pub fn start(base: usize, mask: usize, flags: usize, init: u64) -> Ret {
         [base, mask, flags, init as usize, 0, 0],
     )
 }
+/// Raw flags.
 pub fn stop(base: usize, mask: usize, flags: usize) -> Ret {
     call(eid::PMU, pmu::STOP, [base, mask, flags, 0, 0, 0])
 }
 pub fn fw_read(idx: usize) -> Ret {
-    call(eid::PMU, pmu::FW_READ, [idx, 0, 0, 0, 0, 0])
+    sbi().pmu_counter_fw_read(idx).into()
 }
 pub fn fw_read_hi(idx: usize) -> Ret {
-    call(eid::PMU, pmu::FW_READ_HI, [idx, 0, 0, 0, 0, 0])
+    sbi().pmu_counter_fw_read_hi(idx).into()
 }
+/// Raw address halves and flags.
 pub fn snapshot_set_shmem(lo: usize, hi: usize, flags: usize) -> Ret {
     call(eid::PMU, pmu::SNAPSHOT_SET_SHMEM, [lo, hi, flags, 0, 0, 0])
 }
+/// Raw address halves and flags.
 pub fn event_get_info(lo: usize, hi: usize, num: usize, flags: usize) -> Ret {
     call(eid::PMU, pmu::EVENT_GET_INFO, [lo, hi, num, flags, 0, 0])
 }
+/// Raw address halves and flags.
 pub fn sta_set_shmem(lo: usize, hi: usize, flags: usize) -> Ret {
-    call(eid::STA, 0, [lo, hi, flags, 0, 0, 0])
+    call(eid::STA, sbi_spec::sta::SET_SHMEM, [lo, hi, flags, 0, 0, 0])
 }
 
 pub fn hart_start(hartid: usize, addr: usize, opaque: usize) -> Ret {
-    call(eid::HSM, 0, [hartid, addr, opaque, 0, 0, 0])
+    sbi().hart_start(hartid, addr, opaque).into()
 }
 pub fn hart_stop() -> Ret {
-    call(eid::HSM, 1, [0; 6])
+    sbi().hart_stop().into()
 }
 /// HSM hart_suspend with a retentive type (a non-retentive one that
 /// succeeds does not come back here: see `rt::suspend_non_retentive`).
 pub fn hart_suspend(kind: usize) -> Ret {
-    call(eid::HSM, 3, [kind, 0, 0, 0, 0, 0])
+    sbi().hart_suspend(kind, 0, 0).into()
 }
 
-/// SRST system_reset (FID 0); returns only when the firmware refuses.
+/// SRST system_reset; returns only when the firmware refuses. Raw
+/// registers (the checks set the upper 32 bits on purpose).
 pub fn system_reset(kind: usize, reason: usize) -> Ret {
-    call(eid::SRST, 0, [kind, reason, 0, 0, 0, 0])
+    sbi().system_reset(kind, reason).into()
 }
-/// SRST reset types and reasons (SRST chapter, Tables "System Reset
-/// Types" / "System Reset Reasons").
+/// SRST reset types and reasons (`sbi-spec`).
 pub mod srst {
-    pub const SHUTDOWN: usize = 0;
-    pub const REASON_NONE: usize = 0;
-    pub const REASON_SYSTEM_FAILURE: usize = 1;
+    pub const SHUTDOWN: usize = sbi_spec::srst::RESET_TYPE_SHUTDOWN as usize;
+    pub const REASON_NONE: usize = sbi_spec::srst::RESET_REASON_NO_REASON as usize;
+    pub const REASON_SYSTEM_FAILURE: usize = sbi_spec::srst::RESET_REASON_SYSTEM_FAILURE as usize;
 }
 
-/// DBCN console_write_byte (FID 2).
+/// DBCN console_write_byte. Raw register (the checks set upper bits).
 pub fn dbcn_write_byte(byte: usize) -> Ret {
-    call(eid::DBCN, 2, [byte, 0, 0, 0, 0, 0])
+    call(eid::DBCN, sbi_spec::dbcn::CONSOLE_WRITE_BYTE, [byte, 0, 0, 0, 0, 0])
 }
 /// Legacy console_putchar (EID 0x01): the answer is a0 alone.
 pub fn legacy_putchar(ch: usize) -> isize {
-    call(eid::LEGACY_PUTCHAR, 0, [ch, 0, 0, 0, 0, 0]).error
+    sbi().legacy(eid::LEGACY_PUTCHAR, [ch, 0, 0, 0])
 }
 
 /// Power off: SRST shutdown, then the legacy call; never returns.
 pub fn shutdown() -> ! {
-    call(eid::SRST, 0, [0, 0, 0, 0, 0, 0]);
-    call(eid::LEGACY_SHUTDOWN, 0, [0; 6]);
+    sbi().system_reset(srst::SHUTDOWN, srst::REASON_NONE);
+    sbi().legacy(eid::LEGACY_SHUTDOWN, [0; 4]);
     park()
 }
 
 /// Power off reporting a failure: SRST shutdown with reason "system
 /// failure", then a plain power-off if the firmware refused it.
 pub fn shutdown_failure() -> ! {
-    call(
-        eid::SRST,
-        0,
-        [srst::SHUTDOWN, srst::REASON_SYSTEM_FAILURE, 0, 0, 0, 0],
-    );
+    sbi().system_reset(srst::SHUTDOWN, srst::REASON_SYSTEM_FAILURE);
     shutdown()
 }
 
 fn park() -> ! {
     loop {
         // SAFETY: parks the hart if every call failed.
-        unsafe { asm!("wfi") };
+        unsafe { core::arch::asm!("wfi") };
     }
 }
