@@ -14,6 +14,28 @@ fn main() {
 #[cfg(target_os = "none")]
 mod payload {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use rvpmu::ecall::SbiRet;
+    use rvpmu::event::FwEvent;
+    use rvpmu::supervisor::{
+        ecall, sbi as client, CounterCfgFlags, CounterStopFlags,
+    };
+    use sbi_spec::base::EID_BASE;
+    use sbi_spec::binary::{
+        RET_ERR_ALREADY_AVAILABLE, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM,
+        RET_ERR_NOT_SUPPORTED, RET_SUCCESS,
+    };
+    use sbi_spec::dbcn::EID_DBCN;
+    use sbi_spec::hsm::EID_HSM;
+    use sbi_spec::legacy::{
+        LEGACY_CONSOLE_GETCHAR, LEGACY_CONSOLE_PUTCHAR, LEGACY_REMOTE_FENCE_I,
+        LEGACY_REMOTE_SFENCE_VMA, LEGACY_SEND_IPI, LEGACY_SET_TIMER,
+    };
+    use sbi_spec::pmu::EID_PMU;
+    use sbi_spec::rfnc::EID_RFNC;
+    use sbi_spec::spi::EID_SPI as EID_IPI;
+    use sbi_spec::srst::EID_SRST;
+    use sbi_spec::sta::EID_STA;
+    use sbi_spec::time::EID_TIME;
 
     const MAX_HARTS: usize = 8;
     const FW_BASE: usize = 0x8000_0000;
@@ -21,21 +43,11 @@ mod payload {
     /// Bound for every wait on another hart (loop iterations).
     const PATIENCE: usize = 20_000_000;
 
-    const SUCCESS: isize = 0;
-    const ERR_NOT_SUPPORTED: isize = -2;
-    const ERR_INVALID_PARAM: isize = -3;
-    const ERR_INVALID_ADDRESS: isize = -5;
-    const ERR_ALREADY_AVAILABLE: isize = -6;
-
-    const EID_BASE: usize = 0x10;
-    const EID_TIME: usize = 0x5449_4D45;
-    const EID_IPI: usize = 0x73_5049;
-    const EID_RFNC: usize = 0x5246_4E43;
-    const EID_HSM: usize = 0x48_534D;
-    const EID_SRST: usize = 0x5352_5354;
-    const EID_DBCN: usize = 0x4442_434E;
-    const EID_PMU: usize = 0x50_4D55;
-    const EID_STA: usize = 0x53_5441;
+    const SUCCESS: isize = RET_SUCCESS as isize;
+    const ERR_NOT_SUPPORTED: isize = RET_ERR_NOT_SUPPORTED as isize;
+    const ERR_INVALID_PARAM: isize = RET_ERR_INVALID_PARAM as isize;
+    const ERR_INVALID_ADDRESS: isize = RET_ERR_INVALID_ADDRESS as isize;
+    const ERR_ALREADY_AVAILABLE: isize = RET_ERR_ALREADY_AVAILABLE as isize;
 
     const STACK: usize = 0x4000;
 
@@ -132,47 +144,9 @@ mod payload {
         v
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn sbi(
-        eid: usize,
-        fid: usize,
-        a0: usize,
-        a1: usize,
-        a2: usize,
-        a3: usize,
-        a4: usize,
-    ) -> (isize, usize) {
-        let (e, v): (usize, usize);
-        // SAFETY: an SBI call (S-mode ecall to the firmware), which returns
-        // in a0/a1 and preserves every other register (SBI calling
-        // convention), declared as such. The only memory the firmware
-        // writes for a call is what the caller names: the DBCN read goes
-        // into a live buffer of this program; every other address these
-        // checks pass is the firmware's own region, which the firmware must
-        // refuse (what those checks test) and which holds no Rust object of
-        // this program. HSM starts other harts on their own stacks.
-        unsafe {
-            core::arch::asm!("ecall",
-                inlateout("a0") a0 => e, inlateout("a1") a1 => v,
-                in("a2") a2, in("a3") a3, in("a4") a4, in("a5") 0usize,
-                in("a6") fid, in("a7") eid, options(nostack));
-        }
-        (e as isize, v)
-    }
-
-    fn legacy(eid: usize, a0: usize, a1: usize, a2: usize, a3: usize) -> usize {
-        let r: usize;
-        // SAFETY: a legacy (v0.1) SBI call: the firmware returns in a0 and
-        // preserves every other register, declared as such. Hart masks
-        // passed by address are only read, with S-mode's rights: a live
-        // local, or the firmware's region, whose load fault comes back to
-        // s_trap, which resumes after the ecall (a0 is then unspecified,
-        // a plain usize).
-        unsafe {
-            core::arch::asm!("ecall", inlateout("a0") a0 => r, in("a1") a1, in("a2") a2, in("a3") a3,
-                in("a7") eid, options(nostack));
-        }
-        r
+    /// The client's answer as (error, value), as the checks compare it.
+    fn pair(r: SbiRet) -> (isize, usize) {
+        (r.error as isize, r.value)
     }
 
     // ---- output through DBCN (one call per line, so lines stay whole) ----
@@ -233,12 +207,12 @@ mod payload {
         fn emit(&mut self) {
             self.s("\n");
             while CONSOLE.swap(1, SeqCst) != 0 {}
-            let (e, v) = sbi(EID_DBCN, 0, self.len, self.buf.as_ptr() as usize, 0, 0, 0);
+            let (e, v) = pair(client().console_write(self.len, self.buf.as_ptr() as usize, 0));
             CONSOLE.store(0, SeqCst);
             if e != SUCCESS || v != self.len {
                 // DBCN itself is broken: fall back to the legacy console.
                 for &b in &self.buf[..self.len] {
-                    legacy(1, b as usize, 0, 0, 0);
+                    client().legacy(LEGACY_CONSOLE_PUTCHAR, [b as usize, 0, 0, 0]);
                 }
             }
         }
@@ -325,7 +299,7 @@ mod payload {
                     IPIS[me].fetch_add(1, SeqCst);
                 }
                 5 => {
-                    sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
+                    pair(client().set_timer(u64::MAX));
                     TIMER_IRQS[me].fetch_add(1, SeqCst);
                 }
                 _ => {}
@@ -356,32 +330,29 @@ mod payload {
     /// firmware counter (config_matching CLEAR_VALUE|AUTO_START, fw_read,
     /// stop with RESET). `None` if the PMU refuses the event.
     fn fw_count(code: usize, f: impl FnOnce()) -> Option<usize> {
-        const CLEAR_VALUE: usize = 1 << 1;
-        const AUTO_START: usize = 1 << 2;
         // The firmware counters, as Linux finds them (counter_info bit 63).
         let fw_mask = (0..64).fold(0usize, |m, i| {
-            let (e, info) = sbi(EID_PMU, 1, i, 0, 0, 0, 0);
+            let (e, info) = pair(client().pmu_counter_get_info(i));
             if e == SUCCESS && (info as isize) < 0 {
                 m | 1 << i
             } else {
                 m
             }
         });
-        let (e, idx) = sbi(
-            EID_PMU,
-            2,
+        let event = FwEvent::from_code(code as u16)?;
+        let (e, idx) = pair(client().pmu_counter_config_matching(
             0,
             fw_mask,
-            CLEAR_VALUE | AUTO_START,
-            0xF0000 | code,
+            CounterCfgFlags::CLEAR_VALUE | CounterCfgFlags::AUTO_START,
+            event.event_idx() as usize,
             0,
-        );
+        ));
         if e != SUCCESS {
             return None;
         }
         f();
-        let (e, v) = sbi(EID_PMU, 5, idx, 0, 0, 0, 0);
-        sbi(EID_PMU, 4, idx, 1, 1, 0, 0);
+        let (e, v) = pair(client().pmu_counter_fw_read(idx));
+        pair(client().pmu_counter_stop(idx, 1, CounterStopFlags::RESET));
         (e == SUCCESS).then_some(v)
     }
 
@@ -460,9 +431,9 @@ mod payload {
     fn fence_storm(rounds: usize) {
         for i in 0..rounds {
             let calls = [
-                sbi(EID_RFNC, 0, 0, usize::MAX, 0, 0, 0),
-                sbi(EID_RFNC, 1, 0, usize::MAX, 0x1000 * i, 0x2000, 0),
-                sbi(EID_RFNC, 2, 0, usize::MAX, 0, usize::MAX, i & 0xff),
+                pair(client().remote_fence(0, 0, usize::MAX, 0, 0, 0)),
+                pair(client().remote_fence(1, 0, usize::MAX, 0x1000 * i, 0x2000, 0)),
+                pair(client().remote_fence(2, 0, usize::MAX, 0, usize::MAX, i & 0xff)),
             ];
             for (e, _) in calls {
                 if e != SUCCESS {
@@ -536,7 +507,7 @@ mod payload {
                 // wakes the suspended hart (pending in sip) and no trap is
                 // taken.
                 unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
-                let (e, _) = sbi(EID_HSM, 3, 0, 0, 0, 0, 0);
+                let (e, _) = pair(client().hart_suspend(0, 0, 0));
                 check_eq("retentive suspend returns", e, SUCCESS);
                 check("woken by the IPI", sip() & SIP_SSIP != 0);
                 clear_ssip();
@@ -546,7 +517,7 @@ mod payload {
                 // SAFETY: as in round 2: sie.SSIE with sstatus.SIE clear
                 // makes the IPI a wake-up source, never a trap here.
                 unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
-                let (e, _) = sbi(EID_HSM, 3, 0x8000_0000, entry_addr(), MAGIC | 4, 0, 0);
+                let (e, _) = pair(client().hart_suspend(0x8000_0000, entry_addr(), MAGIC | 4));
                 check_eq("non-retentive suspend must not return", e, 1000);
             }
             4 => {
@@ -555,7 +526,7 @@ mod payload {
             }
             _ => {}
         }
-        let (e, _) = sbi(EID_HSM, 1, 0, 0, 0, 0, 0);
+        let (e, _) = pair(client().hart_stop());
         check_eq("hart_stop must not return", e, 1000);
         park()
     }
@@ -571,7 +542,7 @@ mod payload {
     }
 
     fn status(h: usize) -> isize {
-        let (e, v) = sbi(EID_HSM, 2, h, 0, 0, 0, 0);
+        let (e, v) = pair(client().hart_get_status(h));
         if e == SUCCESS {
             v as isize
         } else {
@@ -600,12 +571,12 @@ mod payload {
         // BASE
         check_eq(
             "spec version 3.0",
-            sbi(EID_BASE, 0, 0, 0, 0, 0, 0).1 as isize,
+            pair(client().base_spec_version()).1 as isize,
             0x0300_0000,
         );
         check_eq(
             "impl id",
-            sbi(EID_BASE, 1, 0, 0, 0, 0, 0).1 as isize,
+            pair(client().base_impl_id()).1 as isize,
             0x7276_706d,
         );
         for (name, eid) in [
@@ -615,81 +586,73 @@ mod payload {
             ("HSM", EID_HSM),
             ("SRST", EID_SRST),
             ("DBCN", EID_DBCN),
-            ("legacy putchar", 1),
+            ("legacy putchar", LEGACY_CONSOLE_PUTCHAR),
         ] {
-            let (e, v) = sbi(EID_BASE, 3, eid, 0, 0, 0, 0);
+            let (e, v) = pair(client().base_probe_extension(eid));
             check(name, e == SUCCESS && v == 1);
         }
         check_eq(
             "probe unknown",
-            sbi(EID_BASE, 3, 0x0bad_e1d0, 0, 0, 0, 0).1 as isize,
+            pair(client().base_probe_extension(0x0bad_e1d0)).1 as isize,
             0,
         );
         check_eq(
             "unknown extension",
-            sbi(0x0bad_e1d0, 0, 0, 0, 0, 0, 0).0,
+            ecall(0x0bad_e1d0, 0, [0, 0, 0, 0, 0, 0]).0,
             ERR_NOT_SUPPORTED,
         );
         check_eq(
             "unknown BASE function",
-            sbi(EID_BASE, 99, 0, 0, 0, 0, 0).0,
+            ecall(EID_BASE, 99, [0, 0, 0, 0, 0, 0]).0,
             ERR_NOT_SUPPORTED,
         );
         // A probe answer must be true: offered extensions answer, absent ones do not.
-        let pmu = sbi(EID_BASE, 3, EID_PMU, 0, 0, 0, 0).1;
-        let (e, _) = sbi(EID_PMU, 0, 0, 0, 0, 0, 0);
+        let pmu = pair(client().base_probe_extension(EID_PMU)).1;
+        let (e, _) = ecall(EID_PMU, 0, [0, 0, 0, 0, 0, 0]);
         check("PMU probe truthful", (pmu != 0) == (e == SUCCESS));
-        let sta = sbi(EID_BASE, 3, EID_STA, 0, 0, 0, 0).1;
-        let (e, _) = sbi(EID_STA, 0, usize::MAX, usize::MAX, 0, 0, 0);
+        let sta = pair(client().base_probe_extension(EID_STA)).1;
+        let (e, _) = pair(client().sta_set_shmem(None));
         check("STA probe truthful", (sta != 0) == (e == SUCCESS));
 
         // DBCN and legacy console
         let msg = b"sbi-check: dbcn write ok\n";
         check_eq(
             "dbcn write",
-            sbi(EID_DBCN, 0, msg.len(), msg.as_ptr() as usize, 0, 0, 0).1 as isize,
+            pair(client().console_write(msg.len(), msg.as_ptr() as usize, 0)).1 as isize,
             msg.len() as isize,
         );
         for &b in b"sbi-check: dbcn byte ok\n" {
-            sbi(EID_DBCN, 2, b as usize, 0, 0, 0, 0);
+            pair(client().console_write_byte(b));
         }
         for &b in b"sbi-check: legacy putchar ok\n" {
-            legacy(1, b as usize, 0, 0, 0);
+            client().legacy(LEGACY_CONSOLE_PUTCHAR, [b as usize, 0, 0, 0]);
         }
         check_eq(
             "dbcn write from firmware memory",
-            sbi(EID_DBCN, 0, 8, FW_BASE, 0, 0, 0).0,
+            pair(client().console_write(8, FW_BASE, 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "dbcn write, high address bits",
-            sbi(EID_DBCN, 0, 8, msg.as_ptr() as usize, 1, 0, 0).0,
+            pair(client().console_write(8, msg.as_ptr() as usize, 1)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "dbcn write, wrapping range",
-            sbi(EID_DBCN, 0, usize::MAX, msg.as_ptr() as usize, 0, 0, 0).0,
+            pair(client().console_write(usize::MAX, msg.as_ptr() as usize, 0)).0,
             ERR_INVALID_PARAM,
         );
         let mut inbuf = [0u8; 8];
-        let (e, n) = sbi(
-            EID_DBCN,
-            1,
-            inbuf.len(),
-            inbuf.as_mut_ptr() as usize,
-            0,
-            0,
-            0,
-        );
+        let (e, n) = pair(client().console_read(inbuf.len(), inbuf.as_mut_ptr() as usize, 0));
         check("dbcn read (no input)", e == SUCCESS && n == 0);
         check_eq(
             "dbcn read into firmware memory",
-            sbi(EID_DBCN, 1, 8, FW_BASE + 0x100, 0, 0, 0).0,
+            pair(client().console_read(8, FW_BASE + 0x100, 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "legacy getchar (no input)",
-            legacy(2, 0, 0, 0, 0) as isize,
+            client().legacy(LEGACY_CONSOLE_GETCHAR, [0, 0, 0, 0]),
             -1,
         );
 
@@ -766,28 +729,28 @@ mod payload {
         );
 
         // IPI to self (SIE off: only the pending bit).
-        check_eq("send_ipi self", sbi(EID_IPI, 0, 1, me, 0, 0, 0).0, SUCCESS);
+        check_eq("send_ipi self", pair(client().send_ipi(1, me)).0, SUCCESS);
         check("self IPI pending", sip() & SIP_SSIP != 0);
         clear_ssip();
         check_eq(
             "send_ipi bad hart",
-            sbi(EID_IPI, 0, 1, 64, 0, 0, 0).0,
+            pair(client().send_ipi(1, 64)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "send_ipi mask overflow",
-            sbi(EID_IPI, 0, 3, usize::MAX - 1, 0, 0, 0).0,
+            pair(client().send_ipi(3, usize::MAX - 1)).0,
             ERR_INVALID_PARAM,
         );
         let self_mask: usize = 1 << me;
         check_eq(
             "legacy send_ipi",
-            legacy(4, &self_mask as *const usize as usize, 0, 0, 0) as isize,
+            client().legacy(LEGACY_SEND_IPI, [&self_mask as *const usize as usize, 0, 0, 0]),
             0,
         );
         check("legacy IPI pending", sip() & SIP_SSIP != 0);
         clear_ssip();
-        legacy(4, FW_BASE, 0, 0, 0);
+        client().legacy(LEGACY_SEND_IPI, [FW_BASE, 0, 0, 0]);
         let (cause, tval, _) = take_exception(me);
         check(
             "legacy hart mask in firmware memory -> load access fault",
@@ -797,45 +760,45 @@ mod payload {
         // RFENCE return values.
         check_eq(
             "remote fence.i all",
-            sbi(EID_RFNC, 0, 0, usize::MAX, 0, 0, 0).0,
+            pair(client().remote_fence(0, 0, usize::MAX, 0, 0, 0)).0,
             SUCCESS,
         );
         check_eq(
             "remote sfence.vma range",
-            sbi(EID_RFNC, 1, 1 << me, 0, 0x8000_0000, 0x3000, 0).0,
+            pair(client().remote_fence(1, 1 << me, 0, 0x8000_0000, 0x3000, 0)).0,
             SUCCESS,
         );
         check_eq(
             "remote sfence.vma.asid",
-            sbi(EID_RFNC, 2, 0, usize::MAX, 0, usize::MAX, 1).0,
+            pair(client().remote_fence(2, 0, usize::MAX, 0, usize::MAX, 1)).0,
             SUCCESS,
         );
         check_eq(
             "remote fence bad hart",
-            sbi(EID_RFNC, 0, 1 << 40, 0, 0, 0, 0).0,
+            pair(client().remote_fence(0, 1 << 40, 0, 0, 0, 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "legacy remote fence.i",
-            legacy(5, &self_mask as *const usize as usize, 0, 0, 0) as isize,
+            client().legacy(LEGACY_REMOTE_FENCE_I, [&self_mask as *const usize as usize, 0, 0, 0]),
             0,
         );
         check_eq(
             "legacy remote sfence.vma",
-            legacy(6, 0, 0, usize::MAX, 0) as isize,
+            client().legacy(LEGACY_REMOTE_SFENCE_VMA, [0, 0, usize::MAX, 0]),
             0,
         );
         let want_h = if dt.has_h { SUCCESS } else { ERR_NOT_SUPPORTED };
         for fid in 3..=6 {
             check_eq(
                 "remote hfence (H present <=> supported)",
-                sbi(EID_RFNC, fid, 0, usize::MAX, 0, 0, 0).0,
+                pair(client().remote_fence(fid, 0, usize::MAX, 0, 0, 0)).0,
                 want_h,
             );
         }
         check_eq(
             "unknown RFENCE function",
-            sbi(EID_RFNC, 7, 0, usize::MAX, 0, 0, 0).0,
+            ecall(EID_RFNC, 7, [0, usize::MAX, 0, 0, 0, 0]).0,
             ERR_NOT_SUPPORTED,
         );
 
@@ -848,11 +811,11 @@ mod payload {
             let before = TIMER_IRQS[me].load(SeqCst);
             let target = rdtime() + 20_000;
             if legacy_call {
-                legacy(0, target as usize, 0, 0, 0);
+                client().legacy(LEGACY_SET_TIMER, [target as usize, 0, 0, 0]);
             } else {
                 check_eq(
                     name,
-                    sbi(EID_TIME, 0, target as usize, 0, 0, 0, 0).0,
+                    pair(client().set_timer(target)).0,
                     SUCCESS,
                 );
             }
@@ -871,12 +834,12 @@ mod payload {
                 !fired || rdtime() >= target,
             );
         }
-        sbi(EID_TIME, 0, 0, 0, 0, 0, 0);
+        pair(client().set_timer(0));
         for _ in 0..100 {
             core::hint::spin_loop();
         }
         check("timer in the past is pending", sip() & SIP_STIP != 0);
-        sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
+        pair(client().set_timer(u64::MAX));
         check("timer far future clears pending", sip() & SIP_STIP == 0);
         // SAFETY: clears sie.STIE; disabling an interrupt source is inert.
         unsafe { core::arch::asm!("csrc sie, {0}", in(reg) SIP_STIP) };
@@ -917,8 +880,8 @@ mod payload {
                     5,
                     2,
                     fw_count(5, || {
-                        sbi(EID_TIME, 0, usize::MAX, 0, 0, 0, 0);
-                        legacy(0, usize::MAX, 0, 0, 0);
+                        pair(client().set_timer(u64::MAX));
+                        client().legacy(LEGACY_SET_TIMER, [usize::MAX, 0, 0, 0]);
                     }),
                 ),
                 (
@@ -926,7 +889,7 @@ mod payload {
                     6,
                     0,
                     fw_count(6, || {
-                        sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
+                        pair(client().send_ipi(self_mask, 0));
                     }),
                 ),
                 (
@@ -934,7 +897,7 @@ mod payload {
                     7,
                     0,
                     fw_count(7, || {
-                        sbi(EID_IPI, 0, self_mask, 0, 0, 0, 0);
+                        pair(client().send_ipi(self_mask, 0));
                     }),
                 ),
                 (
@@ -942,7 +905,7 @@ mod payload {
                     8,
                     0,
                     fw_count(8, || {
-                        sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
+                        pair(client().remote_fence(0, self_mask, 0, 0, 0, 0));
                     }),
                 ),
                 (
@@ -950,7 +913,7 @@ mod payload {
                     9,
                     0,
                     fw_count(9, || {
-                        sbi(EID_RFNC, 0, self_mask, 0, 0, 0, 0);
+                        pair(client().remote_fence(0, self_mask, 0, 0, 0, 0));
                     }),
                 ),
                 (
@@ -958,8 +921,8 @@ mod payload {
                     10,
                     0,
                     fw_count(10, || {
-                        sbi(EID_RFNC, 1, self_mask, 0, 0, 0x1000, 0);
-                        legacy(6, &self_mask as *const usize as usize, 0, 0x1000, 0);
+                        pair(client().remote_fence(1, self_mask, 0, 0, 0x1000, 0));
+                        client().legacy(LEGACY_REMOTE_SFENCE_VMA, [&self_mask as *const usize as usize, 0, 0x1000, 0]);
                     }),
                 ),
                 (
@@ -967,7 +930,7 @@ mod payload {
                     13,
                     0,
                     fw_count(13, || {
-                        sbi(EID_RFNC, 2, self_mask, 0, 0, 0x1000, 7);
+                        pair(client().remote_fence(2, self_mask, 0, 0, 0x1000, 7));
                     }),
                 ),
             ];
@@ -994,22 +957,22 @@ mod payload {
         }
         check_eq(
             "hart_start self",
-            sbi(EID_HSM, 0, me, entry_addr(), 0, 0, 0).0,
+            pair(client().hart_start(me, entry_addr(), 0)).0,
             ERR_ALREADY_AVAILABLE,
         );
         check_eq(
             "hart_start absent hart",
-            sbi(EID_HSM, 0, 64, entry_addr(), 0, 0, 0).0,
+            pair(client().hart_start(64, entry_addr(), 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "unknown HSM function",
-            sbi(EID_HSM, 9, 0, 0, 0, 0, 0).0,
+            ecall(EID_HSM, 9, [0, 0, 0, 0, 0, 0]).0,
             ERR_NOT_SUPPORTED,
         );
         check_eq(
             "reserved suspend type",
-            sbi(EID_HSM, 3, 1, 0, 0, 0, 0).0,
+            pair(client().hart_suspend(1, 0, 0)).0,
             ERR_INVALID_PARAM,
         );
         let others: usize = (0..dt.harts)
@@ -1019,7 +982,7 @@ mod payload {
         each(&mut |h| {
             check_eq(
                 "hart_start into firmware memory",
-                sbi(EID_HSM, 0, h, FW_BASE, 0, 0, 0).0,
+                pair(client().hart_start(h, FW_BASE, 0)).0,
                 ERR_INVALID_ADDRESS,
             );
         });
@@ -1027,7 +990,7 @@ mod payload {
         each(&mut |h| {
             check_eq(
                 "hart_start",
-                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 1, 0, 0).0,
+                pair(client().hart_start(h, entry_addr(), MAGIC | 1)).0,
                 SUCCESS,
             )
         });
@@ -1036,14 +999,14 @@ mod payload {
             check_eq("started hart status", status(h), 0);
             check_eq(
                 "hart_start a started hart",
-                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 1, 0, 0).0,
+                pair(client().hart_start(h, entry_addr(), MAGIC | 1)).0,
                 ERR_ALREADY_AVAILABLE,
             );
         });
         if others != 0 {
             check_eq(
                 "send_ipi to the others",
-                sbi(EID_IPI, 0, others, 0, 0, 0, 0).0,
+                pair(client().send_ipi(others, 0)).0,
                 SUCCESS,
             );
         }
@@ -1065,20 +1028,20 @@ mod payload {
         each(&mut |h| {
             check_eq(
                 "hart_start again",
-                sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 2, 0, 0).0,
+                pair(client().hart_start(h, entry_addr(), MAGIC | 2)).0,
                 SUCCESS,
             );
             wait_until("restarted hart comes up", || ALIVE[h].load(SeqCst) >= 2);
             wait_until("hart suspends", || status(h) == 4);
-            sbi(EID_IPI, 0, 1 << h, 0, 0, 0, 0);
+            pair(client().send_ipi(1 << h, 0));
             wait_until("suspended hart resumes", || RESUMED[h].load(SeqCst) >= 1);
             wait_until("resumed hart stops", || status(h) == 1);
         });
         // Round 3: non-retentive suspend resumes at the given address.
         each(&mut |h| {
-            sbi(EID_HSM, 0, h, entry_addr(), MAGIC | 3, 0, 0);
+            pair(client().hart_start(h, entry_addr(), MAGIC | 3));
             wait_until("hart suspends (non-retentive)", || status(h) == 4);
-            sbi(EID_IPI, 0, 1 << h, 0, 0, 0, 0);
+            pair(client().send_ipi(1 << h, 0));
             wait_until("hart resumes at resume_addr", || {
                 RESUMED[h].load(SeqCst) >= 2
             });
@@ -1088,19 +1051,19 @@ mod payload {
         // SRST argument checks, then the real shutdown.
         check_eq(
             "reset type reserved",
-            sbi(EID_SRST, 0, 3, 0, 0, 0, 0).0,
+            pair(client().system_reset(3, 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
             "reset reason reserved",
-            sbi(EID_SRST, 0, 0, 2, 0, 0, 0).0,
+            pair(client().system_reset(0, 2)).0,
             ERR_INVALID_PARAM,
         );
         // reset_type is 32 bits wide: only the low 32 bits count, and
         // these name the reserved type 3.
         check_eq(
             "reserved reset type, bits above 32 set",
-            sbi(EID_SRST, 0, (1 << 32) | 3, 0, 0, 0, 0).0,
+            pair(client().system_reset((1 << 32) | 3, 0)).0,
             ERR_INVALID_PARAM,
         );
 
@@ -1111,7 +1074,7 @@ mod payload {
                 .n(passed)
                 .s(" checks passed")
                 .emit();
-            sbi(EID_SRST, 0, 0, 0, 0, 0, 0);
+            pair(client().system_reset(0, 0));
         } else {
             Line::new()
                 .s("sbi-check: ")
@@ -1120,7 +1083,7 @@ mod payload {
                 .n(passed + failed)
                 .s(" checks FAILED")
                 .emit();
-            sbi(EID_SRST, 0, 0, 1, 0, 0, 0);
+            pair(client().system_reset(0, 1));
         }
         Line::new()
             .s("sbi-check: FAIL system_reset returned")
@@ -1131,7 +1094,7 @@ mod payload {
     #[panic_handler]
     fn panic(_: &core::panic::PanicInfo) -> ! {
         Line::new().s("sbi-check: FAIL payload panic").emit();
-        sbi(EID_SRST, 0, 0, 1, 0, 0, 0);
+        pair(client().system_reset(0, 1));
         loop {}
     }
 }
