@@ -13,8 +13,8 @@
 
 use crate::ecall::{SbiRet, EID_PMU, EID_STA};
 use sbi_spec::pmu as fid;
-use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
+use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
 
 /// Flags accepted by [`Supervisor::pmu_counter_config_matching`].
 pub trait ConfigFlags {
@@ -245,7 +245,8 @@ impl<C: SbiCall> Supervisor<C> {
 
     /// BASE FID 0: the SBI specification version.
     pub fn base_spec_version(&mut self) -> SbiRet {
-        self.0.call(base::EID_BASE, base::GET_SBI_SPEC_VERSION, [0; 6])
+        self.0
+            .call(base::EID_BASE, base::GET_SBI_SPEC_VERSION, [0; 6])
     }
     /// BASE FID 1: the implementation id.
     pub fn base_impl_id(&mut self) -> SbiRet {
@@ -309,7 +310,12 @@ impl<C: SbiCall> Supervisor<C> {
     /// HSM FID 3: suspend the calling hart. A non-retentive suspend that
     /// succeeds does not return: the hart resumes at `resume_addr` with
     /// `opaque` in a1.
-    pub fn hart_suspend(&mut self, suspend_type: usize, resume_addr: usize, opaque: usize) -> SbiRet {
+    pub fn hart_suspend(
+        &mut self,
+        suspend_type: usize,
+        resume_addr: usize,
+        opaque: usize,
+    ) -> SbiRet {
         self.0.call(
             hsm::EID_HSM,
             hsm::HART_SUSPEND,
