@@ -12,7 +12,9 @@
 //! reason "system failure" (the firmware tests read QEMU's exit status).
 //! A fatal trap or panic in this kernel also shuts down with reason
 //! "system failure". `cargo xtask conformance` / `cargo xtask bench` run
-//! it and parse its output. On the host this crate is an empty stub.
+//! it and parse its output. Entry, stacks, trap vector and console are
+//! the runtime this kernel shares with `sbi-check` (`crates/srt`). On the
+//! host this crate is an empty stub.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -23,7 +25,7 @@ fn main() {
 #[cfg(target_os = "none")]
 mod checks;
 #[cfg(target_os = "none")]
-mod console;
+use srt::{console, println, text};
 #[cfg(target_os = "none")]
 mod cost;
 #[cfg(target_os = "none")]
@@ -41,7 +43,7 @@ mod sbi;
 mod kernel {
     use crate::checks::{self, Env};
     use crate::report::Suite;
-    use crate::rt::{self, MAX_HARTS};
+    use crate::rt::MAX_HARTS;
     use crate::sbi;
     use crate::{console, println, text};
     use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -175,7 +177,7 @@ mod kernel {
             SEC_DONE.store(false, Ordering::Release);
             SEC_ALIVE.store(false, Ordering::Release);
             println!("SMP starting hart {h} (slot {slot})");
-            let r = sbi::hart_start(h, rt::secondary_entry(), slot);
+            let r = sbi::hart_start(h, srt::runtime::secondary_entry(), slot);
             println!("SMP hart_start({h}) answered {r}");
             if !r.ok() {
                 println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");

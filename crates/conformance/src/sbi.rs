@@ -15,7 +15,6 @@ pub mod eid {
     pub use sbi_spec::dbcn::EID_DBCN as DBCN;
     pub use sbi_spec::hsm::EID_HSM as HSM;
     pub use sbi_spec::legacy::LEGACY_CONSOLE_PUTCHAR as LEGACY_PUTCHAR;
-    pub use sbi_spec::legacy::LEGACY_SHUTDOWN;
     pub use sbi_spec::pmu::EID_PMU as PMU;
     pub use sbi_spec::srst::EID_SRST as SRST;
     pub use sbi_spec::sta::EID_STA as STA;
@@ -25,7 +24,9 @@ pub mod eid {
 /// PMU function ids, flags (`sbi-spec`) and event indices (`rvpmu::event`).
 pub mod pmu {
     use rvpmu::event::{self, FwEvent, General};
-    use sbi_spec::pmu::flags::{CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop};
+    use sbi_spec::pmu::flags::{
+        CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop,
+    };
     pub use sbi_spec::pmu::{
         COUNTER_CONFIG_MATCHING as CONFIG_MATCHING, COUNTER_FW_READ as FW_READ,
         COUNTER_FW_READ_HI as FW_READ_HI, COUNTER_GET_INFO, COUNTER_START as START,
@@ -244,30 +245,15 @@ pub mod srst {
 
 /// DBCN console_write_byte. Raw register (the checks set upper bits).
 pub fn dbcn_write_byte(byte: usize) -> Ret {
-    call(eid::DBCN, sbi_spec::dbcn::CONSOLE_WRITE_BYTE, [byte, 0, 0, 0, 0, 0])
+    call(
+        eid::DBCN,
+        sbi_spec::dbcn::CONSOLE_WRITE_BYTE,
+        [byte, 0, 0, 0, 0, 0],
+    )
 }
 /// Legacy console_putchar (EID 0x01): the answer is a0 alone.
 pub fn legacy_putchar(ch: usize) -> isize {
     sbi().legacy(eid::LEGACY_PUTCHAR, [ch, 0, 0, 0])
 }
 
-/// Power off: SRST shutdown, then the legacy call; never returns.
-pub fn shutdown() -> ! {
-    sbi().system_reset(srst::SHUTDOWN, srst::REASON_NONE);
-    sbi().legacy(eid::LEGACY_SHUTDOWN, [0; 4]);
-    park()
-}
-
-/// Power off reporting a failure: SRST shutdown with reason "system
-/// failure", then a plain power-off if the firmware refused it.
-pub fn shutdown_failure() -> ! {
-    sbi().system_reset(srst::SHUTDOWN, srst::REASON_SYSTEM_FAILURE);
-    shutdown()
-}
-
-fn park() -> ! {
-    loop {
-        // SAFETY: parks the hart if every call failed.
-        unsafe { core::arch::asm!("wfi") };
-    }
-}
+pub use srt::runtime::{shutdown, shutdown_failure};

@@ -2,17 +2,17 @@
 //! console_putchar when DBCN is absent. Lines are formatted into a fixed
 //! buffer first: there is no allocator.
 
-use crate::sbi::eid;
-use rvpmu::supervisor::sbi;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
+use rvpmu::supervisor::sbi;
+use sbi_spec::{dbcn::EID_DBCN, legacy::LEGACY_CONSOLE_PUTCHAR};
 
 static USE_DBCN: AtomicBool = AtomicBool::new(false);
 static LOCK: AtomicBool = AtomicBool::new(false);
 
 /// Picks the console once, at boot.
 pub fn init() {
-    let r = sbi().base_probe_extension(eid::DBCN);
+    let r = sbi().base_probe_extension(EID_DBCN);
     USE_DBCN.store(r.error == 0 && r.value != 0, Ordering::Relaxed);
 }
 
@@ -36,6 +36,12 @@ impl<const N: usize> Text<N> {
     }
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Default for Text<N> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -93,7 +99,7 @@ fn write_bytes(bytes: &[u8]) {
         }
     } else {
         for &b in bytes {
-            sbi().legacy(eid::LEGACY_PUTCHAR, [b as usize, 0, 0, 0]);
+            sbi().legacy(LEGACY_CONSOLE_PUTCHAR, [b as usize, 0, 0, 0]);
         }
     }
 }

@@ -3,7 +3,10 @@
 //! PMP protection and the device-tree reservation, on every hart QEMU gives
 //! it. Prints one line per failed check and a summary, then shuts down
 //! (with "system failure" if anything failed). Run by `cargo xtask firmware
-//! --test`. Bare-metal; an empty stub on the host.
+//! --test`. Entry, stacks, SMP bring-up, trap vector and console are the
+//! S-mode runtime it shares with the conformance kernel (`srt`); its SBI
+//! calls go through `rvpmu::supervisor`. Bare-metal; an empty stub on the
+//! host.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -16,9 +19,7 @@ mod payload {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use rvpmu::ecall::SbiRet;
     use rvpmu::event::FwEvent;
-    use rvpmu::supervisor::{
-        ecall, sbi as client, CounterCfgFlags, CounterStopFlags,
-    };
+    use rvpmu::supervisor::{ecall, sbi as client, CounterCfgFlags, CounterStopFlags};
     use sbi_spec::base::EID_BASE;
     use sbi_spec::binary::{
         RET_ERR_ALREADY_AVAILABLE, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM,
@@ -36,8 +37,9 @@ mod payload {
     use sbi_spec::srst::EID_SRST;
     use sbi_spec::sta::EID_STA;
     use sbi_spec::time::EID_TIME;
+    use srt::runtime::{hartid, park, secondary_entry, MAX_HARTS};
+    use srt::{console, println};
 
-    const MAX_HARTS: usize = 8;
     const FW_BASE: usize = 0x8000_0000;
     const MAGIC: usize = 0x5eed_0000;
     /// Bound for every wait on another hart (loop iterations).
@@ -48,74 +50,6 @@ mod payload {
     const ERR_INVALID_PARAM: isize = RET_ERR_INVALID_PARAM as isize;
     const ERR_INVALID_ADDRESS: isize = RET_ERR_INVALID_ADDRESS as isize;
     const ERR_ALREADY_AVAILABLE: isize = RET_ERR_ALREADY_AVAILABLE as isize;
-
-    const STACK: usize = 0x4000;
-
-    core::arch::global_asm!(
-        ".section .text.entry, \"ax\"",
-        ".globl _start",
-        "_start:",
-        // First thing: how many instructions did the boot take?
-        "   csrr s1, instret",
-        // tp = hartid for the whole run (hartid_from_tp); set here, before
-        // any Rust code, since an asm! block may not leave tp changed.
-        "   mv tp, a0",
-        "   la sp, _stacks_end",
-        "   li t0, {stack}",
-        "   mul t0, t0, a0",
-        "   sub sp, sp, t0",
-        "   la t0, {trap}",
-        "   csrw stvec, t0",
-        "   mv a2, s1",
-        "   call {main}",
-        "1: j 1b",
-        ".globl secondary_entry",
-        "secondary_entry:",
-        "   mv tp, a0",
-        "   la sp, _stacks_end",
-        "   li t0, {stack}",
-        "   mul t0, t0, a0",
-        "   sub sp, sp, t0",
-        "   la t0, {trap}",
-        "   csrw stvec, t0",
-        "   call {secondary}",
-        "2: j 2b",
-        stack = const STACK,
-        trap = sym s_trap_entry,
-        main = sym boot_main,
-        secondary = sym secondary_main,
-    );
-
-    // Supervisor trap vector: caller-saved registers only; the Rust
-    // handler works on CSRs (sepc is advanced for expected exceptions).
-    core::arch::global_asm!(
-        ".section .text",
-        ".balign 4",
-        ".globl s_trap_entry",
-        "s_trap_entry:",
-        "   addi sp, sp, -128",
-        "   sd ra, 0(sp)", "sd t0, 8(sp)", "sd t1, 16(sp)", "sd t2, 24(sp)",
-        "   sd a0, 32(sp)", "sd a1, 40(sp)", "sd a2, 48(sp)", "sd a3, 56(sp)",
-        "   sd a4, 64(sp)", "sd a5, 72(sp)", "sd a6, 80(sp)", "sd a7, 88(sp)",
-        "   sd t3, 96(sp)", "sd t4, 104(sp)", "sd t5, 112(sp)", "sd t6, 120(sp)",
-        "   call {handler}",
-        "   ld ra, 0(sp)", "ld t0, 8(sp)", "ld t1, 16(sp)", "ld t2, 24(sp)",
-        "   ld a0, 32(sp)", "ld a1, 40(sp)", "ld a2, 48(sp)", "ld a3, 56(sp)",
-        "   ld a4, 64(sp)", "ld a5, 72(sp)", "ld a6, 80(sp)", "ld a7, 88(sp)",
-        "   ld t3, 96(sp)", "ld t4, 104(sp)", "ld t5, 112(sp)", "ld t6, 120(sp)",
-        "   addi sp, sp, 128",
-        "   sret",
-        handler = sym s_trap,
-    );
-
-    extern "C" {
-        fn s_trap_entry();
-        fn secondary_entry();
-    }
-
-    fn entry_addr() -> usize {
-        secondary_entry as *const () as usize
-    }
 
     // ---- shared state (this is a test program: plain atomics) ----
     static FAILED: AtomicUsize = AtomicUsize::new(0);
@@ -134,88 +68,10 @@ mod payload {
     /// Last exception per hart: (scause, stval, sepc).
     static EXC: [[AtomicUsize; 3]; MAX_HARTS] =
         [const { [const { AtomicUsize::new(0) }; 3] }; MAX_HARTS];
-    static CONSOLE: AtomicUsize = AtomicUsize::new(0);
-
-    fn hartid_from_tp() -> usize {
-        let v: usize;
-        // SAFETY: only copies tp (the hartid the entry code put there) into
-        // a register; no memory, no other state.
-        unsafe { core::arch::asm!("mv {0}, tp", out(reg) v) };
-        v
-    }
 
     /// The client's answer as (error, value), as the checks compare it.
     fn pair(r: SbiRet) -> (isize, usize) {
         (r.error as isize, r.value)
-    }
-
-    // ---- output through DBCN (one call per line, so lines stay whole) ----
-    struct Line {
-        buf: [u8; 160],
-        len: usize,
-    }
-    impl Line {
-        fn new() -> Self {
-            Line {
-                buf: [0; 160],
-                len: 0,
-            }
-        }
-        fn s(&mut self, s: &str) -> &mut Self {
-            for &b in s.as_bytes() {
-                if self.len < self.buf.len() {
-                    self.buf[self.len] = b;
-                    self.len += 1;
-                }
-            }
-            self
-        }
-        fn n(&mut self, v: usize) -> &mut Self {
-            let mut d = [0u8; 20];
-            let mut i = d.len();
-            let mut v = v;
-            loop {
-                i -= 1;
-                d[i] = b'0' + (v % 10) as u8;
-                v /= 10;
-                if v == 0 {
-                    break;
-                }
-            }
-            self.s(core::str::from_utf8(&d[i..]).unwrap_or("?"))
-        }
-        fn x(&mut self, v: usize) -> &mut Self {
-            self.s("0x");
-            let mut started = false;
-            for i in (0..16).rev() {
-                let d = (v >> (i * 4)) & 0xf;
-                if d != 0 || started || i == 0 {
-                    started = true;
-                    let c = b"0123456789abcdef"[d];
-                    self.s(core::str::from_utf8(&[c]).unwrap_or("?"));
-                }
-            }
-            self
-        }
-        fn i(&mut self, v: isize) -> &mut Self {
-            if v < 0 {
-                self.s("-").n(v.unsigned_abs())
-            } else {
-                self.n(v as usize)
-            }
-        }
-        fn emit(&mut self) {
-            self.s("\n");
-            while CONSOLE.swap(1, SeqCst) != 0 {}
-            let (e, v) = pair(client().console_write(self.len, self.buf.as_ptr() as usize, 0));
-            CONSOLE.store(0, SeqCst);
-            if e != SUCCESS || v != self.len {
-                // DBCN itself is broken: fall back to the legacy console.
-                for &b in &self.buf[..self.len] {
-                    client().legacy(LEGACY_CONSOLE_PUTCHAR, [b as usize, 0, 0, 0]);
-                }
-            }
-        }
     }
 
     fn check(name: &str, ok: bool) {
@@ -223,27 +79,14 @@ mod payload {
             PASSED.fetch_add(1, SeqCst);
         } else {
             FAILED.fetch_add(1, SeqCst);
-            Line::new()
-                .s("sbi-check: FAIL ")
-                .s(name)
-                .s(" (hart ")
-                .n(hartid_from_tp())
-                .s(")")
-                .emit();
+            println!("sbi-check: FAIL {name} (hart {})", hartid());
         }
     }
 
     fn check_eq(name: &str, got: isize, want: isize) {
         if got != want {
             FAILED.fetch_add(1, SeqCst);
-            Line::new()
-                .s("sbi-check: FAIL ")
-                .s(name)
-                .s(": got ")
-                .i(got)
-                .s(", want ")
-                .i(want)
-                .emit();
+            println!("sbi-check: FAIL {name}: got {got}, want {want}");
         } else {
             PASSED.fetch_add(1, SeqCst);
         }
@@ -283,7 +126,8 @@ mod payload {
 
     /// Supervisor trap handler: counts IPIs and timer interrupts; records
     /// exceptions and steps over the faulting instruction.
-    extern "C" fn s_trap() {
+    #[no_mangle]
+    extern "C" fn trap_handler() {
         let (cause, epc, tval): (usize, usize, usize);
         // SAFETY: reads the S-mode trap CSRs of the trap being handled;
         // reads only, no memory.
@@ -291,7 +135,7 @@ mod payload {
             core::arch::asm!("csrr {0}, scause", "csrr {1}, sepc", "csrr {2}, stval",
                 out(reg) cause, out(reg) epc, out(reg) tval);
         }
-        let me = hartid_from_tp();
+        let me = hartid();
         if (cause as isize) < 0 {
             match cause & 0xff {
                 1 => {
@@ -321,7 +165,7 @@ mod payload {
         // took effect. The provoking asm! blocks expect exactly that: their
         // outputs are plain registers (whatever the register held is a
         // valid usize/u64), they declare no memory effect that the skipped
-        // access was needed for, and s_trap_entry plus this extern "C"
+        // access was needed for, and the runtime's trap vector plus this extern "C"
         // handler give back every register they had.
         unsafe { core::arch::asm!("csrw sepc, {0}", in(reg) epc + len) };
     }
@@ -358,7 +202,7 @@ mod payload {
 
     fn illegal() {
         // SAFETY: an S-mode read of an M-mode CSR raises an illegal
-        // instruction exception, delegated to S-mode; s_trap (stvec, set at
+        // instruction exception, delegated to S-mode; trap_handler (stvec, set at
         // entry) records it and resumes 4 bytes on (norvc keeps the
         // instruction 4 bytes). The destination is x0: nothing is written.
         unsafe {
@@ -444,6 +288,8 @@ mod payload {
         STORM_DONE.fetch_add(1, SeqCst);
     }
 
+    /// Started or resumed harts (the runtime's secondary entry).
+    #[no_mangle]
     extern "C" fn secondary_main(hartid: usize, opaque: usize) -> ! {
         let (satp, sstatus): (usize, usize);
         // SAFETY: reads two S-mode CSRs; no memory, no other state.
@@ -464,11 +310,11 @@ mod payload {
                 // Take IPIs with interrupts on, then race remote fences;
                 // the firmware counts what this hart received.
                 // SAFETY: enables supervisor software interrupts (sie.SSIE,
-                // sstatus.SIE). stvec is s_trap_entry, set before any Rust
+                // sstatus.SIE). stvec is the runtime's trap vector, set before any Rust
                 // code ran: it saves the caller-saved registers on the
                 // current stack (RISC-V has no red zone below sp) and the
-                // extern "C" s_trap keeps the callee-saved ones, so the
-                // interrupted code resumes with all its registers; s_trap
+                // extern "C" trap_handler keeps the callee-saved ones, so the
+                // interrupted code resumes with all its registers; trap_handler
                 // touches only atomics, so it races with nothing.
                 unsafe {
                     core::arch::asm!("csrs sie, {0}", "csrs sstatus, {1}", in(reg) 2usize, in(reg) 2usize)
@@ -498,7 +344,7 @@ mod payload {
                     want,
                 );
                 // SAFETY: clears sstatus.SIE: turns interrupts off, which
-                // only removes a way in to s_trap.
+                // only removes a way in to trap_handler.
                 unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
             }
             2 => {
@@ -517,7 +363,7 @@ mod payload {
                 // SAFETY: as in round 2: sie.SSIE with sstatus.SIE clear
                 // makes the IPI a wake-up source, never a trap here.
                 unsafe { core::arch::asm!("csrs sie, {0}", in(reg) 2usize) };
-                let (e, _) = pair(client().hart_suspend(0x8000_0000, entry_addr(), MAGIC | 4));
+                let (e, _) = pair(client().hart_suspend(0x8000_0000, secondary_entry(), MAGIC | 4));
                 check_eq("non-retentive suspend must not return", e, 1000);
             }
             4 => {
@@ -531,16 +377,6 @@ mod payload {
         park()
     }
 
-    /// Stops this hart for good (after a call that must not return did).
-    fn park() -> ! {
-        loop {
-            // SAFETY: wfi only stalls the hart until an interrupt is
-            // pending (the firmware leaves mstatus.TW clear, so S-mode may
-            // run it); no memory, no register changes.
-            unsafe { core::arch::asm!("wfi") };
-        }
-    }
-
     fn status(h: usize) -> isize {
         let (e, v) = pair(client().hart_get_status(h));
         if e == SUCCESS {
@@ -550,23 +386,17 @@ mod payload {
         }
     }
 
-    extern "C" fn boot_main(me: usize, dtb: usize, instret: usize) -> ! {
-        Line::new()
-            .s("sbi-check: instructions-to-s-mode=")
-            .n(instret)
-            .s(" boot-hart=")
-            .n(me)
-            .emit();
+    /// The boot hart (from the runtime's `_start`).
+    #[no_mangle]
+    extern "C" fn kmain(me: usize, dtb: usize, instret: u64) -> ! {
+        console::init();
+        println!("sbi-check: instructions-to-s-mode={instret} boot-hart={me}");
         let dt = read_dt(dtb);
         NHARTS.store(dt.harts, SeqCst);
-        Line::new()
-            .s("sbi-check: harts=")
-            .n(dt.harts)
-            .s(" h=")
-            .n(dt.has_h as usize)
-            .s(" dtb=")
-            .x(dtb)
-            .emit();
+        println!(
+            "sbi-check: harts={} h={} dtb={dtb:#x}",
+            dt.harts, dt.has_h as usize
+        );
 
         // BASE
         check_eq(
@@ -663,7 +493,7 @@ mod payload {
         );
         let v: usize;
         // SAFETY: the firmware's PMP denies S-mode this load; the access
-        // fault is delegated to S-mode and s_trap records it and skips the
+        // fault is delegated to S-mode and trap_handler records it and skips the
         // load (v is then whatever the register held, unused). Were PMP
         // missing, it would read firmware memory, no object of this program.
         unsafe { core::arch::asm!("ld {0}, 0({1})", out(reg) v, in(reg) FW_BASE) };
@@ -673,7 +503,7 @@ mod payload {
             "load from firmware -> load access fault",
             cause == 5 && tval == FW_BASE,
         );
-        // SAFETY: as the load above: PMP denies the store, s_trap skips it.
+        // SAFETY: as the load above: PMP denies the store, trap_handler skips it.
         // Were PMP missing, 8 bytes of firmware memory would change (the
         // check then fails); none of this program's memory is touched.
         unsafe { core::arch::asm!("sd zero, 16({0})", in(reg) FW_BASE) };
@@ -685,7 +515,7 @@ mod payload {
 
         // Illegal instruction redirected to S with its bits (or 0) in stval.
         let at: usize;
-        // SAFETY: as in `illegal`: the M-mode CSR read traps, s_trap skips
+        // SAFETY: as in `illegal`: the M-mode CSR read traps, trap_handler skips
         // its 4 bytes, x0 is its destination; `la` then only computes the
         // address of the label.
         unsafe {
@@ -719,7 +549,7 @@ mod payload {
         // A misaligned AMO cannot be emulated: S-mode gets it.
         let r = wbuf.as_mut_ptr() as usize + 1;
         // SAFETY: `r` is inside `wbuf` (bytes 1..5). The misaligned AMO
-        // faults and s_trap skips it; a hart that did it anyway would add
+        // faults and trap_handler skips it; a hart that did it anyway would add
         // zero there, changing nothing.
         unsafe { core::arch::asm!("amoadd.w zero, zero, ({0})", in(reg) r) };
         let (cause, tval, _) = take_exception(me);
@@ -745,7 +575,10 @@ mod payload {
         let self_mask: usize = 1 << me;
         check_eq(
             "legacy send_ipi",
-            client().legacy(LEGACY_SEND_IPI, [&self_mask as *const usize as usize, 0, 0, 0]),
+            client().legacy(
+                LEGACY_SEND_IPI,
+                [&self_mask as *const usize as usize, 0, 0, 0],
+            ),
             0,
         );
         check("legacy IPI pending", sip() & SIP_SSIP != 0);
@@ -780,7 +613,10 @@ mod payload {
         );
         check_eq(
             "legacy remote fence.i",
-            client().legacy(LEGACY_REMOTE_FENCE_I, [&self_mask as *const usize as usize, 0, 0, 0]),
+            client().legacy(
+                LEGACY_REMOTE_FENCE_I,
+                [&self_mask as *const usize as usize, 0, 0, 0],
+            ),
             0,
         );
         check_eq(
@@ -804,7 +640,7 @@ mod payload {
 
         // TIME: an interrupt at the requested time, not before.
         // SAFETY: sets sie.STIE only; interrupts are taken once sstatus.SIE
-        // is set below, by s_trap (see secondary_main's round 1: every
+        // is set below, by trap_handler (see secondary_main's round 1: every
         // register restored, only atomics touched).
         unsafe { core::arch::asm!("csrs sie, {0}", in(reg) SIP_STIP) };
         for (name, legacy_call) in [("set_timer", false), ("legacy set_timer", true)] {
@@ -813,21 +649,17 @@ mod payload {
             if legacy_call {
                 client().legacy(LEGACY_SET_TIMER, [target as usize, 0, 0, 0]);
             } else {
-                check_eq(
-                    name,
-                    pair(client().set_timer(target)).0,
-                    SUCCESS,
-                );
+                check_eq(name, pair(client().set_timer(target)).0, SUCCESS);
             }
             check("timer not pending early", sip() & SIP_STIP == 0);
             // SAFETY: sstatus.SIE on while waiting: the timer interrupt
-            // goes to s_trap, which restores every register and touches
+            // goes to trap_handler, which restores every register and touches
             // only atomics.
             unsafe { core::arch::asm!("csrs sstatus, {0}", in(reg) 2usize) };
             let fired = wait_until("timer interrupt arrives", || {
                 TIMER_IRQS[me].load(SeqCst) > before
             });
-            // SAFETY: sstatus.SIE off again; only removes a way in to s_trap.
+            // SAFETY: sstatus.SIE off again; only removes a way in to trap_handler.
             unsafe { core::arch::asm!("csrc sstatus, {0}", in(reg) 2usize) };
             check(
                 "timer fires at or after its time",
@@ -859,7 +691,7 @@ mod payload {
                     2,
                     1,
                     // SAFETY: the PMP-denied load of the PMP check above,
-                    // into x0: it faults and s_trap skips it.
+                    // into x0: it faults and trap_handler skips it.
                     fw_count(2, || unsafe {
                         core::arch::asm!("ld zero, 0({0})", in(reg) FW_BASE)
                     }),
@@ -869,7 +701,7 @@ mod payload {
                     3,
                     2,
                     // SAFETY: two PMP-denied stores, as in the PMP check
-                    // above: each faults and s_trap skips it; no memory of
+                    // above: each faults and trap_handler skips it; no memory of
                     // this program is named.
                     fw_count(3, || unsafe {
                         core::arch::asm!("sd zero, 0({0})", "sd zero, 8({0})", in(reg) FW_BASE)
@@ -922,7 +754,10 @@ mod payload {
                     0,
                     fw_count(10, || {
                         pair(client().remote_fence(1, self_mask, 0, 0, 0x1000, 0));
-                        client().legacy(LEGACY_REMOTE_SFENCE_VMA, [&self_mask as *const usize as usize, 0, 0x1000, 0]);
+                        client().legacy(
+                            LEGACY_REMOTE_SFENCE_VMA,
+                            [&self_mask as *const usize as usize, 0, 0x1000, 0],
+                        );
                     }),
                 ),
                 (
@@ -957,12 +792,12 @@ mod payload {
         }
         check_eq(
             "hart_start self",
-            pair(client().hart_start(me, entry_addr(), 0)).0,
+            pair(client().hart_start(me, secondary_entry(), 0)).0,
             ERR_ALREADY_AVAILABLE,
         );
         check_eq(
             "hart_start absent hart",
-            pair(client().hart_start(64, entry_addr(), 0)).0,
+            pair(client().hart_start(64, secondary_entry(), 0)).0,
             ERR_INVALID_PARAM,
         );
         check_eq(
@@ -990,7 +825,7 @@ mod payload {
         each(&mut |h| {
             check_eq(
                 "hart_start",
-                pair(client().hart_start(h, entry_addr(), MAGIC | 1)).0,
+                pair(client().hart_start(h, secondary_entry(), MAGIC | 1)).0,
                 SUCCESS,
             )
         });
@@ -999,7 +834,7 @@ mod payload {
             check_eq("started hart status", status(h), 0);
             check_eq(
                 "hart_start a started hart",
-                pair(client().hart_start(h, entry_addr(), MAGIC | 1)).0,
+                pair(client().hart_start(h, secondary_entry(), MAGIC | 1)).0,
                 ERR_ALREADY_AVAILABLE,
             );
         });
@@ -1028,7 +863,7 @@ mod payload {
         each(&mut |h| {
             check_eq(
                 "hart_start again",
-                pair(client().hart_start(h, entry_addr(), MAGIC | 2)).0,
+                pair(client().hart_start(h, secondary_entry(), MAGIC | 2)).0,
                 SUCCESS,
             );
             wait_until("restarted hart comes up", || ALIVE[h].load(SeqCst) >= 2);
@@ -1039,7 +874,7 @@ mod payload {
         });
         // Round 3: non-retentive suspend resumes at the given address.
         each(&mut |h| {
-            pair(client().hart_start(h, entry_addr(), MAGIC | 3));
+            pair(client().hart_start(h, secondary_entry(), MAGIC | 3));
             wait_until("hart suspends (non-retentive)", || status(h) == 4);
             pair(client().send_ipi(1 << h, 0));
             wait_until("hart resumes at resume_addr", || {
@@ -1069,31 +904,19 @@ mod payload {
 
         let (passed, failed) = (PASSED.load(SeqCst), FAILED.load(SeqCst));
         if failed == 0 {
-            Line::new()
-                .s("sbi-check: all ")
-                .n(passed)
-                .s(" checks passed")
-                .emit();
+            println!("sbi-check: all {passed} checks passed");
             pair(client().system_reset(0, 0));
         } else {
-            Line::new()
-                .s("sbi-check: ")
-                .n(failed)
-                .s(" of ")
-                .n(passed + failed)
-                .s(" checks FAILED")
-                .emit();
+            println!("sbi-check: {failed} of {} checks FAILED", passed + failed);
             pair(client().system_reset(0, 1));
         }
-        Line::new()
-            .s("sbi-check: FAIL system_reset returned")
-            .emit();
+        println!("sbi-check: FAIL system_reset returned");
         park()
     }
 
     #[panic_handler]
     fn panic(_: &core::panic::PanicInfo) -> ! {
-        Line::new().s("sbi-check: FAIL payload panic").emit();
+        println!("sbi-check: FAIL payload panic");
         pair(client().system_reset(0, 1));
         loop {}
     }
