@@ -107,3 +107,83 @@ fn typed_calls_round_trip() {
         Error::InvalidParam.code()
     );
 }
+
+/// Records the registers of every call and answers SUCCESS with value 7.
+#[derive(Default)]
+struct Recorder(Vec<(usize, usize, [usize; 6])>);
+
+impl SbiCall for Recorder {
+    fn call(&mut self, eid: usize, fid: usize, a: [usize; 6]) -> SbiRet {
+        self.0.push((eid, fid, a));
+        SbiRet { error: 0, value: 7 }
+    }
+}
+
+#[test]
+fn non_pmu_calls_put_the_spec_numbers_in_the_registers() {
+    use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
+    /// Legacy console_putchar (EID 0x01; sbi-spec has it behind its
+    /// `legacy` feature, which rvpmu does not turn on).
+    const LEGACY_CONSOLE_PUTCHAR: usize = 0x01;
+    let mut s = Supervisor(Recorder::default());
+    s.base_spec_version();
+    s.base_impl_id();
+    s.base_probe_extension(EID_PMU);
+    s.set_timer(0x1234);
+    s.send_ipi(0b101, 2);
+    s.remote_fence(rfnc::REMOTE_SFENCE_VMA_ASID, 1, 0, 0x1000, 0x2000, 9);
+    s.hart_start(3, 0x8020_0000, 42);
+    s.hart_stop();
+    s.hart_get_status(1);
+    s.hart_suspend(0x8000_0000, 0x8020_0100, 5);
+    s.system_reset(0, 1);
+    s.console_write(8, 0x8030_0000, 0);
+    s.console_read(8, 0x8030_0000, 0);
+    s.console_write_byte(b'x');
+    assert_eq!(
+        s.legacy(LEGACY_CONSOLE_PUTCHAR, [b'y' as usize, 0, 0, 0]),
+        0
+    );
+    let want: Vec<(usize, usize, [usize; 6])> = vec![
+        (base::EID_BASE, base::GET_SBI_SPEC_VERSION, [0; 6]),
+        (base::EID_BASE, base::GET_SBI_IMPL_ID, [0; 6]),
+        (
+            base::EID_BASE,
+            base::PROBE_EXTENSION,
+            [EID_PMU, 0, 0, 0, 0, 0],
+        ),
+        (time::EID_TIME, time::SET_TIMER, [0x1234, 0, 0, 0, 0, 0]),
+        (spi::EID_SPI, spi::SEND_IPI, [0b101, 2, 0, 0, 0, 0]),
+        (
+            rfnc::EID_RFNC,
+            rfnc::REMOTE_SFENCE_VMA_ASID,
+            [1, 0, 0x1000, 0x2000, 9, 0],
+        ),
+        (hsm::EID_HSM, hsm::HART_START, [3, 0x8020_0000, 42, 0, 0, 0]),
+        (hsm::EID_HSM, hsm::HART_STOP, [0; 6]),
+        (hsm::EID_HSM, hsm::HART_GET_STATUS, [1, 0, 0, 0, 0, 0]),
+        (
+            hsm::EID_HSM,
+            hsm::HART_SUSPEND,
+            [0x8000_0000, 0x8020_0100, 5, 0, 0, 0],
+        ),
+        (srst::EID_SRST, srst::SYSTEM_RESET, [0, 1, 0, 0, 0, 0]),
+        (
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_WRITE,
+            [8, 0x8030_0000, 0, 0, 0, 0],
+        ),
+        (
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_READ,
+            [8, 0x8030_0000, 0, 0, 0, 0],
+        ),
+        (
+            dbcn::EID_DBCN,
+            dbcn::CONSOLE_WRITE_BYTE,
+            [b'x' as usize, 0, 0, 0, 0, 0],
+        ),
+        (LEGACY_CONSOLE_PUTCHAR, 0, [b'y' as usize, 0, 0, 0, 0, 0]),
+    ];
+    assert_eq!(s.0 .0, want);
+}
