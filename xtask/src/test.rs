@@ -173,10 +173,10 @@ fn lint() -> Result<()> {
             vec![rustdoc(None, &["rvpmu", "hpmtrace", "xtask"])],
         ),
         (
-            format!("rustdoc -D warnings, {BARE_TARGET}: rvpmu, rvpmu-fw, conformance"),
+            format!("rustdoc -D warnings, {BARE_TARGET}: rvpmu, srt, rvpmu-fw, conformance"),
             vec![rustdoc(
                 Some(BARE_TARGET),
-                &["rvpmu", "rvpmu-fw", "conformance"],
+                &["rvpmu", "srt", "rvpmu-fw", "conformance"],
             )],
         ),
         (
