@@ -130,9 +130,12 @@ fn dispatch(
     }
 }
 
+/// The one table of the extensions this firmware serves besides PMU (and
+/// the legacy EIDs 0-8, served by the trap entry): dispatch and
+/// probe_extension both read it.
 #[inline(always)]
-fn other_extension(eid: usize) -> Extension {
-    match eid {
+fn other_extension(eid: usize) -> Option<Extension> {
+    Some(match eid {
         time::EID_TIME => time_ext,
         spi::EID_SPI => spi_ext,
         rfnc::EID_RFNC => rfnc_ext,
@@ -141,8 +144,8 @@ fn other_extension(eid: usize) -> Extension {
         hsm::EID_HSM => hsm_ext,
         srst::EID_SRST => srst_ext,
         dbcn::EID_DBCN => dbcn_ext,
-        _ => unsupported_ext,
-    }
+        _ => return None,
+    })
 }
 
 /// Every extension but PMU: `ecall_fast`'s signature, the EID included.
@@ -158,7 +161,7 @@ extern "C" fn other_ext(
     fid: usize,
     eid: usize,
 ) -> SbiRet {
-    other_extension(eid)(a0, a1, a2, a3, a4, a5, fid)
+    other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
 }
 
 /// Declares an `Extension` function named `$name` over `$a` (the six
@@ -229,18 +232,8 @@ extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a));
 extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
 fn probe(eid: usize) -> bool {
-    match eid {
-        0..=8 => true, // legacy extensions
-        base::EID_BASE
-        | time::EID_TIME
-        | spi::EID_SPI
-        | rfnc::EID_RFNC
-        | hsm::EID_HSM
-        | srst::EID_SRST
-        | dbcn::EID_DBCN => true,
-        rvpmu::ecall::EID_PMU | rvpmu::ecall::EID_STA => true,
-        _ => false,
-    }
+    // Legacy extensions 0-8, PMU (dispatched first, on its own), the rest.
+    eid <= 8 || eid == rvpmu::ecall::EID_PMU || other_extension(eid).is_some()
 }
 
 fn base_call(fid: usize, arg: usize) -> Ret {
