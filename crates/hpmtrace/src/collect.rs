@@ -159,10 +159,12 @@ struct Stream {
     enc: Mutex<Encoding>,
 }
 
-// Words at and past `filled` are written only by the owning thread, words
-// below it are read only under `enc`'s lock and never written until the
-// owner, holding that lock, resets `filled` to 0.
+// SAFETY: words at and past `filled` are written only by the owning
+// thread, words below it are read only under `enc`'s lock and never written
+// until the owner, holding that lock, resets `filled` to 0.
 unsafe impl Sync for Stream {}
+// SAFETY: as for Sync: the stage is plain memory owned by the stream and
+// the rules above hold whichever thread holds it.
 unsafe impl Send for Stream {}
 
 impl Stream {

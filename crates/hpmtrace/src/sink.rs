@@ -241,6 +241,8 @@ mod tests {
         // (non-zero reads).
         let mut bank = [1u32; 64];
         let base = bank.as_mut_ptr() as usize - ITC_STIMULUS_OFFSET;
+        // SAFETY: the stimulus registers of channel 6 land inside `bank`,
+        // which outlives `s`.
         let mut s = unsafe { ItcStimulus::new(base, 6) };
         s.put(ItcWrite::w8(0xab), 0).unwrap();
         assert_eq!(bank[6].to_le_bytes(), [1, 0, 0, 0xab]);

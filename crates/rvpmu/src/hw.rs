@@ -191,21 +191,33 @@ pub mod csr {
         }
         fn read_inhibit(&self) -> u32 {
             let v: u64;
+            // SAFETY: mcountinhibit (0x320) is an M-mode CSR this M-mode code owns;
+            // it only gates counting, no memory is touched.
             unsafe { core::arch::asm!("csrr {0}, 0x320", out(reg) v) };
             v as u32
         }
         fn write_inhibit(&mut self, v: u32) {
+            // SAFETY: mcountinhibit (0x320) is an M-mode CSR this M-mode code owns;
+            // it only gates counting, no memory is touched.
             unsafe { core::arch::asm!("csrw 0x320, {0}", in(reg) v as u64) };
         }
         fn inhibit(&mut self, bits: u32) {
+            // SAFETY: mcountinhibit (0x320) is an M-mode CSR this M-mode code owns;
+            // it only gates counting, no memory is touched.
             unsafe { core::arch::asm!("csrs 0x320, {0}", in(reg) bits as u64) };
         }
         fn uninhibit(&mut self, bits: u32) {
+            // SAFETY: mcountinhibit (0x320) is an M-mode CSR this M-mode code owns;
+            // it only gates counting, no memory is touched.
             unsafe { core::arch::asm!("csrc 0x320, {0}", in(reg) bits as u64) };
         }
         fn write_fixed_cfg(&mut self, i: usize, v: u64) {
+            // SAFETY: mcyclecfg/minstretcfg (Smcntrpmf, used only when the
+            // hart has it) are M-mode CSRs that only filter counting.
             match i {
+                // SAFETY: as above (mcyclecfg).
                 0 => unsafe { core::arch::asm!("csrw 0x321, {0}", in(reg) v) },
+                // SAFETY: as above (minstretcfg).
                 2 => unsafe { core::arch::asm!("csrw 0x322, {0}", in(reg) v) },
                 _ => {}
             }

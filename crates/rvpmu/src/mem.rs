@@ -168,15 +168,19 @@ impl SupervisorMemory for PhysMemory {
         // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
         match buf.len() {
             8 if p.is_multiple_of(8) => {
+                // SAFETY: owns() checked [p, p+8) is the supervisor's memory
+                // (PhysMemory::new's contract); 8-aligned by the guard.
                 let v = unsafe { core::ptr::read_volatile(p as *const u64) };
                 buf.copy_from_slice(&v.to_le_bytes());
             }
             4 if p.is_multiple_of(4) => {
+                // SAFETY: owns() checked [p, p+4); 4-aligned by the guard.
                 let v = unsafe { core::ptr::read_volatile(p as *const u32) };
                 buf.copy_from_slice(&v.to_le_bytes());
             }
             _ => {
                 for (i, b) in buf.iter_mut().enumerate() {
+                    // SAFETY: p + i lies in the range owns() checked.
                     *b = unsafe { core::ptr::read_volatile((p + i) as *const u8) };
                 }
             }
@@ -190,12 +194,15 @@ impl SupervisorMemory for PhysMemory {
         let p = addr as usize;
         // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
         match data.len() {
+            // SAFETY: owns() checked [p, p+8) is the supervisor's memory
+            // (PhysMemory::new's contract); 8-aligned by the guard.
             8 if p.is_multiple_of(8) => unsafe {
                 core::ptr::write_volatile(
                     p as *mut u64,
                     u64::from_le_bytes(data.try_into().unwrap()),
                 )
             },
+            // SAFETY: owns() checked [p, p+4); 4-aligned by the guard.
             4 if p.is_multiple_of(4) => unsafe {
                 core::ptr::write_volatile(
                     p as *mut u32,
@@ -204,6 +211,7 @@ impl SupervisorMemory for PhysMemory {
             },
             _ => {
                 for (i, b) in data.iter().enumerate() {
+                    // SAFETY: p + i lies in the range owns() checked.
                     unsafe { core::ptr::write_volatile((p + i) as *mut u8, *b) };
                 }
             }

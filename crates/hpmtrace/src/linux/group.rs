@@ -25,7 +25,8 @@ pub struct PerfGroup {
     buf: Vec<u64>,
 }
 
-// The raw pointers are mmap pages owned by this group.
+// SAFETY: the raw pointers are mmap pages owned by this group (unmapped
+// on drop), not shared with any other value.
 unsafe impl Send for PerfGroup {}
 
 /// A counter that could not be opened.

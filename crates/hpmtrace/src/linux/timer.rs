@@ -14,7 +14,7 @@ pub struct ThreadTimer {
     id: libc::timer_t,
 }
 
-// timer_t is an opaque id.
+// SAFETY: timer_t is an opaque kernel id, valid from any thread.
 unsafe impl Send for ThreadTimer {}
 
 impl ThreadTimer {
@@ -41,6 +41,7 @@ impl ThreadTimer {
         // SAFETY: id was just created.
         if unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) } != 0 {
             let e = io::Error::last_os_error();
+            // SAFETY: id was created above and is deleted once, here.
             unsafe { libc::timer_delete(id) };
             return Err(e);
         }
