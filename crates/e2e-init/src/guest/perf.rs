@@ -17,7 +17,6 @@ const TYPE_SOFTWARE: u32 = 1;
 const TYPE_HW_CACHE: u32 = 3;
 const TYPE_RAW: u32 = 4;
 
-
 const SAMPLE_IP: u64 = 1 << 0;
 
 const IOC_ENABLE: libc::c_ulong = 0x2400;

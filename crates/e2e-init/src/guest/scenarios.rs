@@ -175,9 +175,7 @@ fn demo(p: &Params) -> Result<(), String> {
             pages.walk();
         }
     };
-    let fw: Vec<Event> = (4..14)
-        .map(|i| Event::new(Firmware(fw_event(i))))
-        .collect();
+    let fw: Vec<Event> = (4..14).map(|i| Event::new(Firmware(fw_event(i)))).collect();
     let passes: Vec<(&str, Vec<Event>)> = vec![
         (
             "all",
