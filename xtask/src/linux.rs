@@ -110,6 +110,14 @@ impl Guest {
     }
 }
 
+/// `--smp N`: the kernels are built for 1 to 4 harts (NR_CPUS=4).
+fn check_smp(smp: u32) -> Result<()> {
+    if smp == 0 || smp > 4 {
+        bail!("--smp {smp}: the kernel is built for 1 to 4 harts");
+    }
+    Ok(())
+}
+
 /// Our firmware, built by crate::firmware.
 fn our_firmware() -> Result<Firmware> {
     Ok(Firmware {
@@ -140,15 +148,8 @@ fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
 /// `cargo xtask run`: boot Linux on the chosen firmware, run the real
 /// perf tool on known workloads and print what it said and the summary.
 pub fn run(a: RunArgs) -> Result<()> {
-    if a.smp == 0 || a.smp > 4 {
-        bail!("--smp {}: the kernel is built for 1 to 4 harts", a.smp);
-    }
-    let noisy = match a.steal {
-        0 => None,
-        p => {
-            Some(NoisyNeighbour::from_percent(p).map_err(|e| anyhow::anyhow!("--steal {p}: {e}"))?)
-        }
-    };
+    check_smp(a.smp)?;
+    let noisy = NoisyNeighbour::from_steal_option(a.steal)?;
     crate::setup::ensure_host()?;
     let firmware = chosen_firmware(&a.bios)?;
     let guest = Guest::build(a.kernel)?;

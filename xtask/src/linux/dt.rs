@@ -45,6 +45,16 @@ impl NoisyNeighbour {
         })
     }
 
+    /// `--steal PERCENT` of `run` and `shell`: 0 turns the neighbour off.
+    pub fn from_steal_option(percent: u32) -> Result<Option<NoisyNeighbour>> {
+        match percent {
+            0 => Ok(None),
+            p => NoisyNeighbour::from_percent(p)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!("--steal {p}: {e}")),
+        }
+    }
+
     /// The fraction of a busy hart's time the firmware withholds: the
     /// steal share Linux must report.
     pub fn share(&self) -> f64 {

@@ -45,14 +45,22 @@ impl Plan {
         p
     }
 
-    /// Add a busybox shell script (no TAB or newline in it) under `name`.
-    pub fn sh(&mut self, name: &str, script: &str) -> &mut Self {
-        assert!(!script.contains(['\t', '\n']), "plan scripts are one line");
+    /// Add `words` and then `last` (which may hold spaces, not a TAB or a
+    /// newline: a plan line is TAB-separated) under `name`.
+    pub fn argv<const N: usize>(&mut self, name: &str, words: [&str; N], last: &str) -> &mut Self {
+        assert!(!last.contains(['\t', '\n']), "plan arguments are one line");
+        let mut argv: Vec<String> = words.map(String::from).to_vec();
+        argv.push(last.to_string());
         self.cmds.push(Cmd {
             name: name.to_string(),
-            argv: vec!["sh".into(), "-c".into(), script.into()],
+            argv,
         });
         self
+    }
+
+    /// Add a busybox shell script (one line) under `name`.
+    pub fn sh(&mut self, name: &str, script: &str) -> &mut Self {
+        self.argv(name, ["sh", "-c"], script)
     }
 
     /// The /rvpmu/plan text: a line per command, TAB-separated fields.

@@ -45,12 +45,7 @@ fn boot<'a>(
     a: &ShellArgs,
     initrd: &'a std::path::Path,
 ) -> Result<Boot<'a>> {
-    let noisy = match a.steal {
-        0 => None,
-        p => {
-            Some(NoisyNeighbour::from_percent(p).map_err(|e| anyhow::anyhow!("--steal {p}: {e}"))?)
-        }
-    };
+    let noisy = NoisyNeighbour::from_steal_option(a.steal)?;
     Ok(Boot {
         firmware: fw,
         image: &guest.kernel.image,
@@ -70,9 +65,7 @@ fn boot<'a>(
 
 /// `cargo xtask shell`: an interactive guest on this terminal.
 pub fn run(a: ShellArgs) -> Result<()> {
-    if a.smp == 0 || a.smp > 4 {
-        bail!("--smp {}: the kernel is built for 1 to 4 harts", a.smp);
-    }
+    super::check_smp(a.smp)?;
     crate::setup::ensure_host()?;
     let fw = chosen_firmware(&a.bios)?;
     let guest = Guest::build(a.kernel)?;

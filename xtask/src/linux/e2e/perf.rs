@@ -102,10 +102,6 @@ pub struct Kept {
     pub repro: [Option<(u64, u64)>; 3],
 }
 
-fn one(p: &mut Plan, name: &str, argv: &str) {
-    p.cmd(name, argv);
-}
-
 fn results(out: &Outcome) -> Vec<CmdResult> {
     out.scenario("cmd")
         .into_iter()
@@ -158,54 +154,43 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     // overflow timer from a counting event (started near 2^63) and then
     // misses the first overflow of the next sampling event on that
     // counter until a context switch reprograms it (docs/anomalies.md).
-    one(&mut p, "record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
-    one(
-        &mut p,
+    p.cmd("record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
+    p.cmd(
         "report",
         "perf report -i /root/perf.data --stdio --sort symbol",
     );
-    one(
-        &mut p,
+    p.cmd(
         "user",
         &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {ALU_N}"),
     );
-    one(
-        &mut p,
+    p.cmd(
         "base",
         &format!(
             "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {}",
             2 * ALU_N
         ),
     );
-    one(
-        &mut p,
-        "hot-base",
-        "perf stat -x, -e cycles:u -- rvpmu-work hot 0",
-    );
+    p.cmd("hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
     let mux: Vec<&str> = std::iter::repeat_n(["cycles:u", "instructions:u"], MUX_COPIES)
         .flatten()
         .collect();
-    one(
-        &mut p,
+    p.cmd(
         "mux",
         &format!(
             "perf stat -x, -e {} -- rvpmu-work alu {MUX_N}",
             mux.join(",")
         ),
     );
-    one(
-        &mut p,
+    p.cmd(
         "alone-c",
         &format!("perf stat -x, -e cycles:u -- rvpmu-work alu {MUX_N}"),
     );
-    one(
-        &mut p,
+    p.cmd(
         "alone-i",
         &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {MUX_N}"),
     );
-    one(&mut p, "uk", &format!("perf stat -x, -e cycles:u,instructions:u,cycles:k,instructions:k -- rvpmu-work alu {ALU_N}"));
-    one(
-        &mut p,
+    p.cmd("uk", &format!("perf stat -x, -e cycles:u,instructions:u,cycles:k,instructions:k -- rvpmu-work alu {ALU_N}"));
+    p.cmd(
         "events",
         &format!(
             "perf stat -x, -e {} -- rvpmu-work alu 1000",
@@ -395,10 +380,10 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     let mut p = Plan::exact();
     p.sh("rt", "echo -1 > /proc/sys/kernel/sched_rt_runtime_us");
     let run = format!("rvpmu-overflow-repro {RECORD_PERIOD} {REPRO_N} u cycles rt");
-    one(&mut p, "first", &run);
-    one(&mut p, "count", "rvpmu-overflow-repro 0 1000");
-    one(&mut p, "after", &run);
-    one(&mut p, "again", &run);
+    p.cmd("first", &run);
+    p.cmd("count", "rvpmu-overflow-repro 0 1000");
+    p.cmd("after", &run);
+    p.cmd("again", &run);
     let label = "QEMU overflow-timer reproducer -smp 1";
     if let Some(out) = boot(&mut s, guest, label, 1, &p) {
         let r = results(&out);
@@ -427,24 +412,32 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 
     // -smp 4: system-wide counting, firmware events, unpinned sampling.
     let mut p = Plan::exact();
-    let spread = |n: u64| {
-        (0..4)
-            .map(|c| format!("taskset -c {c} rvpmu-work alu {n} & "))
-            .collect::<String>()
-            + "wait"
-    };
+    // One pinned `alu` per hart, all at once.
+    let spread: String = (0..4)
+        .map(|c| format!("taskset -c {c} rvpmu-work alu {ALU_N} & "))
+        .collect::<String>()
+        + "wait";
     // Sampling first (see the -smp 1 plan and docs/anomalies.md).
     for i in 0..SMP_RECORDS {
-        one(&mut p, &format!("record{i}"), &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/p{i}.data -- rvpmu-work hot {HOT_N}"));
+        p.cmd(&format!("record{i}"), &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/p{i}.data -- rvpmu-work hot {HOT_N}"));
     }
-    p.cmd("all", "perf stat -x, -a -A -e instructions:u -- sh -c");
-    p.cmds
-        .last_mut()
-        .expect("just added")
-        .argv
-        .push(spread(ALU_N));
-    one(
-        &mut p,
+    p.argv(
+        "all",
+        [
+            "perf",
+            "stat",
+            "-x,",
+            "-a",
+            "-A",
+            "-e",
+            "instructions:u",
+            "--",
+            "sh",
+            "-c",
+        ],
+        &spread,
+    );
+    p.cmd(
         "ipi",
         &format!(
             "perf stat -x, -a -e {},{} -- rvpmu-work ipi {IPI_CALLS}",
@@ -452,11 +445,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
             fw_event("fw_ipi_received", 7)
         ),
     );
-    one(
-        &mut p,
-        "hot-base",
-        "perf stat -x, -e cycles:u -- rvpmu-work hot 0",
-    );
+    p.cmd("hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
     let label = "perf -smp 4";
     if let Some(out) = boot(&mut s, guest, label, 4, &p) {
         let r = results(&out);
