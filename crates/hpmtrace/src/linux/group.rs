@@ -335,12 +335,7 @@ mod tests {
 
     #[test]
     fn stale_page_events_are_read_with_the_system_call() {
-        for code in [
-            sw::TASK_CLOCK,
-            sw::CPU_CLOCK,
-            sw::PAGE_FAULTS,
-            sw::CPU_MIGRATIONS,
-        ] {
+        for code in super::super::mmap_page::tests::STALE_PAGE_EVENTS {
             let e = Event::LinuxSoftware { code };
             let g = PerfGroup::open(&[
                 (

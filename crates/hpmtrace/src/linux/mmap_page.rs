@@ -163,18 +163,22 @@ fn read_pmc(_idx: u32) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::format::hw;
 
+    /// Software events whose perf page is stale while the thread runs
+    /// (their counts move in the kernel between page updates).
+    pub(in crate::linux) const STALE_PAGE_EVENTS: [u16; 4] = [
+        sw::TASK_CLOCK,
+        sw::CPU_CLOCK,
+        sw::PAGE_FAULTS,
+        sw::CPU_MIGRATIONS,
+    ];
+
     #[test]
     fn stale_page_events_have_no_user_read() {
-        for code in [
-            sw::TASK_CLOCK,
-            sw::CPU_CLOCK,
-            sw::PAGE_FAULTS,
-            sw::CPU_MIGRATIONS,
-        ] {
+        for code in STALE_PAGE_EVENTS {
             let e = Event::LinuxSoftware { code };
             assert_eq!(user_read_method(e, CAP_USER_RDPMC, 1), None);
         }
