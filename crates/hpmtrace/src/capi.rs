@@ -22,27 +22,12 @@
 #![allow(non_snake_case)] // C names, kept as the original API spells them
 
 use crate::collect::{self, Config, Mode};
-use crate::format::{CountType, Event, EventType, RecordType};
+use crate::format::RecordType;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// `perfEvent` as the C header declares it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-#[allow(non_camel_case_types)]
-pub struct perfEvent {
-    /// Output: the counter slot the event was given.
-    pub ctrIdx: c_uint,
-    /// SBI event type (0 general, 1 cache, 2 raw; 16 Linux software).
-    pub r#type: c_int,
-    /// `code`, or `cache_id, op_id, result_id` for type 1.
-    pub code_or_cache: [c_int; 3],
-    /// Raw event selector (type 2).
-    pub event_data: c_ulong,
-    /// Output: low 32 bits are SBI `counter_info` (CSR, msb index).
-    pub ctrInfo: c_ulong,
-}
+pub use crate::cabi::perfEvent;
 
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
@@ -85,26 +70,6 @@ fn stage_override() -> usize {
     env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0)
 }
 
-fn event_of(e: &perfEvent) -> Option<Event> {
-    let code = e.code_or_cache[0];
-    match EventType::from_u32(e.r#type as u32)? {
-        EventType::HwGeneral => Some(Event::General {
-            code: u16::try_from(code).ok()?,
-        }),
-        EventType::HwCache => Some(Event::Cache {
-            cache_id: u16::try_from(code).ok()?,
-            op_id: u8::try_from(e.code_or_cache[1]).ok()?,
-            result_id: u8::try_from(e.code_or_cache[2]).ok()?,
-        }),
-        EventType::HwRaw => Some(Event::Raw {
-            event_data: e.event_data,
-        }),
-        EventType::LinuxSoftware => Some(Event::LinuxSoftware {
-            code: u16::try_from(code).ok()?,
-        }),
-    }
-}
-
 fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
     eprintln!("hpmtrace: {what}: {msg}");
     -1
@@ -127,17 +92,9 @@ unsafe fn init(
     if cores == 0 {
         return fail(what, "call perfInit() first");
     }
-    if !(0..=32).contains(&n) || (list.is_null() && n != 0) {
-        return fail(what, "numCntrs must be 0..32 with a non-null list");
-    }
-    if !(0..32).contains(&chan) {
-        return fail(what, "itcChannel must be 0..31");
-    }
-    let Some(count_type) = u8::try_from(ct).ok().and_then(CountType::from_u8) else {
-        return fail(
-            what,
-            "cntType must be perfCount_Raw, perfCount_Delta or perfCount_DeltaXOR",
-        );
+    let (channel, count_type) = match crate::cabi::check_init_args(list.is_null(), n, chan, ct) {
+        Ok(a) => a,
+        Err(e) => return fail(what, e),
     };
     let list = if n == 0 {
         &mut [][..]
@@ -146,7 +103,7 @@ unsafe fn init(
     };
     let mut events = Vec::new();
     for (i, e) in list.iter().enumerate() {
-        match event_of(e) {
+        match e.event() {
             Some(ev) => events.push(ev),
             None => {
                 return fail(
@@ -166,7 +123,7 @@ unsafe fn init(
     let cfg = Config {
         count_type,
         events,
-        channel: chan as u8,
+        channel,
         buffer_bytes,
         stage_bytes: stage_override(),
         max_threads: cores,
@@ -280,29 +237,7 @@ pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
     0
 }
 
-// `int perfWriteCntrs(void)`: records "where perfWriteCntrs() was called",
-// i.e. its return address, which only an assembly entry can see.
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".globl perfWriteCntrs",
-    ".type perfWriteCntrs,@function",
-    "perfWriteCntrs:",
-    "mov rdi, [rsp]",
-    "jmp {body}",
-    ".size perfWriteCntrs, .-perfWriteCntrs",
-    body = sym hpmtrace_write_cntrs_at,
-);
-
-#[cfg(target_arch = "riscv64")]
-std::arch::global_asm!(
-    ".globl perfWriteCntrs",
-    ".type perfWriteCntrs,@function",
-    "perfWriteCntrs:",
-    "mv a0, ra",
-    "tail {body}",
-    ".size perfWriteCntrs, .-perfWriteCntrs",
-    body = sym hpmtrace_write_cntrs_at,
-);
+crate::perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
 
 /// `int perfTraceOn(void)`: writes the header, starts recording; non-zero
 /// before an init call.
@@ -368,16 +303,4 @@ pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut
 #[no_mangle]
 pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut c_void) {
     collect::hook(RecordType::FuncExit, this_fn as usize, call_site as usize);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn perf_event_layout_matches_c() {
-        assert_eq!(std::mem::size_of::<perfEvent>(), 40);
-        assert_eq!(std::mem::offset_of!(perfEvent, event_data), 24);
-        assert_eq!(std::mem::offset_of!(perfEvent, ctrInfo), 32);
-    }
 }

@@ -101,37 +101,52 @@ pub fn timestamp_position(h: &Header) -> Option<usize> {
         .position(|(i, c)| i == TIMESTAMP_COUNTER_INDEX && c.event.is_timestamp())
 }
 
-/// Bare-metal source: reads the unprivileged counter CSRs `cycle`,
-/// `instret` and `hpmcounter3..31` (0xC00 + slot) of the current hart.
-/// Programming `mhpmevent` (M-mode) or asking SBI to do it is the
-/// platform's job; this only reads.
+/// Bare-metal source: reads, for each counter of a header, the
+/// unprivileged counter CSR its counter info names (`cycle`, `instret`,
+/// `hpmcounter3..31`, 0xC00..=0xC1F) on the current hart. Programming the
+/// event selectors (M-mode) or asking SBI to do it is the caller's job;
+/// this only reads.
 #[cfg(target_arch = "riscv64")]
+#[derive(Clone, Copy, Debug)]
 pub struct CsrCounters {
-    slots: [u8; MAX_COUNTERS],
+    /// Counter CSR index (0..=31) per record position; [`NOT_READ`] for
+    /// the timestamp and counters without a counter CSR.
+    csrs: [u8; MAX_COUNTERS],
     n: usize,
 }
 
+/// A record position [`CsrCounters`] leaves alone.
+#[cfg(target_arch = "riscv64")]
+const NOT_READ: u8 = 0xff;
+
 #[cfg(target_arch = "riscv64")]
 impl CsrCounters {
-    /// Read the counters of `h` (the timestamp slot is skipped).
+    /// Read the counters of `h` in record order, each from the CSR its
+    /// counter info names; the timestamp (and anything not in
+    /// 0xC00..=0xC1F) is skipped.
     pub fn new(h: &Header) -> Self {
         let mut s = CsrCounters {
-            slots: [0xff; MAX_COUNTERS],
+            csrs: [NOT_READ; MAX_COUNTERS],
             n: 0,
         };
-        for (i, c) in h.iter() {
-            s.slots[s.n] = if c.event.is_timestamp() { 0xff } else { i };
+        for (_, c) in h.iter() {
+            s.csrs[s.n] = match c.info.csr {
+                csr @ 0xc00..=0xc1f if !c.event.is_timestamp() => (csr - 0xc00) as u8,
+                _ => NOT_READ,
+            };
             s.n += 1;
         }
         s
     }
 
-    /// Counter info of slot `i`: CSR 0xC00 + i, 64 bits.
-    pub fn info(slot: u8) -> CounterInfo {
-        CounterInfo {
-            csr: 0xc00 + slot as u16,
-            width: 64,
-        }
+    /// Number of counters per record (the header's).
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the header has no counter.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
     }
 }
 
@@ -165,9 +180,9 @@ impl CounterSource for CsrCounters {
     #[inline]
     fn read(&mut self, out: &mut [u64]) {
         for (i, o) in out.iter_mut().enumerate().take(self.n) {
-            let s = self.slots[i];
-            if s != 0xff {
-                *o = read_user_counter(s);
+            let c = self.csrs[i];
+            if c != NOT_READ {
+                *o = read_user_counter(c);
             }
         }
     }

@@ -13,6 +13,9 @@
 //! source and collectors, the safe session API, the C API and the decoder.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+#[cfg(all(feature = "bare-capi", target_os = "none", target_arch = "riscv64"))]
+pub mod bare;
+pub mod cabi;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod capi;
 #[cfg(all(feature = "std", target_os = "linux"))]
@@ -20,6 +23,7 @@ pub mod collect;
 pub mod counters;
 #[cfg(feature = "std")]
 pub mod decode;
+pub mod dump;
 pub mod encoder;
 pub mod format;
 #[cfg(all(feature = "std", target_os = "linux"))]

@@ -1,0 +1,346 @@
+//! The C entry points of sifive_bare_perf.h. Arguments are checked as the
+//! Linux library checks them (`hpmtrace::cabi`); a refused call prints why
+//! on the console and returns -1.
+
+#![allow(non_snake_case)] // C names, kept as the seed's API spells them
+
+use super::console::warn;
+use super::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};
+use super::{pmu, pool, timer};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
+use core::sync::atomic::Ordering;
+use crate::cabi::{check_init_args, perfEvent};
+use crate::dump::{self, DumpInfo};
+use crate::encoder::Encoder;
+use crate::format::{RecordType, MAX_COUNTERS};
+use crate::rtd::{RtdConfig, RtdWriter};
+use crate::sink::MemBuffer;
+
+fn fail(what: &str, msg: core::fmt::Arguments<'_>) -> c_int {
+    warn(format_args!("{what}: {msg}"));
+    -1
+}
+
+/// `int perfInit(int num_cores, int num_funnels)`: `num_cores` harts
+/// will trace (each with its core index in `tp`); `num_funnels` is
+/// accepted and ignored (no funnel in software).
+#[no_mangle]
+pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
+    if !(1..=MAX_CORES as c_int).contains(&num_cores) {
+        return fail("perfInit", format_args!("num_cores must be 1..{MAX_CORES}"));
+    }
+    if num_funnels < 0 {
+        return fail("perfInit", format_args!("num_funnels must be >= 0"));
+    }
+    NUM_CORES.store(num_cores as u32, Ordering::Relaxed);
+    0
+}
+
+/// Shared body of the three init calls: this hart's counters, buffer and
+/// mode.
+///
+/// # Safety
+/// `list` points to `n` valid `perfEvent`s (or is null with n == 0), and
+/// the crate's `tp` contract holds.
+unsafe fn init(
+    what: &str,
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+    mode: Mode,
+) -> c_int {
+    let cores = NUM_CORES.load(Ordering::Relaxed);
+    if cores == 0 {
+        return fail(what, format_args!("call perfInit() first"));
+    }
+    let (channel, count_type) = match check_init_args(list.is_null(), n, chan, ct) {
+        Ok(a) => a,
+        Err(e) => return fail(what, format_args!("{e}")),
+    };
+    let core = this_core();
+    if core >= cores as usize {
+        return fail(
+            what,
+            format_args!("this hart's core index (tp = {core}) is not below perfInit's num_cores ({cores})"),
+        );
+    }
+    let list: &mut [perfEvent] = if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller passes n valid entries (checked non-null).
+        unsafe { core::slice::from_raw_parts_mut(list, n as usize) }
+    };
+    let mut events = [None; MAX_COUNTERS];
+    for (e, p) in events.iter_mut().zip(list.iter()) {
+        *e = p.event();
+    }
+    let bytes = match sba {
+        // No trace-encoder SRAM here: an equal share of the pool.
+        0 => pool::POOL_BYTES / cores as usize,
+        b => b as usize,
+    };
+    let Some(buf) = pool::take(bytes) else {
+        return fail(
+            what,
+            format_args!(
+                "no room for a {bytes}-byte trace buffer: {} of the {}-byte pool (PERF_MEM_POOL_SIZE) left",
+                pool::free(),
+                pool::POOL_BYTES
+            ),
+        );
+    };
+    let rtd = RtdConfig {
+        channel,
+        src_bits: RtdConfig::src_bits_for(cores),
+        timestamp_bits: pmu::TIMESTAMP_BITS,
+    };
+    // SAFETY: the caller's contract.
+    let done = unsafe {
+        with_core(|slot| {
+            if let Some(old) = slot.take() {
+                pmu::release(old.counters.sbi_mask);
+            }
+            let counters = pmu::configure(what, count_type, &events[..list.len()]);
+            for (p, placed) in list.iter_mut().zip(counters.placed.iter()) {
+                (p.ctrIdx, p.ctrInfo) = match placed {
+                    Some((slot, info)) => (*slot as c_uint, info.to_u32() as c_ulong),
+                    None => (c_uint::MAX, 0),
+                };
+            }
+            *slot = Some(Core {
+                mode,
+                enc: Encoder::new(counters.header),
+                counters,
+                out: RtdWriter::new(rtd, core as u16, MemBuffer::new(buf)),
+                generation: 0,
+            });
+        })
+    };
+    if done.is_none() {
+        return fail(what, format_args!("called from inside the library (a hook or the timer)"));
+    }
+    0
+}
+
+/// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
+#[no_mangle]
+pub unsafe extern "C" fn perfManualInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { init("perfManualInit", list, n, chan, ct, sba, Mode::Manual) }
+}
+
+/// `int perfTimerISRInit(..., int interval)`: samples this hart every
+/// `interval` µs (at least 100) through the SBI timer; the program's trap
+/// vector must be installed and call `perfTimerISR` on a supervisor timer
+/// interrupt.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
+#[no_mangle]
+pub unsafe extern "C" fn perfTimerISRInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+    interval: c_int,
+) -> c_int {
+    const WHAT: &str = "perfTimerISRInit";
+    if timer::TIMEBASE_HZ.load(Ordering::Relaxed) == 0 {
+        return fail(
+            WHAT,
+            format_args!("the timebase is unknown: call perfSetDeviceTree(dtb) or perfSetTimebaseFrequency(hz) first"),
+        );
+    }
+    // SAFETY: forwarded contract.
+    let r = unsafe { init(WHAT, list, n, chan, ct, sba, Mode::Timer) };
+    if r == 0 && timer::start(this_core(), interval.max(100) as u64).is_none() {
+        return fail(WHAT, format_args!("cannot arm the timer"));
+    }
+    r
+}
+
+/// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+///
+/// # Safety
+/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
+#[no_mangle]
+pub unsafe extern "C" fn perfFuncEntryExitInit(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        init(
+            "perfFuncEntryExitInit",
+            list,
+            n,
+            chan,
+            ct,
+            sba,
+            Mode::FuncEntryExit,
+        )
+    }
+}
+
+/// Body of `perfWriteCntrs` (the assembly entry passes the caller's
+/// return address).
+#[no_mangle]
+pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
+    // SAFETY: the tp contract, which every caller of the C API accepts.
+    unsafe { cores::record(RecordType::Manual, [pc as u64, 0]) };
+    0
+}
+
+crate::perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
+
+/// `int perfTraceOn(void)`: every core starts recording (this one writes
+/// its header now, the others at their next record); non-zero before an
+/// init call on this hart.
+#[no_mangle]
+pub extern "C" fn perfTraceOn() -> c_int {
+    // SAFETY: the tp contract.
+    let configured = unsafe { with_core(|c| c.is_some()) };
+    if configured != Some(true) {
+        return fail("perfTraceOn", format_args!("call an init function on this hart first"));
+    }
+    // SAFETY: the tp contract.
+    unsafe { cores::trace_on() };
+    0
+}
+
+/// `int perfTraceOff(void)`: every core stops recording.
+#[no_mangle]
+pub extern "C" fn perfTraceOff() -> c_int {
+    cores::ON.store(0, Ordering::SeqCst);
+    0
+}
+
+/// `int perfTimerISR(void *pc)`: the program's trap handler calls it on a
+/// supervisor timer interrupt with `sepc`. Re-arms the sampling timer and
+/// records a sample at `pc`; returns 1, or 0 when this hart has no
+/// sampling timer (the interrupt is the program's own).
+#[no_mangle]
+pub extern "C" fn perfTimerISR(pc: *mut c_void) -> c_int {
+    if !timer::rearm(this_core()) {
+        return 0;
+    }
+    // SAFETY: the tp contract.
+    unsafe { cores::record(RecordType::Isr, [pc as u64, 0]) };
+    1
+}
+
+/// `int perfSetTimebaseFrequency(uint64_t hz)`: the frequency of the
+/// `time` CSR, for `perfTimerISRInit`'s interval.
+#[no_mangle]
+pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
+    if hz == 0 {
+        return fail("perfSetTimebaseFrequency", format_args!("hz must be > 0"));
+    }
+    timer::TIMEBASE_HZ.store(hz, Ordering::Relaxed);
+    0
+}
+
+/// `int perfSetDeviceTree(const void *dtb)`: the timebase from the
+/// device tree the firmware passed (`/cpus/timebase-frequency`).
+///
+/// # Safety
+/// `dtb` points to a flattened device tree (its header's size is trusted).
+#[no_mangle]
+pub unsafe extern "C" fn perfSetDeviceTree(dtb: *const c_void) -> c_int {
+    const WHAT: &str = "perfSetDeviceTree";
+    if dtb.is_null() {
+        return fail(WHAT, format_args!("dtb is NULL"));
+    }
+    // SAFETY: the caller passes a device tree.
+    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb.cast()) } {
+        Ok(f) => f,
+        Err(e) => return fail(WHAT, format_args!("not a device tree at {dtb:p}: {e:?}")),
+    };
+    let hz = fdt
+        .find_node("/cpus")
+        .and_then(|n| n.property("timebase-frequency"))
+        .and_then(|p| p.as_usize());
+    match hz {
+        Some(hz) if hz > 0 => perfSetTimebaseFrequency(hz as u64),
+        _ => fail(WHAT, format_args!("no /cpus/timebase-frequency in the device tree")),
+    }
+}
+
+/// `int perfWriteTrace(char *file)`: bare metal has no file system, so
+/// each core's buffer goes to the SBI console as a framed hex dump named
+/// `file` (NULL: "trace.rtd"); `hpmtrace import` turns the console log
+/// into the `.rtd` file. Recording pauses during the dump. No other hart
+/// may call an init function or `perfTraceOn` meanwhile.
+///
+/// # Safety
+/// `file` is null or a NUL-terminated string; `tp` contract (header).
+#[no_mangle]
+pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
+    let name = if file.is_null() {
+        "trace.rtd"
+    } else {
+        // SAFETY: the caller passes a NUL-terminated string.
+        unsafe { CStr::from_ptr(file) }.to_str().unwrap_or("trace.rtd")
+    };
+    let resume = cores::stop_and_wait();
+    // SAFETY: the caller's contract (tp; no init elsewhere meanwhile).
+    unsafe {
+        cores::for_each_stopped(resume, |core, c, skipped| {
+            let buf = c.out.inner();
+            let stats = c.enc.stats();
+            if buf.dropped() != 0 {
+                warn(format_args!(
+                    "core {core}: trace buffer full, {} messages dropped (increase SBABufferSize)",
+                    buf.dropped()
+                ));
+            }
+            if skipped != 0 {
+                warn(format_args!(
+                    "core {core}: {skipped} samples skipped (a timer interrupt inside a hook)"
+                ));
+            }
+            if stats.wide_overflows != 0 {
+                warn(format_args!(
+                    "core {core}: {} counter intervals exceeded 2^48 and are recorded modulo 2^48",
+                    stats.wide_overflows
+                ));
+            }
+            let info = DumpInfo {
+                name,
+                core: core as u32,
+                src_bits: c.out.config().src_bits,
+            };
+            dump::write(info, buf.data(), &mut |line| super::console::write_bytes(line));
+        })
+    };
+    0
+}
+
+/// Function entry hook for `-finstrument-functions`.
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut c_void) {
+    // SAFETY: the tp contract.
+    unsafe { cores::record(RecordType::FuncEnter, [this_fn as u64, call_site as u64]) };
+}
+
+/// Function exit hook for `-finstrument-functions`.
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut c_void) {
+    // SAFETY: the tp contract.
+    unsafe { cores::record(RecordType::FuncExit, [this_fn as u64, call_site as u64]) };
+}

@@ -1,0 +1,233 @@
+//! Per-core state and the protocol that keeps it sound.
+//!
+//! Slot `i` of the table belongs to the hart whose `tp` is `i` (the
+//! program's contract, crate doc). On that hart, three kinds of code reach
+//! it: the init calls, the hooks (`__cyg_profile_func_*`,
+//! `perfWriteCntrs`) and the timer interrupt, which can arrive while a
+//! hook runs. `BUSY[i]` is set for as long as a `&mut` to the slot lives,
+//! so an interrupt that finds it set leaves the slot alone (the sample is
+//! counted as skipped). `perfWriteTrace` reads other cores' buffers: it
+//! turns recording off ([`ON`] = 0) and waits until no hart is inside a
+//! record; a hook sets `BUSY` before it reads `ON` (both SeqCst), so one
+//! that saw tracing on is always waited for.
+
+use super::pmu::Counters;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::counters::{Clock, CounterSource, TimeCsr};
+use crate::encoder::Encoder;
+use crate::format::{RecordType, MAX_COUNTERS};
+use crate::rtd::RtdWriter;
+use crate::sink::MemBuffer;
+
+/// Most cores (`perfInit`'s `num_cores`).
+pub const MAX_CORES: usize = 16;
+
+/// How a core collects (the seed allows one kind at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `perfManualInit`: `perfWriteCntrs` only.
+    Manual,
+    /// `perfTimerISRInit`: timer samples and `perfWriteCntrs`.
+    Timer,
+    /// `perfFuncEntryExitInit`: the hooks and `perfWriteCntrs`.
+    FuncEntryExit,
+}
+
+impl Mode {
+    fn records(self, kind: RecordType) -> bool {
+        match kind {
+            RecordType::Manual => true,
+            RecordType::Isr => self == Mode::Timer,
+            RecordType::FuncEnter | RecordType::FuncExit => self == Mode::FuncEntryExit,
+        }
+    }
+}
+
+/// One core's trace: its counters, encoder and buffer.
+pub struct Core {
+    pub mode: Mode,
+    pub counters: Counters,
+    pub enc: Encoder,
+    pub out: RtdWriter<MemBuffer<'static>>,
+    /// The trace-on generation whose header this core has written.
+    pub generation: u32,
+}
+
+impl Core {
+    /// Read the counters and the clock, in record order.
+    #[inline(always)]
+    fn read(&mut self, r: &mut [u64; MAX_COUNTERS]) -> u64 {
+        let ts = TimeCsr.now();
+        let n = self.counters.source.len();
+        self.counters.source.read(&mut r[..n]);
+        if let Some(p) = self.counters.ts_pos {
+            r[p] = ts;
+        }
+        ts
+    }
+
+    /// Write the header now (trace-on on this core).
+    pub fn start(&mut self, generation: u32) {
+        let mut r = [0u64; MAX_COUNTERS];
+        let ts = self.read(&mut r);
+        let n = self.counters.source.len();
+        self.generation = generation;
+        let _ = self.enc.trace_on(&mut self.out, &r[..n], ts);
+    }
+
+    /// One record, the header first if tracing was turned on since this
+    /// core's last record.
+    #[inline(always)]
+    fn record(&mut self, generation: u32, kind: RecordType, addrs: [u64; 2]) {
+        if !self.mode.records(kind) {
+            return;
+        }
+        if self.generation != generation {
+            self.start(generation);
+        }
+        let mut r = [0u64; MAX_COUNTERS];
+        let ts = self.read(&mut r);
+        let n = self.counters.source.len();
+        let _ = self.enc.record(&mut self.out, kind, addrs, &r[..n], ts);
+    }
+}
+
+struct Table([UnsafeCell<Option<Core>>; MAX_CORES]);
+
+// SAFETY: slot i is reached only on the hart whose tp is i while BUSY[i]
+// is set, or by `for_each_stopped` while no hart is inside a record (module
+// doc); never from two places at once.
+unsafe impl Sync for Table {}
+
+static TABLE: Table = Table([const { UnsafeCell::new(None) }; MAX_CORES]);
+static BUSY: [AtomicBool; MAX_CORES] = [const { AtomicBool::new(false) }; MAX_CORES];
+/// Samples a core could not take because its state was in use (a timer
+/// interrupt that arrived inside a hook).
+static SKIPPED: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+
+/// The generation of the current trace-on, 0 while tracing is off.
+pub static ON: AtomicU32 = AtomicU32::new(0);
+/// The last generation handed out.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+/// `perfInit`'s `num_cores` (0: not called).
+pub static NUM_CORES: AtomicU32 = AtomicU32::new(0);
+
+/// This hart's core index: `tp` (crate contract).
+#[inline(always)]
+pub fn this_core() -> usize {
+    let tp: usize;
+    // SAFETY: reads a register.
+    unsafe { core::arch::asm!("mv {0}, tp", out(reg) tp, options(nomem, nostack)) };
+    tp
+}
+
+/// Run `f` on this hart's slot, unless it is in use (an interrupted call
+/// on this hart holds it) or `tp` is out of range; `None` then.
+///
+/// # Safety
+/// `tp` holds this hart's core index, distinct from every other hart's
+/// (the library's contract with the program, crate doc).
+#[inline(always)]
+pub unsafe fn with_core<R>(f: impl FnOnce(&mut Option<Core>) -> R) -> Option<R> {
+    let i = this_core();
+    let busy = BUSY.get(i)?;
+    if busy.load(Ordering::Relaxed) {
+        SKIPPED[i].fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    busy.store(true, Ordering::SeqCst);
+    // SAFETY: slot i is this hart's (caller's contract), and BUSY[i] was
+    // clear, so no other reference to it lives on this hart; an interrupt
+    // arriving now finds BUSY set and does not take one. Other harts take
+    // no reference to it while BUSY is set (module doc).
+    let r = f(unsafe { &mut *TABLE.0[i].get() });
+    busy.store(false, Ordering::SeqCst);
+    Some(r)
+}
+
+/// Record on this hart's core if tracing is on and the core collects
+/// `kind`: the hooks' and the timer's path.
+///
+/// # Safety
+/// As [`with_core`].
+#[inline(always)]
+pub unsafe fn record(kind: RecordType, addrs: [u64; 2]) {
+    if ON.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_core(|c| {
+            // Read ON after BUSY is set (SeqCst on both sides), so a writer
+            // that turned tracing off and saw BUSY clear is never raced.
+            let generation = ON.load(Ordering::SeqCst);
+            if let (Some(c), true) = (c, generation != 0) {
+                c.record(generation, kind, addrs);
+            }
+        })
+    };
+}
+
+/// Turn tracing on (a new generation: every core writes a header at its
+/// next record, this one now).
+///
+/// # Safety
+/// As [`with_core`].
+pub unsafe fn trace_on() -> bool {
+    let generation = GENERATION.fetch_add(1, Ordering::SeqCst).wrapping_add(1).max(1);
+    ON.store(generation, Ordering::SeqCst);
+    // SAFETY: the caller's contract.
+    unsafe {
+        with_core(|c| {
+            if let Some(c) = c {
+                c.start(generation);
+            }
+        })
+    };
+    true
+}
+
+/// Stop recording on every core and wait until no hart is inside a
+/// record; returns the generation that was on (0: none).
+pub fn stop_and_wait() -> u32 {
+    let was = ON.swap(0, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    let me = this_core();
+    for (i, b) in BUSY.iter().enumerate() {
+        if i != me {
+            while b.load(Ordering::SeqCst) {
+                core::hint::spin_loop();
+            }
+        }
+    }
+    was
+}
+
+/// Visit every configured core's state with tracing stopped, then restore
+/// tracing to `resume` (the generation [`stop_and_wait`] returned).
+///
+/// # Safety
+/// As [`with_core`], and no other hart calls an init function or
+/// `perfTraceOn` meanwhile (the C API documents it for `perfWriteTrace`).
+pub unsafe fn for_each_stopped(resume: u32, mut f: impl FnMut(usize, &Core, u64)) {
+    // This hart's own slot too: keep its timer interrupt out meanwhile.
+    let mine = BUSY.get(this_core());
+    if let Some(b) = mine {
+        b.store(true, Ordering::SeqCst);
+    }
+    for i in 0..MAX_CORES {
+        // SAFETY: recording is off and every hart that was inside a record
+        // has left it (stop_and_wait), this hart's own slot is marked busy
+        // (its interrupts leave it alone), and no init runs elsewhere
+        // (caller): nothing writes slot i while this reference lives.
+        if let Some(c) = unsafe { &*TABLE.0[i].get() } {
+            f(i, c, SKIPPED[i].load(Ordering::Relaxed));
+        }
+    }
+    if let Some(b) = mine {
+        b.store(false, Ordering::SeqCst);
+    }
+    ON.store(resume, Ordering::SeqCst);
+}

@@ -1,0 +1,42 @@
+//! The static memory the trace buffers come from: the seed's bare-metal
+//! library allocates from a static pool of `PERF_MEM_POOL_SIZE` bytes
+//! because there is no usable `malloc`; so does this one (the per-core
+//! state lives in its own static table, so the pool holds buffers only).
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// `PERF_MEM_POOL_SIZE` of sifive_bare_perf.h.
+pub const POOL_BYTES: usize = 256 * 1024;
+
+#[repr(C, align(8))]
+struct Pool(UnsafeCell<[u8; POOL_BYTES]>);
+
+// SAFETY: the pool's bytes are only reached through `take`, which hands
+// each range out once.
+unsafe impl Sync for Pool {}
+
+static POOL: Pool = Pool(UnsafeCell::new([0; POOL_BYTES]));
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes not handed out yet.
+pub fn free() -> usize {
+    POOL_BYTES - USED.load(Ordering::Relaxed)
+}
+
+/// `bytes` (rounded up to 8) of the pool, never handed out before; `None`
+/// when the pool has fewer left. Memory is never returned.
+pub fn take(bytes: usize) -> Option<&'static mut [u8]> {
+    let bytes = bytes.checked_add(7)? & !7;
+    let start = USED
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+            u.checked_add(bytes).filter(|&end| end <= POOL_BYTES)
+        })
+        .ok()?;
+    // SAFETY: [start, start + bytes) lies in the pool and the update above
+    // moved USED past it atomically, so no other call gets any of it: the
+    // slice is the only reference to these bytes for the program's life.
+    Some(unsafe {
+        core::slice::from_raw_parts_mut(POOL.0.get().cast::<u8>().add(start), bytes)
+    })
+}

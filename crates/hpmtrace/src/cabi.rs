@@ -1,0 +1,141 @@
+//! What the two C APIs share: the seed's `perfEvent` layout and the
+//! checks of the init calls' arguments. The Linux C API
+//! ([`crate::capi`]) and the bare-metal one (`crates/hpmtrace-bare`) both
+//! parse their arguments here, so a list or channel one accepts the other
+//! accepts too. `no_std`.
+
+use crate::format::{CountType, Event, EventType, ITC_CHANNELS, MAX_COUNTERS};
+use core::ffi::{c_int, c_uint, c_ulong};
+
+/// `perfEvent` as the C headers declare it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types, non_snake_case)] // the C names
+pub struct perfEvent {
+    /// Output: the counter slot the event was given.
+    pub ctrIdx: c_uint,
+    /// SBI event type (0 general, 1 cache, 2 raw; 16 Linux software).
+    pub r#type: c_int,
+    /// `code`, or `cache_id, op_id, result_id` for type 1.
+    pub code_or_cache: [c_int; 3],
+    /// Raw event selector (type 2).
+    pub event_data: c_ulong,
+    /// Output: low 32 bits are SBI `counter_info` (CSR, msb index).
+    pub ctrInfo: c_ulong,
+}
+
+impl perfEvent {
+    /// The event this entry names, `None` for a type or code out of range.
+    pub fn event(&self) -> Option<Event> {
+        let code = self.code_or_cache[0];
+        match EventType::from_u32(self.r#type as u32)? {
+            EventType::HwGeneral => Some(Event::General {
+                code: u16::try_from(code).ok()?,
+            }),
+            EventType::HwCache => Some(Event::Cache {
+                cache_id: u16::try_from(code).ok()?,
+                op_id: u8::try_from(self.code_or_cache[1]).ok()?,
+                result_id: u8::try_from(self.code_or_cache[2]).ok()?,
+            }),
+            EventType::HwRaw => Some(Event::Raw {
+                event_data: self.event_data,
+            }),
+            EventType::LinuxSoftware => Some(Event::LinuxSoftware {
+                code: u16::try_from(code).ok()?,
+            }),
+        }
+    }
+}
+
+/// The arguments every init call takes, checked: the ITC channel and the
+/// count type. `n` is the list length the caller passed.
+pub fn check_init_args(
+    list_is_null: bool,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+) -> Result<(u8, CountType), &'static str> {
+    if !(0..=MAX_COUNTERS as c_int).contains(&n) || (list_is_null && n != 0) {
+        return Err("numCntrs must be 0..32 with a non-null list");
+    }
+    if !(0..ITC_CHANNELS as c_int).contains(&chan) {
+        return Err("itcChannel must be 0..31");
+    }
+    let Some(count_type) = u8::try_from(ct).ok().and_then(CountType::from_u8) else {
+        return Err("cntType must be perfCount_Raw, perfCount_Delta or perfCount_DeltaXOR");
+    };
+    Ok((chan as u8, count_type))
+}
+
+/// Define the C symbol `int perfWriteCntrs(void)` as a jump to `$body`
+/// (`extern "C" fn(pc: usize) -> c_int`) with the caller's return address
+/// as `pc`: the record is "where perfWriteCntrs() was called", which only
+/// an assembly entry can see. Both C APIs define it with this.
+#[macro_export]
+macro_rules! perf_write_cntrs_entry {
+    ($body:path) => {
+        #[cfg(target_arch = "riscv64")]
+        core::arch::global_asm!(
+            ".globl perfWriteCntrs",
+            ".type perfWriteCntrs,@function",
+            "perfWriteCntrs:",
+            "mv a0, ra",
+            "tail {body}",
+            ".size perfWriteCntrs, .-perfWriteCntrs",
+            body = sym $body,
+        );
+        #[cfg(target_arch = "x86_64")]
+        core::arch::global_asm!(
+            ".globl perfWriteCntrs",
+            ".type perfWriteCntrs,@function",
+            "perfWriteCntrs:",
+            "mov rdi, [rsp]",
+            "jmp {body}",
+            ".size perfWriteCntrs, .-perfWriteCntrs",
+            body = sym $body,
+        );
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_event_layout_matches_c() {
+        assert_eq!(core::mem::size_of::<perfEvent>(), 40);
+        assert_eq!(core::mem::offset_of!(perfEvent, r#type), 4);
+        assert_eq!(core::mem::offset_of!(perfEvent, code_or_cache), 8);
+        assert_eq!(core::mem::offset_of!(perfEvent, event_data), 24);
+        assert_eq!(core::mem::offset_of!(perfEvent, ctrInfo), 32);
+    }
+
+    #[test]
+    fn init_args() {
+        assert_eq!(check_init_args(false, 3, 6, 1), Ok((6, CountType::Delta)));
+        assert!(check_init_args(true, 1, 6, 1).is_err());
+        assert!(check_init_args(false, 33, 6, 1).is_err());
+        assert!(check_init_args(false, 1, 32, 1).is_err());
+        assert!(check_init_args(false, 1, -1, 1).is_err());
+        assert!(check_init_args(false, 1, 6, 3).is_err());
+        let ev = |t, c| perfEvent {
+            ctrIdx: 0,
+            r#type: t,
+            code_or_cache: [c, 1, 1],
+            event_data: 7,
+            ctrInfo: 0,
+        };
+        assert_eq!(ev(0, 2).event(), Some(Event::General { code: 2 }));
+        assert_eq!(ev(2, 0).event(), Some(Event::Raw { event_data: 7 }));
+        assert_eq!(
+            ev(1, 3).event(),
+            Some(Event::Cache {
+                cache_id: 3,
+                op_id: 1,
+                result_id: 1
+            })
+        );
+        assert_eq!(ev(3, 0).event(), None);
+        assert_eq!(ev(0, -1).event(), None);
+    }
+}

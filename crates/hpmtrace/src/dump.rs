@@ -1,0 +1,319 @@
+//! Trace buffers as console text: how a bare-metal program hands its
+//! trace to the host without a debugger.
+//!
+//! On bare metal the trace buffer sits in the program's memory, where the
+//! seed's flow has a debugger read it. Where no debugger is attached (a
+//! QEMU run, a board on a serial line), `perfWriteTrace()` of the
+//! bare-metal library prints each core's buffer on the console in this
+//! framing, and `hpmtrace import` turns a captured console log back into a
+//! `.rtd` file:
+//!
+//! ```text
+//! hpmtrace-dump v1 name=trace.rtd core=0 src-bits=2 bytes=1234
+//! 0a1b2c...              (64 bytes per line as 128 lowercase hex digits)
+//! hpmtrace-dump end core=0 fnv1a64=0123456789abcdef
+//! ```
+//!
+//! Everything else on the console (the program's own output, firmware
+//! messages) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
+//! bytes) catches a console that dropped or changed characters.
+//!
+//! The writer is `no_std` ([`write`]); the reader needs `std` ([`parse`]).
+
+/// First word of a dump's header line.
+pub const BEGIN: &str = "hpmtrace-dump v1";
+/// First words of a dump's end line.
+pub const END: &str = "hpmtrace-dump end";
+/// Buffer bytes per hex line.
+pub const BYTES_PER_LINE: usize = 64;
+
+/// FNV-1a over `bytes` (64 bits): small, no table, and enough to tell a
+/// damaged console capture from a good one.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// What a dump describes besides its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DumpInfo<'a> {
+    /// The file name the program asked for (`perfWriteTrace`'s argument).
+    pub name: &'a str,
+    /// The core (Nexus SRC) whose buffer this is.
+    pub core: u32,
+    /// SRC field width of the messages (`--src-bits` when decoding).
+    pub src_bits: u8,
+}
+
+/// Write `data` as one framed dump through `out`, which receives whole
+/// lines (each ending in `\n`). `name` must not contain white space (it
+/// is cut at the first).
+pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
+    let name = info.name.split_whitespace().next().unwrap_or("trace.rtd");
+    let mut line = LineBuf::new();
+    line.push(BEGIN.as_bytes());
+    line.push(b" name=");
+    line.push(name.as_bytes());
+    line.push(b" core=");
+    line.dec(info.core as u64);
+    line.push(b" src-bits=");
+    line.dec(info.src_bits as u64);
+    line.push(b" bytes=");
+    line.dec(data.len() as u64);
+    line.end(out);
+    for chunk in data.chunks(BYTES_PER_LINE) {
+        for &b in chunk {
+            line.hex(b as u64, 2);
+        }
+        line.end(out);
+    }
+    line.push(END.as_bytes());
+    line.push(b" core=");
+    line.dec(info.core as u64);
+    line.push(b" fnv1a64=");
+    line.hex(fnv1a64(data), 16);
+    line.end(out);
+}
+
+/// One line being built: the longest is a hex line (128 digits + `\n`).
+struct LineBuf {
+    buf: [u8; 2 * BYTES_PER_LINE + 1],
+    len: usize,
+}
+
+impl LineBuf {
+    fn new() -> Self {
+        LineBuf {
+            buf: [0; 2 * BYTES_PER_LINE + 1],
+            len: 0,
+        }
+    }
+    fn push(&mut self, s: &[u8]) {
+        let n = s.len().min(self.buf.len() - 1 - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+    }
+    fn hex(&mut self, v: u64, digits: u32) {
+        for i in (0..digits).rev() {
+            let d = (v >> (4 * i)) & 0xf;
+            self.push(&[b"0123456789abcdef"[d as usize]]);
+        }
+    }
+    fn dec(&mut self, v: u64) {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        let mut v = v;
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&tmp[i..]);
+    }
+    fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
+        self.buf[self.len] = b'\n';
+        out(&self.buf[..=self.len]);
+        self.len = 0;
+    }
+}
+
+/// A dump read back from console text.
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dump {
+    /// The file name the program asked for.
+    pub name: String,
+    /// The core whose buffer this is.
+    pub core: u32,
+    /// SRC field width of the messages.
+    pub src_bits: u8,
+    /// The buffer's bytes.
+    pub data: Vec<u8>,
+}
+
+/// Why console text could not be read as dumps: what, and on which line.
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpError {
+    /// 1-based line of the console text.
+    pub line: usize,
+    /// What is wrong there.
+    pub what: String,
+}
+
+#[cfg(feature = "std")]
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for DumpError {}
+
+/// The `key=value` word of a header or end line.
+#[cfg(feature = "std")]
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Every dump in console text `text`, in order. Lines that are not part
+/// of a dump are skipped; a dump that is cut short, has a line that is not
+/// hex, or whose length or checksum does not match, is an error naming
+/// its line (a console capture that lost characters must not decode as a
+/// shorter trace).
+#[cfg(feature = "std")]
+pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
+    let mut dumps = Vec::new();
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+    while let Some((at, l)) = lines.next() {
+        let Some(rest) = l.find(BEGIN).map(|i| &l[i..]) else {
+            continue;
+        };
+        let bad = |what: String| DumpError { line: at, what };
+        let num = |key: &str| -> Result<u64, DumpError> {
+            field(rest, key)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad(format!("dump header without a number `{key}=`: {rest:?}")))
+        };
+        let name = field(rest, "name")
+            .ok_or_else(|| bad(format!("dump header without `name=`: {rest:?}")))?
+            .to_string();
+        let core = u32::try_from(num("core")?).map_err(|_| bad("core out of range".into()))?;
+        let src_bits =
+            u8::try_from(num("src-bits")?).map_err(|_| bad("src-bits out of range".into()))?;
+        let bytes = num("bytes")? as usize;
+        let mut data = Vec::with_capacity(bytes);
+        let mut ended = false;
+        for (at, l) in lines.by_ref() {
+            let bad = |what: String| DumpError { line: at, what };
+            if let Some(end) = l.find(END).map(|i| &l[i..]) {
+                if field(end, "core").and_then(|v| v.parse::<u32>().ok()) != Some(core) {
+                    return Err(bad(format!("end line of another core than {core}: {end:?}")));
+                }
+                if data.len() != bytes {
+                    return Err(bad(format!(
+                        "core {core}: {} bytes between the header and the end line, the header says {bytes} (console lost lines?)",
+                        data.len()
+                    )));
+                }
+                let sum = field(end, "fnv1a64")
+                    .and_then(|v| u64::from_str_radix(v, 16).ok())
+                    .ok_or_else(|| bad(format!("end line without `fnv1a64=`: {end:?}")))?;
+                if sum != fnv1a64(&data) {
+                    return Err(bad(format!(
+                        "core {core}: checksum {:016x} of the bytes read, the dump says {sum:016x} (console changed characters?)",
+                        fnv1a64(&data)
+                    )));
+                }
+                ended = true;
+                break;
+            }
+            if l.len() % 2 != 0 || l.is_empty() {
+                return Err(bad(format!(
+                    "core {core}: a hex line of odd length {} inside the dump",
+                    l.len()
+                )));
+            }
+            for i in (0..l.len()).step_by(2) {
+                let b = u8::from_str_radix(&l[i..i + 2], 16).map_err(|_| {
+                    bad(format!("core {core}: not hex inside the dump: {:?}", &l[i..i + 2]))
+                })?;
+                data.push(b);
+            }
+        }
+        if !ended {
+            return Err(bad(format!(
+                "core {core}: the dump has no end line (the program stopped while writing it?)"
+            )));
+        }
+        dumps.push(Dump {
+            name,
+            core,
+            src_bits,
+            data,
+        });
+    }
+    Ok(dumps)
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+
+    fn dumped(info: DumpInfo<'_>, data: &[u8]) -> String {
+        let mut s = String::new();
+        write(info, data, &mut |l| s.push_str(std::str::from_utf8(l).unwrap()));
+        s
+    }
+
+    #[test]
+    fn framing_by_hand() {
+        let info = DumpInfo {
+            name: "t.rtd",
+            core: 3,
+            src_bits: 2,
+        };
+        // FNV-1a 64 of "ab": offset basis, xor 0x61, * prime, xor 0x62, * prime.
+        let mut h: u64 = 0xcbf29ce484222325;
+        h = (h ^ 0x61).wrapping_mul(0x100000001b3);
+        h = (h ^ 0x62).wrapping_mul(0x100000001b3);
+        assert_eq!(fnv1a64(b"ab"), h);
+        assert_eq!(
+            dumped(info, b"ab"),
+            format!(
+                "hpmtrace-dump v1 name=t.rtd core=3 src-bits=2 bytes=2\n6162\nhpmtrace-dump end core=3 fnv1a64={h:016x}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn round_trip_among_other_output() {
+        let a: Vec<u8> = (0..200u32).map(|i| (i * 7) as u8).collect();
+        let b: Vec<u8> = vec![];
+        let mut text = String::from("OpenSBI-like banner\r\nfib(20) = 6765\n");
+        let ia = DumpInfo { name: "x.rtd", core: 0, src_bits: 1 };
+        let ib = DumpInfo { name: "x.rtd", core: 1, src_bits: 1 };
+        text += &dumped(ia, &a).replace('\n', "\r\n");
+        text += "other text\n";
+        text += &dumped(ib, &b);
+        let d = parse(&text).unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].core, d[0].src_bits, d[0].name.as_str()), (0, 1, "x.rtd"));
+        assert_eq!(d[0].data, a);
+        assert_eq!(d[1].core, 1);
+        assert!(d[1].data.is_empty());
+    }
+
+    #[test]
+    fn damage_is_an_error_with_its_line() {
+        let info = DumpInfo { name: "t", core: 0, src_bits: 0 };
+        let good = dumped(info, &[1u8; 100]);
+        // A changed digit: checksum.
+        let e = parse(&good.replacen("0101", "0102", 1)).unwrap_err();
+        assert!(e.what.contains("checksum"), "{e}");
+        assert_eq!(e.line, 4);
+        // A lost line: length.
+        let mut lines: Vec<&str> = good.lines().collect();
+        lines.remove(2);
+        let e = parse(&lines.join("\n")).unwrap_err();
+        assert!(e.what.contains("1 bytes") || e.what.contains("64 bytes"), "{e}");
+        // Cut short.
+        let cut = good.trim_end().rfind('\n').unwrap();
+        let e = parse(&good[..cut]).unwrap_err();
+        assert!(e.what.contains("no end line"), "{e}");
+        assert_eq!(e.line, 1);
+        // Not hex.
+        let e = parse(&good.replacen("0101", "01zz", 1)).unwrap_err();
+        assert!(e.what.contains("not hex"), "{e}");
+        assert_eq!(e.line, 2);
+    }
+}
