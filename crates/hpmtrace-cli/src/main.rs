@@ -78,6 +78,54 @@ enum Cmd {
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
     },
+    /// Make a .rtd file of the trace a bare-metal program printed on its
+    /// console (`perfWriteTrace` of the bare-metal library): every core's
+    /// buffer, checked against its length and checksum, in core order.
+    ///
+    /// Example: hpmtrace import console.log -o trace.rtd && hpmtrace decode trace.rtd --src-bits 1
+    Import {
+        /// The console log (a serial capture, QEMU's -nographic output).
+        log: PathBuf,
+        /// Take the dumps named so (default: the first name in the log).
+        #[arg(long)]
+        name: Option<String>,
+        /// Output .rtd file.
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+    },
+}
+
+/// `hpmtrace import`: the dumps of one name, concatenated in core order
+/// (each core's messages carry its SRC, so one file holds them all).
+fn import(log: &Path, name: Option<&str>, out: &Path) -> Result<()> {
+    let text = std::fs::read(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let dumps = hpmtrace::dump::parse(&String::from_utf8_lossy(&text))
+        .with_context(|| format!("{}: damaged trace dump", log.display()))?;
+    let Some(first) = dumps.first() else {
+        bail!(
+            "{}: no trace dump (no `{}` line): did the program call perfWriteTrace()?",
+            log.display(),
+            hpmtrace::dump::BEGIN
+        );
+    };
+    let name = name.unwrap_or(&first.name);
+    let mut chosen: Vec<_> = dumps.iter().filter(|d| d.name == name).collect();
+    if chosen.is_empty() {
+        let names: Vec<_> = dumps.iter().map(|d| d.name.as_str()).collect();
+        bail!("{}: no dump named {name:?}; the log has {names:?}", log.display());
+    }
+    chosen.sort_by_key(|d| d.core);
+    let bytes: Vec<u8> = chosen.iter().flat_map(|d| d.data.iter().copied()).collect();
+    std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!(
+        "hpmtrace: {}: {} bytes from {} core(s) {:?}; decode with --src-bits {}",
+        out.display(),
+        bytes.len(),
+        chosen.len(),
+        chosen.iter().map(|d| d.core).collect::<Vec<_>>(),
+        first.src_bits
+    );
+    Ok(())
 }
 
 fn symbolizer(input: &InputArgs) -> Result<Symbolizer> {
@@ -176,6 +224,7 @@ fn file_name(p: &Path) -> String {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
+        Cmd::Import { log, name, output } => import(&log, name.as_deref(), &output)?,
         Cmd::Decode {
             input,
             format,

@@ -1,11 +1,32 @@
-/* hpmtrace: C API of the SiFive Trace Performance Library, bare-metal
- * declarations. Same calls as sifive_linux_perf.h except perfWriteTrace
- * (the debugger reads the trace buffer on bare metal).
+/* hpmtrace: C API of the SiFive Trace Performance Library, bare metal.
  *
- * NOTE: only the declarations are provided. The bare-metal build of
- * hpmtrace is the Rust `no_std` core (encoder, ITC stimulus sink, CSR
- * counter source, usable from Rust firmware); C entry points for bare
- * metal are not implemented yet. */
+ * The seed's calls, implemented by libhpmtrace.a built for
+ * riscv64gc-unknown-none-elf (`cargo xtask cabi DIR --bare-metal`), for
+ * programs running in S-mode on an SBI implementation (SBI PMU for the
+ * counters, SBI TIME for the sampling timer, SBI DBCN for messages).
+ * No allocator, no libc: trace buffers come from a static pool of
+ * PERF_MEM_POOL_SIZE bytes, one per core (SBABufferSize bytes each; 0 =
+ * an equal share of the pool), stop-on-full.
+ *
+ * Contract with the program:
+ *  - every hart that calls into the library holds its core index
+ *    (0 .. num_cores-1, distinct per hart; on QEMU virt the hartid) in
+ *    the `tp` register, set by the runtime at entry;
+ *  - satp = Bare (buffer addresses are passed to SBI as physical);
+ *  - the library itself is not built with -finstrument-functions (it is
+ *    Rust), the program's runtime (entry, trap handler) should not be.
+ *
+ * Differences from Freedom Metal's library, all additions:
+ *  - perfTimerISRInit needs the timebase: call perfSetDeviceTree(dtb) (the
+ *    DT the firmware passed in a1) or perfSetTimebaseFrequency(hz) first,
+ *    and install a trap vector that calls perfTimerISR(sepc) on a
+ *    supervisor timer interrupt (scause = 0x8000000000000005);
+ *  - perfWriteTrace(name) prints each core's buffer on the console as a
+ *    framed hex dump; `hpmtrace import console.log -o trace.rtd` makes the
+ *    .rtd file of it (a debugger can read the buffers instead);
+ *  - an event the platform cannot count is left out of the trace header
+ *    with a console message naming it (its ctrIdx becomes 0xffffffff), so
+ *    the trace keeps to event types 0, 1 and 2. */
 #ifndef SIFIVE_BARE_PERF_H_
 #define SIFIVE_BARE_PERF_H_
 
@@ -24,6 +45,12 @@ int perfFuncEntryExitInit(perfEvent *perfCntrList, int numCntrs, int itcChannel,
 int perfWriteCntrs(void);
 int perfTraceOn(void);
 int perfTraceOff(void);
+int perfWriteTrace(char *file);
+
+/* Bare-metal additions (see above). */
+int perfTimerISR(void *pc);
+int perfSetTimebaseFrequency(uint64_t hz);
+int perfSetDeviceTree(const void *dtb);
 
 void __cyg_profile_func_enter(void *this_fn, void *call_site) __attribute__((no_instrument_function));
 void __cyg_profile_func_exit(void *this_fn, void *call_site) __attribute__((no_instrument_function));

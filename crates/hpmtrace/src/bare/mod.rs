@@ -7,12 +7,13 @@
 //! in software on the `no_std` core of `hpmtrace`:
 //! - **Sink.** Each core records into its own buffer of `SBABufferSize`
 //!   bytes (0: an equal share of the pool), carved from a static pool of
-//!   `PERF_MEM_POOL_SIZE` (256 KiB) as the seed's library does, holding the
+//!   `PERF_MEM_POOL_SIZE` bytes as the seed's library does (256 KiB;
+//!   `HPMTRACE_POOL_BYTES` at build time sets another size, as the
+//!   seed's define does), holding the
 //!   Nexus messages a trace encoder would write to its SBA sink (the
 //!   `.rtd` bytes), stop-on-full. Each core writes its own SRC.
 //! - **Counters.** `perfXxxInit` asks the SBI PMU (`rvpmu::supervisor`)
-//!   for a counter per event (config_matching, M-mode inhibited so SBI
-//!   calls made for the program are not counted), learns its CSR from
+//!   for a counter per event (config_matching, all modes counted), learns its CSR from
 //!   counter_get_info and reads that CSR per record. An event the platform
 //!   cannot count is left out of the header with a console warning naming
 //!   it: every trace keeps to the seed's event types.

@@ -46,12 +46,15 @@ pub fn release(mask: u64) {
 }
 
 /// Configure a counter for every countable event of `events` (running,
-/// cleared, M-mode inhibited) and build the header. `what` names the
+/// cleared) and build the header. `what` names the
 /// init call in warnings.
 pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) -> Counters {
     let mut s = sbi();
-    let num = s.pmu_num_counters().min(64);
-    let all = if num == 64 { u64::MAX } else { (1u64 << num) - 1 };
+    // Counters that exist (an index with no counter_info, such as `time`
+    // on many platforms, makes config_matching refuse the whole mask).
+    let all = (0..s.pmu_num_counters().min(64))
+        .filter(|&i| s.pmu_counter_get_info(i).error == 0)
+        .fold(0u64, |m, i| m | 1 << i);
     let mut sbi_mask = 0u64;
     let mut kept = [Event::General { code: 0 }; MAX_COUNTERS];
     let mut infos = [CounterInfo { csr: 0, width: 0 }; MAX_COUNTERS];
@@ -79,9 +82,11 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
             // Only counters not configured by this init, so two events
             // never share one.
             let free = all & !sbi_mask;
-            let flags = CounterCfgFlags::CLEAR_VALUE
-                | CounterCfgFlags::AUTO_START
-                | CounterCfgFlags::SET_MINH;
+            // No mode filter: `cycle` and `instret` cannot be filtered on
+            // every platform (QEMU refuses M-inhibit on them), and the
+            // hooks make no SBI call, so M-mode only counts where the
+            // program itself calls SBI (the timer's set_timer).
+            let flags = CounterCfgFlags::CLEAR_VALUE | CounterCfgFlags::AUTO_START;
             let r = s.pmu_counter_config_matching(0, free as usize, flags, idx, data);
             if r.error != 0 {
                 warn(format_args!(

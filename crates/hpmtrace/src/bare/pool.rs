@@ -6,8 +6,31 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-/// `PERF_MEM_POOL_SIZE` of sifive_bare_perf.h.
-pub const POOL_BYTES: usize = 256 * 1024;
+/// `PERF_MEM_POOL_SIZE` of sifive_bare_perf.h: 256 KiB, or the byte count
+/// in `HPMTRACE_POOL_BYTES` when the library is built (`<n>[K|M]`), the
+/// build-time setting the seed's `#define` is.
+pub const POOL_BYTES: usize = match option_env!("HPMTRACE_POOL_BYTES") {
+    Some(v) => parse_bytes(v.as_bytes()),
+    None => 256 * 1024,
+};
+
+/// `<n>[K|M]` at compile time; a malformed value fails the build.
+const fn parse_bytes(v: &[u8]) -> usize {
+    let mut n: usize = 0;
+    let mut i = 0;
+    let mut mul = 1;
+    while i < v.len() {
+        match v[i] {
+            b'0'..=b'9' if mul == 1 => n = n * 10 + (v[i] - b'0') as usize,
+            b'K' | b'k' if i + 1 == v.len() => mul = 1 << 10,
+            b'M' | b'm' if i + 1 == v.len() => mul = 1 << 20,
+            _ => panic!("HPMTRACE_POOL_BYTES must be <n>[K|M]"),
+        }
+        i += 1;
+    }
+    assert!(n > 0, "HPMTRACE_POOL_BYTES must be > 0");
+    n * mul
+}
 
 #[repr(C, align(8))]
 struct Pool(UnsafeCell<[u8; POOL_BYTES]>);
