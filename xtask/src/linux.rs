@@ -5,7 +5,7 @@
 mod demo;
 mod dt;
 mod e2e;
-mod initramfs;
+pub(crate) mod initramfs;
 pub mod kernel;
 mod perftool;
 mod qemu;

@@ -2,9 +2,11 @@
 //! around them. Every command first makes sure the host has what it needs
 //! (see `setup`), so a fresh Debian 12 machine needs nothing else.
 
+mod baremetal;
 mod conformance;
 mod debian;
 mod dtcheck;
+mod fibcheck;
 mod firmware;
 mod linux;
 mod qemu;

@@ -12,12 +12,25 @@ use std::process::Command;
 pub struct CabiArgs {
     /// Destination: DIR/include and DIR/lib are created.
     pub dir: PathBuf,
+    /// The bare-metal library instead (riscv64 S-mode programs on an SBI
+    /// firmware; sifive_bare_perf.h): riscv64gc-unknown-none-elf.
+    #[arg(long)]
+    pub bare_metal: bool,
 }
 
 /// Build the static library (release) and install headers and library.
 pub fn cabi(a: CabiArgs) -> Result<()> {
-    install(&a.dir)?;
     let d = a.dir.display();
+    if a.bare_metal {
+        crate::baremetal::install(&a.dir, None)?;
+        eprintln!(
+            "installed {d}/include/*.h and {d}/lib/libhpmtrace.a (bare metal, riscv64 S-mode)"
+        );
+        eprintln!("build a program:  riscv64-linux-gnu-gcc -march=rv64gc -mabi=lp64d -mcmodel=medany -ffreestanding -nostdlib -finstrument-functions -I{d}/include prog.c your-runtime.o {d}/lib/libhpmtrace.a -lgcc");
+        eprintln!("set HPMTRACE_POOL_BYTES=<n>[K|M] when building for a pool other than 256K (PERF_MEM_POOL_SIZE)");
+        return Ok(());
+    }
+    install(&a.dir)?;
     eprintln!("installed {d}/include/*.h and {d}/lib/libhpmtrace.a");
     eprintln!("build a program:  cc -finstrument-functions -I{d}/include prog.c {d}/lib/libhpmtrace.a -lpthread -ldl -lm");
     eprintln!("on a host without hardware counters run it with HPMTRACE_SW_FALLBACK=1");
@@ -25,25 +38,46 @@ pub fn cabi(a: CabiArgs) -> Result<()> {
 }
 
 fn install(dir: &Path) -> Result<()> {
-    install_for(dir, None)
+    let mut cmd = cargo();
+    install_lib(dir, &mut cmd, None, &root().join("target"), &[])
 }
 
-/// [`install`] for a Rust target (`None`: the host).
-fn install_for(dir: &Path, target: Option<&str>) -> Result<()> {
-    step(&format!(
-        "building libhpmtrace.a (release, {})",
-        target.unwrap_or("host")
-    ));
+/// [`install`] for a Rust target (the Linux guest's).
+fn install_for(dir: &Path, target: &str) -> Result<()> {
     let mut cmd = cargo();
-    cmd.args(["build", "--release", "-p", "hpmtrace"]);
+    install_lib(dir, &mut cmd, Some(target), &root().join("target"), &[])
+}
+
+/// Build libhpmtrace.a with `cmd` (`cargo` with whatever features and
+/// environment the caller set) for `target` (`None`: the host) into
+/// `target_dir`, and install it with the headers into `dir`.
+pub(crate) fn install_lib(
+    dir: &Path,
+    cmd: &mut Command,
+    target: Option<&str>,
+    target_dir: &Path,
+    cargo_args: &[&str],
+) -> Result<()> {
+    step(&format!(
+        "building libhpmtrace.a (release, {}{})",
+        target.unwrap_or("host"),
+        if cargo_args.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", cargo_args.join(" "))
+        }
+    ));
+    cmd.args(["build", "--release", "-p", "hpmtrace", "--target-dir"])
+        .arg(target_dir)
+        .args(cargo_args);
     let lib = match target {
         Some(t) => {
             cmd.args(["--target", t]);
-            root().join(format!("target/{t}/release/libhpmtrace.a"))
+            target_dir.join(format!("{t}/release/libhpmtrace.a"))
         }
-        None => root().join("target/release/libhpmtrace.a"),
+        None => target_dir.join("release/libhpmtrace.a"),
     };
-    run(&mut cmd)?;
+    run(cmd)?;
     if !lib.exists() {
         bail!("{} was not produced", lib.display());
     }
@@ -109,10 +143,11 @@ pub fn test() -> Result<()> {
     eprintln!("hpmtrace: fib trace OK");
     let cli = build_cli()?;
     check_pie_symbols(&cli, &dir, &exe)?;
+    crate::baremetal::test(&cli)?;
     guest(&cli)
 }
 
-fn build_cli() -> Result<PathBuf> {
+pub(crate) fn build_cli() -> Result<PathBuf> {
     step("building the hpmtrace CLI (decoder)");
     run(cargo().args(["build", "-p", "hpmtrace-cli"]))?;
     let cli = root().join("target/debug/hpmtrace");
@@ -169,7 +204,7 @@ fn guest(cli: &Path) -> Result<()> {
     step("hpmtrace: seed fib example for the riscv64 Linux guest");
     let dir = root().join("target/xtask-trace/riscv64");
     let _ = std::fs::remove_dir_all(&dir);
-    install_for(&dir.join("prefix"), Some(target))?;
+    install_for(&dir.join("prefix"), target)?;
     let seed = root().join("crates/hpmtrace/tests/c/fib.c");
     let text = std::fs::read_to_string(&seed)
         .with_context(|| format!("cannot read {}", seed.display()))?;

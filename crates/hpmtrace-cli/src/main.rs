@@ -112,18 +112,24 @@ fn import(log: &Path, name: Option<&str>, out: &Path) -> Result<()> {
     let mut chosen: Vec<_> = dumps.iter().filter(|d| d.name == name).collect();
     if chosen.is_empty() {
         let names: Vec<_> = dumps.iter().map(|d| d.name.as_str()).collect();
-        bail!("{}: no dump named {name:?}; the log has {names:?}", log.display());
+        bail!(
+            "{}: no dump named {name:?}; the log has {names:?}",
+            log.display()
+        );
     }
     chosen.sort_by_key(|d| d.core);
     let bytes: Vec<u8> = chosen.iter().flat_map(|d| d.data.iter().copied()).collect();
     std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    let hint = match first.src_bits {
+        Some(b) => format!("; decode with --src-bits {b}"),
+        None => String::new(),
+    };
     eprintln!(
-        "hpmtrace: {}: {} bytes from {} core(s) {:?}; decode with --src-bits {}",
+        "hpmtrace: {}: {} bytes from {} core(s) {:?}{hint}",
         out.display(),
         bytes.len(),
         chosen.len(),
         chosen.iter().map(|d| d.core).collect::<Vec<_>>(),
-        first.src_bits
     );
     Ok(())
 }

@@ -14,8 +14,8 @@
 //! hpmtrace-dump end core=0 fnv1a64=0123456789abcdef
 //! ```
 //!
-//! Everything else on the console (the program's own output, firmware
-//! messages) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
+//! Everything else on the console (the program's own output, firmware or
+//! kernel messages, even between a dump's lines) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
 //! bytes) catches a console that dropped or changed characters.
 //!
 //! The writer is `no_std` ([`write`]); the reader needs `std` ([`parse`]).
@@ -45,8 +45,9 @@ pub struct DumpInfo<'a> {
     pub name: &'a str,
     /// The core (Nexus SRC) whose buffer this is.
     pub core: u32,
-    /// SRC field width of the messages (`--src-bits` when decoding).
-    pub src_bits: u8,
+    /// SRC field width of the messages (`--src-bits` when decoding), when
+    /// the writer knows it (a program that copies a trace file may not).
+    pub src_bits: Option<u8>,
 }
 
 /// Write `data` as one framed dump through `out`, which receives whole
@@ -60,8 +61,10 @@ pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
     line.push(name.as_bytes());
     line.push(b" core=");
     line.dec(info.core as u64);
-    line.push(b" src-bits=");
-    line.dec(info.src_bits as u64);
+    if let Some(b) = info.src_bits {
+        line.push(b" src-bits=");
+        line.dec(b as u64);
+    }
     line.push(b" bytes=");
     line.dec(data.len() as u64);
     line.end(out);
@@ -132,8 +135,8 @@ pub struct Dump {
     pub name: String,
     /// The core whose buffer this is.
     pub core: u32,
-    /// SRC field width of the messages.
-    pub src_bits: u8,
+    /// SRC field width of the messages, if the dump says.
+    pub src_bits: Option<u8>,
     /// The buffer's bytes.
     pub data: Vec<u8>,
 }
@@ -166,9 +169,8 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Every dump in console text `text`, in order. Lines that are not part
-/// of a dump are skipped; a dump that is cut short, has a line that is not
-/// hex, or whose length or checksum does not match, is an error naming
-/// its line (a console capture that lost characters must not decode as a
+/// of a dump are skipped; a dump that is cut short, or whose length or
+/// checksum does not match, is an error naming its line (a console capture that lost characters must not decode as a
 /// shorter trace).
 #[cfg(feature = "std")]
 pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
@@ -188,8 +190,10 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
             .ok_or_else(|| bad(format!("dump header without `name=`: {rest:?}")))?
             .to_string();
         let core = u32::try_from(num("core")?).map_err(|_| bad("core out of range".into()))?;
-        let src_bits =
-            u8::try_from(num("src-bits")?).map_err(|_| bad("src-bits out of range".into()))?;
+        let src_bits = match field(rest, "src-bits") {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}")))?),
+        };
         let bytes = num("bytes")? as usize;
         let mut data = Vec::with_capacity(bytes);
         let mut ended = false;
@@ -197,7 +201,9 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
             let bad = |what: String| DumpError { line: at, what };
             if let Some(end) = l.find(END).map(|i| &l[i..]) {
                 if field(end, "core").and_then(|v| v.parse::<u32>().ok()) != Some(core) {
-                    return Err(bad(format!("end line of another core than {core}: {end:?}")));
+                    return Err(bad(format!(
+                        "end line of another core than {core}: {end:?}"
+                    )));
                 }
                 if data.len() != bytes {
                     return Err(bad(format!(
@@ -217,17 +223,14 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
                 ended = true;
                 break;
             }
-            if l.len() % 2 != 0 || l.is_empty() {
-                return Err(bad(format!(
-                    "core {core}: a hex line of odd length {} inside the dump",
-                    l.len()
-                )));
+            // Other output may land between the lines (a kernel message on
+            // a shared console): a line that is not all hex digits is not
+            // part of the dump. Length and checksum catch a damaged one.
+            if l.is_empty() || l.len() % 2 != 0 || !l.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
             }
             for i in (0..l.len()).step_by(2) {
-                let b = u8::from_str_radix(&l[i..i + 2], 16).map_err(|_| {
-                    bad(format!("core {core}: not hex inside the dump: {:?}", &l[i..i + 2]))
-                })?;
-                data.push(b);
+                data.push(u8::from_str_radix(&l[i..i + 2], 16).expect("hex digits checked"));
             }
         }
         if !ended {
@@ -251,7 +254,9 @@ mod tests {
 
     fn dumped(info: DumpInfo<'_>, data: &[u8]) -> String {
         let mut s = String::new();
-        write(info, data, &mut |l| s.push_str(std::str::from_utf8(l).unwrap()));
+        write(info, data, &mut |l| {
+            s.push_str(std::str::from_utf8(l).unwrap())
+        });
         s
     }
 
@@ -260,7 +265,7 @@ mod tests {
         let info = DumpInfo {
             name: "t.rtd",
             core: 3,
-            src_bits: 2,
+            src_bits: Some(2),
         };
         // FNV-1a 64 of "ab": offset basis, xor 0x61, * prime, xor 0x62, * prime.
         let mut h: u64 = 0xcbf29ce484222325;
@@ -280,14 +285,30 @@ mod tests {
         let a: Vec<u8> = (0..200u32).map(|i| (i * 7) as u8).collect();
         let b: Vec<u8> = vec![];
         let mut text = String::from("OpenSBI-like banner\r\nfib(20) = 6765\n");
-        let ia = DumpInfo { name: "x.rtd", core: 0, src_bits: 1 };
-        let ib = DumpInfo { name: "x.rtd", core: 1, src_bits: 1 };
-        text += &dumped(ia, &a).replace('\n', "\r\n");
+        let ia = DumpInfo {
+            name: "x.rtd",
+            core: 0,
+            src_bits: Some(1),
+        };
+        let ib = DumpInfo {
+            name: "x.rtd",
+            core: 1,
+            src_bits: None,
+        };
+        // A kernel message between two hex lines, CR LF line ends.
+        let mut da = dumped(ia, &a);
+        let second = da.match_indices('\n').nth(1).unwrap().0 + 1;
+        da.insert_str(second, "[    1.234] a kernel message\n");
+        text += &da.replace('\n', "\r\n");
         text += "other text\n";
         text += &dumped(ib, &b);
         let d = parse(&text).unwrap();
         assert_eq!(d.len(), 2);
-        assert_eq!((d[0].core, d[0].src_bits, d[0].name.as_str()), (0, 1, "x.rtd"));
+        assert_eq!(
+            (d[0].core, d[0].src_bits, d[0].name.as_str()),
+            (0, Some(1), "x.rtd")
+        );
+        assert_eq!(d[1].src_bits, None);
         assert_eq!(d[0].data, a);
         assert_eq!(d[1].core, 1);
         assert!(d[1].data.is_empty());
@@ -295,7 +316,11 @@ mod tests {
 
     #[test]
     fn damage_is_an_error_with_its_line() {
-        let info = DumpInfo { name: "t", core: 0, src_bits: 0 };
+        let info = DumpInfo {
+            name: "t",
+            core: 0,
+            src_bits: None,
+        };
         let good = dumped(info, &[1u8; 100]);
         // A changed digit: checksum.
         let e = parse(&good.replacen("0101", "0102", 1)).unwrap_err();
@@ -305,15 +330,17 @@ mod tests {
         let mut lines: Vec<&str> = good.lines().collect();
         lines.remove(2);
         let e = parse(&lines.join("\n")).unwrap_err();
-        assert!(e.what.contains("1 bytes") || e.what.contains("64 bytes"), "{e}");
+        assert!(
+            e.what.contains("1 bytes") || e.what.contains("64 bytes"),
+            "{e}"
+        );
         // Cut short.
         let cut = good.trim_end().rfind('\n').unwrap();
         let e = parse(&good[..cut]).unwrap_err();
         assert!(e.what.contains("no end line"), "{e}");
         assert_eq!(e.line, 1);
-        // Not hex.
+        // A damaged hex line is left out: the length says so.
         let e = parse(&good.replacen("0101", "01zz", 1)).unwrap_err();
-        assert!(e.what.contains("not hex"), "{e}");
-        assert_eq!(e.line, 2);
+        assert!(e.what.contains("36 bytes"), "{e}");
     }
 }

@@ -4,7 +4,8 @@
 //! cut to what QEMU's PMU has: cycles, timestamp, instructions) and `/fib`
 //! (the example unchanged). For each, /init counts the whole process with
 //! perf on its own and copies the `.rtd` trace it writes out over the
-//! console (base64 between marker lines) for xtask to decode.
+//! console (`hpmtrace::dump`, the framing the bare-metal library's
+//! perfWriteTrace uses) for xtask to decode.
 
 use super::perf::{Counter, Event, Filter, Kind, Target};
 use super::scenarios::{count_once, reading_json};
@@ -28,14 +29,6 @@ const PROGRAMS: [(&str, &[&str]); 2] = [
 ];
 /// Working directories: perfWriteTrace(NULL) writes `trace.rtd` there.
 const WORK_DIR: &str = "/trace";
-
-/// Console line prefixes of the copied trace: begin (program, byte count
-/// and FNV-1a-64 of the bytes), data lines, end.
-pub const RTD_BEGIN: &str = "RVPMU-RTD-BEGIN";
-pub const RTD_LINE: &str = "RVPMU-RTD";
-pub const RTD_END: &str = "RVPMU-RTD-END";
-/// Raw bytes per console line (76 base64 characters).
-const LINE_BYTES: usize = 57;
 
 pub fn trace() -> Result<(), String> {
     let user_access = std::fs::read_to_string("/proc/sys/kernel/perf_user_access")
@@ -65,9 +58,8 @@ pub fn trace() -> Result<(), String> {
         );
         let file = format!("{dir}/trace.rtd");
         let bytes = std::fs::read(&file).map_err(|e| format!("{program} wrote no {file}: {e}"))?;
-        let hash = fnv1a64(&bytes);
-        emit(program, &bytes, hash)
-            .map_err(|e| format!("cannot copy the trace to the console: {e}"))?;
+        let hash = hpmtrace::dump::fnv1a64(&bytes);
+        emit(program, &bytes).map_err(|e| format!("cannot copy the trace to the console: {e}"))?;
         let mut process = Obj::new();
         for (n, v) in &run.counts {
             process = process.u64(n, *v);
@@ -290,48 +282,22 @@ fn pipe() -> Result<(libc::c_int, libc::c_int), String> {
     Ok((fds[0], fds[1]))
 }
 
-/// Copy `bytes` to the console: a begin line with length and hash, base64
-/// lines, an end line. Kernel messages may interleave with these lines;
-/// xtask keeps only lines with the prefix and checks length and hash.
-fn emit(program: &str, bytes: &[u8], hash: u64) -> io::Result<()> {
-    let mut text = String::with_capacity(bytes.len() / 3 * 4 + bytes.len() / 4);
-    text.push_str(&format!(
-        "{RTD_BEGIN} program={program} bytes={} fnv1a64={hash:016x}\n",
-        bytes.len()
-    ));
-    for chunk in bytes.chunks(LINE_BYTES) {
-        text.push_str(RTD_LINE);
-        text.push(' ');
-        base64(chunk, &mut text);
-        text.push('\n');
-    }
-    text.push_str(RTD_END);
-    text.push('\n');
+/// Copy `bytes` to the console as a dump named after the program. Kernel
+/// messages may interleave with its lines; xtask skips them and checks
+/// length and checksum.
+fn emit(program: &str, bytes: &[u8]) -> io::Result<()> {
+    let info = hpmtrace::dump::DumpInfo {
+        name: program,
+        core: 0,
+        src_bits: None,
+    };
     let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
-}
-
-/// Standard base64 (RFC 4648, with padding).
-fn base64(data: &[u8], out: &mut String) {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
+    let mut res = Ok(());
+    hpmtrace::dump::write(info, bytes, &mut |line| {
+        if res.is_ok() {
+            res = out.write_all(line);
         }
-    }
-}
-
-/// FNV-1a, 64 bits: a checksum of the copied bytes.
-fn fnv1a64(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    });
+    res?;
+    out.flush()
 }

@@ -7,14 +7,17 @@
 use super::console::warn;
 use super::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};
 use super::{pmu, pool, timer};
-use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
-use core::sync::atomic::Ordering;
 use crate::cabi::{check_init_args, perfEvent};
 use crate::dump::{self, DumpInfo};
-use crate::encoder::Encoder;
 use crate::format::{RecordType, MAX_COUNTERS};
-use crate::rtd::{RtdConfig, RtdWriter};
-use crate::sink::MemBuffer;
+use crate::rtd::RtdConfig;
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
+use core::sync::atomic::Ordering;
+
+/// Largest staging area per core: records wait there, raw, until they are
+/// encoded into the trace buffer (when it is full, and at perfTraceOff and
+/// perfWriteTrace); 64 KiB holds about a thousand records.
+const STAGE_MAX: usize = 64 * 1024;
 
 fn fail(what: &str, msg: core::fmt::Arguments<'_>) -> c_int {
     warn(format_args!("{what}: {msg}"));
@@ -63,7 +66,9 @@ unsafe fn init(
     if core >= cores as usize {
         return fail(
             what,
-            format_args!("this hart's core index (tp = {core}) is not below perfInit's num_cores ({cores})"),
+            format_args!(
+                "this hart's core index (tp = {core}) is not below perfInit's num_cores ({cores})"
+            ),
         );
     }
     let list: &mut [perfEvent] = if n == 0 {
@@ -81,6 +86,8 @@ unsafe fn init(
         0 => pool::POOL_BYTES / cores as usize,
         b => b as usize,
     };
+    // The staging area: as large as the buffer, at most STAGE_MAX.
+    let stage_bytes = bytes.min(STAGE_MAX);
     let Some(buf) = pool::take(bytes) else {
         return fail(
             what,
@@ -103,25 +110,32 @@ unsafe fn init(
                 pmu::release(old.counters.sbi_mask);
             }
             let counters = pmu::configure(what, count_type, &events[..list.len()]);
+            let words = (stage_bytes / 8).max(Core::stage_words(&counters));
+            let Some(stage) = pool::take_words(words) else {
+                return Err(words * 8);
+            };
             for (p, placed) in list.iter_mut().zip(counters.placed.iter()) {
                 (p.ctrIdx, p.ctrInfo) = match placed {
                     Some((slot, info)) => (*slot as c_uint, info.to_u32() as c_ulong),
                     None => (c_uint::MAX, 0),
                 };
             }
-            *slot = Some(Core {
-                mode,
-                enc: Encoder::new(counters.header),
-                counters,
-                out: RtdWriter::new(rtd, core as u16, MemBuffer::new(buf)),
-                generation: 0,
-            });
+            *slot = Some(Core::new(mode, counters, rtd, core as u16, buf, stage));
+            Ok(())
         })
     };
-    if done.is_none() {
-        return fail(what, format_args!("called from inside the library (a hook or the timer)"));
+    match done {
+        Some(Ok(())) => 0,
+        Some(Err(b)) => fail(
+            what,
+            format_args!(
+                "no room for a {b}-byte staging area: {} of the {}-byte pool (PERF_MEM_POOL_SIZE) left",
+                pool::free(),
+                pool::POOL_BYTES
+            ),
+        ),
+        None => fail(what, format_args!("called from inside the library (a hook or the timer)")),
     }
-    0
 }
 
 /// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
@@ -216,17 +230,25 @@ pub extern "C" fn perfTraceOn() -> c_int {
     // SAFETY: the tp contract.
     let configured = unsafe { with_core(|c| c.is_some()) };
     if configured != Some(true) {
-        return fail("perfTraceOn", format_args!("call an init function on this hart first"));
+        return fail(
+            "perfTraceOn",
+            format_args!("call an init function on this hart first"),
+        );
     }
     // SAFETY: the tp contract.
     unsafe { cores::trace_on() };
     0
 }
 
-/// `int perfTraceOff(void)`: every core stops recording.
+/// `int perfTraceOff(void)`: every core stops recording, and what the
+/// cores staged is encoded into their trace buffers (complete for a
+/// debugger from here on). No other hart may call an init function or
+/// `perfTraceOn` meanwhile.
 #[no_mangle]
 pub extern "C" fn perfTraceOff() -> c_int {
-    cores::ON.store(0, Ordering::SeqCst);
+    cores::stop_and_wait();
+    // SAFETY: the tp contract and the documented exclusion of init calls.
+    unsafe { cores::for_each_stopped(0, |_, c, _| c.encode()) };
     0
 }
 
@@ -277,7 +299,10 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *const c_void) -> c_int {
         .and_then(|p| p.as_usize());
     match hz {
         Some(hz) if hz > 0 => perfSetTimebaseFrequency(hz as u64),
-        _ => fail(WHAT, format_args!("no /cpus/timebase-frequency in the device tree")),
+        _ => fail(
+            WHAT,
+            format_args!("no /cpus/timebase-frequency in the device tree"),
+        ),
     }
 }
 
@@ -295,14 +320,17 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
         "trace.rtd"
     } else {
         // SAFETY: the caller passes a NUL-terminated string.
-        unsafe { CStr::from_ptr(file) }.to_str().unwrap_or("trace.rtd")
+        unsafe { CStr::from_ptr(file) }
+            .to_str()
+            .unwrap_or("trace.rtd")
     };
     let resume = cores::stop_and_wait();
     // SAFETY: the caller's contract (tp; no init elsewhere meanwhile).
     unsafe {
         cores::for_each_stopped(resume, |core, c, skipped| {
+            c.encode();
             let buf = c.out.inner();
-            let stats = c.enc.stats();
+            let stats = c.replay.encoder().stats();
             if buf.dropped() != 0 {
                 warn(format_args!(
                     "core {core}: trace buffer full, {} messages dropped (increase SBABufferSize)",
@@ -323,9 +351,11 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
             let info = DumpInfo {
                 name,
                 core: core as u32,
-                src_bits: c.out.config().src_bits,
+                src_bits: Some(c.out.config().src_bits),
             };
-            dump::write(info, buf.data(), &mut |line| super::console::write_bytes(line));
+            dump::write(info, buf.data(), &mut |line| {
+                super::console::write_bytes(line)
+            });
         })
     };
     0

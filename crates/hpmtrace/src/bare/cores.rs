@@ -12,13 +12,13 @@
 //! that saw tracing on is always waited for.
 
 use super::pmu::Counters;
+use crate::counters::{read_user_counter, Clock, TimeCsr};
+use crate::format::RecordType;
+use crate::rtd::{RtdConfig, RtdWriter};
+use crate::sink::MemBuffer;
+use crate::stage::{sample_words, Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
-use crate::counters::{Clock, CounterSource, TimeCsr};
-use crate::encoder::Encoder;
-use crate::format::{RecordType, MAX_COUNTERS};
-use crate::rtd::RtdWriter;
-use crate::sink::MemBuffer;
 
 /// Most cores (`perfInit`'s `num_cores`).
 pub const MAX_CORES: usize = 16;
@@ -44,36 +44,88 @@ impl Mode {
     }
 }
 
-/// One core's trace: its counters, encoder and buffer.
+/// One core's trace: its counters, staging area, encoder and buffer.
+///
+/// A record only stores the raw sample (record type, addresses, time,
+/// counter readings: `crate::stage`'s layout) in the staging area, a fixed
+/// number of instructions; the Delta and Nexus encoding into the trace
+/// buffer runs when the staging area is full, at `perfTraceOff` and at
+/// `perfWriteTrace`. The bytes are the ones encoding at once would write
+/// (`Replay` feeds the same encoder calls in the same order).
 pub struct Core {
     pub mode: Mode,
     pub counters: Counters,
-    pub enc: Encoder,
+    pub replay: Replay,
     pub out: RtdWriter<MemBuffer<'static>>,
-    /// The trace-on generation whose header this core has written.
-    pub generation: u32,
+    stage: &'static mut [u64],
+    staged: usize,
+    /// Words per sample.
+    words: usize,
+    /// The trace-on generation whose header this core has staged.
+    generation: u32,
 }
 
 impl Core {
-    /// Read the counters and the clock, in record order.
-    #[inline(always)]
-    fn read(&mut self, r: &mut [u64; MAX_COUNTERS]) -> u64 {
-        let ts = TimeCsr.now();
-        let n = self.counters.source.len();
-        self.counters.source.read(&mut r[..n]);
-        if let Some(p) = self.counters.ts_pos {
-            r[p] = ts;
+    /// A core recording `counters` in `mode` into `buffer`, staging in
+    /// `stage` (at least one sample: [`Core::stage_words`]).
+    pub fn new(
+        mode: Mode,
+        counters: Counters,
+        rtd: RtdConfig,
+        src: u16,
+        buffer: &'static mut [u8],
+        stage: &'static mut [u64],
+    ) -> Core {
+        let replay = Replay::new(counters.header, counters.ts_pos);
+        Core {
+            mode,
+            words: replay.sample_words(),
+            replay,
+            counters,
+            out: RtdWriter::new(rtd, src, MemBuffer::new(buffer)),
+            stage,
+            staged: 0,
+            generation: 0,
         }
-        ts
     }
 
-    /// Write the header now (trace-on on this core).
+    /// Words one sample of `counters` takes.
+    pub fn stage_words(counters: &Counters) -> usize {
+        sample_words(counters.values)
+    }
+
+    /// Stage one sample: tag, addresses, time, then each counter.
+    #[inline(always)]
+    fn push(&mut self, tag: u64, addrs: [u64; 2]) {
+        if self.staged + self.words > self.stage.len() {
+            self.encode();
+        }
+        let s = &mut self.stage[self.staged..self.staged + self.words];
+        s[0] = tag;
+        s[1] = addrs[0];
+        s[2] = addrs[1];
+        s[3] = TimeCsr.now();
+        for (v, &csr) in s[SAMPLE_HEAD_WORDS..]
+            .iter_mut()
+            .zip(&self.counters.csrs[..self.counters.values])
+        {
+            *v = read_user_counter(csr);
+        }
+        self.staged += self.words;
+    }
+
+    /// Encode what is staged into the trace buffer.
+    pub fn encode(&mut self) {
+        let _ = self
+            .replay
+            .replay(&mut self.out, &self.stage[..self.staged]);
+        self.staged = 0;
+    }
+
+    /// Trace-on on this core: stage the header's sample now.
     pub fn start(&mut self, generation: u32) {
-        let mut r = [0u64; MAX_COUNTERS];
-        let ts = self.read(&mut r);
-        let n = self.counters.source.len();
         self.generation = generation;
-        let _ = self.enc.trace_on(&mut self.out, &r[..n], ts);
+        self.push(TAG_TRACE_ON, [0, 0]);
     }
 
     /// One record, the header first if tracing was turned on since this
@@ -86,10 +138,7 @@ impl Core {
         if self.generation != generation {
             self.start(generation);
         }
-        let mut r = [0u64; MAX_COUNTERS];
-        let ts = self.read(&mut r);
-        let n = self.counters.source.len();
-        let _ = self.enc.record(&mut self.out, kind, addrs, &r[..n], ts);
+        self.push(kind.as_u8() as u64, addrs);
     }
 }
 
@@ -176,7 +225,10 @@ pub unsafe fn record(kind: RecordType, addrs: [u64; 2]) {
 /// # Safety
 /// As [`with_core`].
 pub unsafe fn trace_on() -> bool {
-    let generation = GENERATION.fetch_add(1, Ordering::SeqCst).wrapping_add(1).max(1);
+    let generation = GENERATION
+        .fetch_add(1, Ordering::SeqCst)
+        .wrapping_add(1)
+        .max(1);
     ON.store(generation, Ordering::SeqCst);
     // SAFETY: the caller's contract.
     unsafe {
@@ -211,7 +263,7 @@ pub fn stop_and_wait() -> u32 {
 /// # Safety
 /// As [`with_core`], and no other hart calls an init function or
 /// `perfTraceOn` meanwhile (the C API documents it for `perfWriteTrace`).
-pub unsafe fn for_each_stopped(resume: u32, mut f: impl FnMut(usize, &Core, u64)) {
+pub unsafe fn for_each_stopped(resume: u32, mut f: impl FnMut(usize, &mut Core, u64)) {
     // This hart's own slot too: keep its timer interrupt out meanwhile.
     let mine = BUSY.get(this_core());
     if let Some(b) = mine {
@@ -221,8 +273,8 @@ pub unsafe fn for_each_stopped(resume: u32, mut f: impl FnMut(usize, &Core, u64)
         // SAFETY: recording is off and every hart that was inside a record
         // has left it (stop_and_wait), this hart's own slot is marked busy
         // (its interrupts leave it alone), and no init runs elsewhere
-        // (caller): nothing writes slot i while this reference lives.
-        if let Some(c) = unsafe { &*TABLE.0[i].get() } {
+        // (caller): nothing else reaches slot i while this reference lives.
+        if let Some(c) = unsafe { &mut *TABLE.0[i].get() } {
             f(i, c, SKIPPED[i].load(Ordering::Relaxed));
         }
     }

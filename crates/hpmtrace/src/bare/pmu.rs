@@ -2,7 +2,7 @@
 //! the counter's CSR from counter_get_info.
 
 use super::console::warn;
-use crate::counters::{assign_slots, build_header, CsrCounters};
+use crate::counters::{assign_slots, build_header};
 use crate::format::{CountType, CounterInfo, Event, EventType, Header, MAX_COUNTERS};
 use rvpmu::supervisor::{sbi, CounterCfgFlags, CounterStopFlags};
 
@@ -14,8 +14,11 @@ pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
 pub struct Counters {
     /// The header: the events that are counted, in the seed's slots.
     pub header: Header,
-    /// Reads them, in record order.
-    pub source: CsrCounters,
+    /// Counter CSR (0..=31 above 0xC00) of each counter but the timestamp,
+    /// in record order: what a sample stores after its time.
+    pub csrs: [u8; MAX_COUNTERS],
+    /// How many of `csrs` are used.
+    pub values: usize,
     /// Record position of the timestamp, if listed.
     pub ts_pos: Option<usize>,
     /// SBI counter indices configured here (released on re-init).
@@ -31,10 +34,7 @@ fn sbi_event(e: Event) -> Option<(usize, u64)> {
     match e {
         Event::Raw { event_data } => Some(((EventType::HwRaw as usize) << 16, event_data)),
         Event::LinuxSoftware { .. } => None,
-        _ => Some((
-            (e.event_type() as usize) << 16 | e.code()? as usize,
-            0,
-        )),
+        _ => Some(((e.event_type() as usize) << 16 | e.code()? as usize, 0)),
     }
 }
 
@@ -98,7 +98,9 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
             let ctr = r.value;
             sbi_mask |= 1 << ctr;
             match rvpmu::counter::CounterInfo::decode(s.pmu_counter_get_info(ctr).value as u64) {
-                rvpmu::counter::CounterInfo::Hardware { csr, width } if (0xc00..=0xc1f).contains(&csr) => {
+                rvpmu::counter::CounterInfo::Hardware { csr, width }
+                    if (0xc00..=0xc1f).contains(&csr) =>
+                {
                     CounterInfo { csr, width }
                 }
                 _ => {
@@ -120,7 +122,11 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
     // instructions 2, the rest from 3); a fixed event listed twice is
     // dropped from the header instead of failing the whole init.
     let mut placed = [None; MAX_COUNTERS];
-    let mut chosen = [(0u8, Event::General { code: 0 }, CounterInfo { csr: 0, width: 0 }); MAX_COUNTERS];
+    let mut chosen = [(
+        0u8,
+        Event::General { code: 0 },
+        CounterInfo { csr: 0, width: 0 },
+    ); MAX_COUNTERS];
     let mut m = 0;
     match assign_slots(&kept[..n]) {
         Ok(slots) => {
@@ -134,8 +140,16 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
     }
     let header = build_header(count_type, &chosen[..m]);
     let ts_pos = crate::counters::timestamp_position(&header);
+    let mut csrs = [0u8; MAX_COUNTERS];
+    let mut values = 0;
+    for (_, d) in header.iter().filter(|(_, d)| !d.event.is_timestamp()) {
+        // configure() keeps only counters in 0xC00..=0xC1F.
+        csrs[values] = (d.info.csr - 0xc00) as u8;
+        values += 1;
+    }
     Counters {
-        source: CsrCounters::new(&header),
+        csrs,
+        values,
         header,
         ts_pos,
         sbi_mask,

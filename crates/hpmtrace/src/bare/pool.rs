@@ -47,6 +47,15 @@ pub fn free() -> usize {
     POOL_BYTES - USED.load(Ordering::Relaxed)
 }
 
+/// `words` 64-bit words of the pool, never handed out before.
+pub fn take_words(words: usize) -> Option<&'static mut [u64]> {
+    let bytes = take(words.checked_mul(8)?)?;
+    // SAFETY: `take` hands out 8-aligned ranges (the pool is 8-aligned and
+    // every size is rounded up to 8) of exactly words * 8 bytes, owned by
+    // the caller from here on; any bit pattern is a valid u64.
+    Some(unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u64>(), words) })
+}
+
 /// `bytes` (rounded up to 8) of the pool, never handed out before; `None`
 /// when the pool has fewer left. Memory is never returned.
 pub fn take(bytes: usize) -> Option<&'static mut [u8]> {
@@ -59,7 +68,5 @@ pub fn take(bytes: usize) -> Option<&'static mut [u8]> {
     // SAFETY: [start, start + bytes) lies in the pool and the update above
     // moved USED past it atomically, so no other call gets any of it: the
     // slice is the only reference to these bytes for the program's life.
-    Some(unsafe {
-        core::slice::from_raw_parts_mut(POOL.0.get().cast::<u8>().add(start), bytes)
-    })
+    Some(unsafe { core::slice::from_raw_parts_mut(POOL.0.get().cast::<u8>().add(start), bytes) })
 }

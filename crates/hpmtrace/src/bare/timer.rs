@@ -2,8 +2,8 @@
 //! from the previous deadline (not from "now"), so samples stay on a grid
 //! of the interval and a run of T µs takes T / interval samples, +-1.
 
-use core::sync::atomic::{AtomicU64, Ordering};
 use crate::counters::{Clock, TimeCsr};
+use core::sync::atomic::{AtomicU64, Ordering};
 use rvpmu::supervisor::sbi;
 
 use super::cores::MAX_CORES;

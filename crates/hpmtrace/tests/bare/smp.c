@@ -29,7 +29,7 @@ __attribute__((no_instrument_function)) static void work(unsigned long hart)
     perfEvent list[3];
     for (int i = 0; i < 3; i++)
         list[i] = perfCntrList[i];
-    if (perfFuncEntryExitInit(list, 3, 6, perfCount_Delta, 16 * 1024))
+    if (perfFuncEntryExitInit(list, 3, 6, perfCount_Delta, 1024 * 1024))
         printf("smp: hart %lu: init failed\n", hart);
     __atomic_fetch_add(&ready, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&go, __ATOMIC_SEQ_CST))
@@ -51,7 +51,7 @@ __attribute__((no_instrument_function)) int main(void)
     perfEvent list[3];
     for (int i = 0; i < 3; i++)
         list[i] = perfCntrList[i];
-    if (perfFuncEntryExitInit(list, 3, 6, perfCount_Delta, 16 * 1024))
+    if (perfFuncEntryExitInit(list, 3, 6, perfCount_Delta, 1024 * 1024))
         return 1;
     while (__atomic_load_n(&ready, __ATOMIC_SEQ_CST) != HARTS - 1)
         ;
