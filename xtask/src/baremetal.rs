@@ -237,6 +237,10 @@ pub fn test(cli: &Path) -> Result<()> {
             &format!("{e:#}"),
         );
     }
+    c.label = "bare manual".into();
+    if let Err(e) = manual(&mut c, &fw, &prefix, &dir) {
+        c.fail("manual records traced and checked", "no error", &format!("{e:#}"));
+    }
     c.label = "bare smp".into();
     if let Err(e) = smp(&mut c, &fw, &prefix, &dir) {
         c.fail("4 harts traced and checked", "no error", &format!("{e:#}"));
@@ -433,6 +437,94 @@ fn symbol_range(elf: &Path, name: &str) -> Result<std::ops::Range<u64>> {
         }
     }
     bail!("no symbol {name} with a size in {}", elf.display())
+}
+
+/// The buffer of `manual.c` up to its first record, derived by hand from
+/// the format rules (FACTS 8; the same derivation as
+/// crates/hpmtrace/tests/decode_format.rs): an ICT sync message with the
+/// full timestamp (`None` here: its value is the time of trace-on), then
+/// the header as Data Acquisition messages, TCODE 7 (0x1c), IDTAG 0x18
+/// (32-bit write, channel 6: 011000 | MSEO 01 = 0x61) or 0x1b (8-bit:
+/// 0x6d), DQDATA in 6-bit groups LSB first, and a TIMESTAMP field XORed
+/// with the previous one: 0 (0x03) as all share trace-on's time.
+fn manual_header_bytes() -> Vec<Option<u8>> {
+    let known: &[&[u8]] = &[
+        // marker 0x70657266
+        &[0x1c, 0x61, 0x98, 0x24, 0x5c, 0x64, 0xc0, 0x05, 0x03],
+        // count type 0 (Raw), 8 bits
+        &[0x1c, 0x6d, 0x01, 0x03],
+        // counter mask: slot 1 (the timestamp) = 0b10: 000010 | 01
+        &[0x1c, 0x61, 0x09, 0x03],
+        // slot 1: type 0
+        &[0x1c, 0x61, 0x01, 0x03],
+        // code 0x80 = 000000, 000010 | 01
+        &[0x1c, 0x61, 0x00, 0x09, 0x03],
+        // counter_info: CSR 0, width 40 -> (40 - 1) << 12 = 0x27000:
+        // 000000, 000000, 100111 | 01
+        &[0x1c, 0x61, 0x00, 0x00, 0x9d, 0x03],
+    ];
+    // ICT sync: TCODE 35 (0x8c), CKSRC 0 + CKDF 0 (0x00), CKDATA0 0 (0x01).
+    let mut v: Vec<Option<u8>> = [0x8c, 0x00, 0x01].iter().map(|&b| Some(b)).collect();
+    v.push(None); // the timestamp field, any length, ends in MSEO 11
+    v.extend(known.iter().flat_map(|m| m.iter().map(|&b| Some(b))));
+    v
+}
+
+/// `perfManualInit` + two `perfWriteCntrs`: the header bytes against the
+/// hand derivation, the records at the calls' return addresses.
+fn manual(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
+    let elf = link(prefix, dir, "manual", &[sources().join("manual.c")], false)?;
+    let console = boot(fw, &elf, 1)?;
+    std::fs::write(dir.join("manual.console"), &console)?;
+    let bytes = import(&console, "manual.rtd", &dir.join("manual.rtd"))?;
+    let want = manual_header_bytes();
+    // Match the template: a `None` swallows bytes up to one whose MSEO is 11.
+    let mut at = 0;
+    let mut ok = true;
+    for w in &want {
+        match w {
+            Some(b) => {
+                ok &= bytes.get(at) == Some(b);
+                at += 1;
+            }
+            None => {
+                while bytes.get(at).is_some_and(|b| b & 3 != 3) {
+                    at += 1;
+                }
+                at += 1;
+            }
+        }
+    }
+    c.check(
+        "the buffer starts with the header bytes derived by hand (ICT sync, marker, count type, mask, counter 1)",
+        ok,
+        &format!("{want:02x?}"),
+        &format!("{:02x?}", &bytes[..at.min(bytes.len())]),
+    );
+    let insns = crate::linux::initramfs::parse_disassembly(&crate::linux::initramfs::disassemble(&elf, "main")?);
+    let sites: Vec<u64> = insns
+        .iter()
+        .filter(|i| i.target_symbol.as_deref() == Some("perfWriteCntrs"))
+        .map(|i| i.addr + i.len)
+        .collect();
+    let mut records = Vec::new();
+    let stats = decode_stream(&bytes[..], decode_config(0), &mut |o| {
+        if let Output::Record(r) = o {
+            records.push((r.kind, r.addr, r.timestamp));
+        }
+    }, &mut |_| {});
+    let pcs: Vec<u64> = records.iter().map(|r| r.1).collect();
+    c.check(
+        "two manual records at the return addresses of the two perfWriteCntrs() calls",
+        stats.errors == 0
+            && records.iter().all(|r| r.0 == RecordType::Manual)
+            && pcs == sites
+            && sites.len() == 2
+            && records[0].2 < records[1].2,
+        &format!("Manual at {sites:x?} (from main's disassembly), timestamps increasing"),
+        &format!("{records:x?}, {} errors", stats.errors),
+    );
+    Ok(())
 }
 
 /// Four harts, each tracing fib(10 + hart) with its own SRC.
