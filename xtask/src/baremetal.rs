@@ -239,7 +239,11 @@ pub fn test(cli: &Path) -> Result<()> {
     }
     c.label = "bare manual".into();
     if let Err(e) = manual(&mut c, &fw, &prefix, &dir) {
-        c.fail("manual records traced and checked", "no error", &format!("{e:#}"));
+        c.fail(
+            "manual records traced and checked",
+            "no error",
+            &format!("{e:#}"),
+        );
     }
     c.label = "bare smp".into();
     if let Err(e) = smp(&mut c, &fw, &prefix, &dir) {
@@ -501,18 +505,25 @@ fn manual(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
         &format!("{want:02x?}"),
         &format!("{:02x?}", &bytes[..at.min(bytes.len())]),
     );
-    let insns = crate::linux::initramfs::parse_disassembly(&crate::linux::initramfs::disassemble(&elf, "main")?);
+    let insns = crate::linux::initramfs::parse_disassembly(&crate::linux::initramfs::disassemble(
+        &elf, "main",
+    )?);
     let sites: Vec<u64> = insns
         .iter()
         .filter(|i| i.target_symbol.as_deref() == Some("perfWriteCntrs"))
         .map(|i| i.addr + i.len)
         .collect();
     let mut records = Vec::new();
-    let stats = decode_stream(&bytes[..], decode_config(0), &mut |o| {
-        if let Output::Record(r) = o {
-            records.push((r.kind, r.addr, r.timestamp));
-        }
-    }, &mut |_| {});
+    let stats = decode_stream(
+        &bytes[..],
+        decode_config(0),
+        &mut |o| {
+            if let Output::Record(r) = o {
+                records.push((r.kind, r.addr, r.timestamp));
+            }
+        },
+        &mut |_| {},
+    );
     let pcs: Vec<u64> = records.iter().map(|r| r.1).collect();
     c.check(
         "two manual records at the return addresses of the two perfWriteCntrs() calls",
@@ -603,6 +614,76 @@ fn smp(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask bench`: the bare-metal hooks' cost per enter + exit pair
+/// in instructions (QEMU icount), 1, 2 and 6 recorded counters, with the
+/// staging area not filling (hooks alone) and filling (encoding included),
+/// and with tracing off. Written to target/bench/hpmtrace-bare.md.
+pub fn hook_cost_bench() -> Result<()> {
+    step("hpmtrace bare-metal hook cost (instructions per enter+exit pair, QEMU icount)");
+    let dir = root().join("target/xtask-trace/bare-bench");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let prefix = dir.join("prefix");
+    install(&prefix, Some(TEST_POOL))?;
+    let fw = crate::firmware::build()?;
+    let elf = link(
+        &prefix,
+        &dir,
+        "hookcost",
+        &[sources().join("hookcost.c")],
+        true,
+    )?;
+    let console = boot(&fw, &elf, 1)?;
+    let mut md = String::from(
+        "# hpmtrace bare-metal hook cost\n\n\
+         Instructions per enter+exit hook pair of an empty `-finstrument-functions` function, \
+         minus the same calls uninstrumented; S-mode on rvpmu-fw, QEMU virt, -icount shift=0 (exact). \
+         \"hooks\": the staging area never fills; \"with encoding\": it fills and is encoded inside the run, amortized.\n\n\
+         | counters recorded | tracing off | hooks (200 pairs) | with encoding (20000 pairs) |\n| ---: | ---: | ---: | ---: |\n",
+    );
+    let mut rows: Vec<(u64, [u64; 3])> = Vec::new();
+    for l in console.lines().filter(|l| l.starts_with("hookcost: ")) {
+        let num = |k: &str| -> Option<u64> {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix(k)?.strip_prefix('=')?.parse().ok())
+        };
+        let (Some(n), Some(pairs), Some(plain), Some(off), Some(on)) = (
+            num("counters"),
+            num("pairs"),
+            num("plain"),
+            num("off"),
+            num("on"),
+        ) else {
+            bail!("unparsable line {l:?}");
+        };
+        let per = |x: u64| x.saturating_sub(plain) / pairs.max(1);
+        let row = match rows.iter_mut().find(|r| r.0 == n) {
+            Some(r) => r,
+            None => {
+                rows.push((n, [0; 3]));
+                rows.last_mut().unwrap()
+            }
+        };
+        if pairs < 1000 {
+            row.1[0] = per(off);
+            row.1[1] = per(on);
+        } else {
+            row.1[2] = per(on);
+        }
+    }
+    if rows.len() != 3 {
+        bail!("expected 3 counter sets, got {rows:?}:\n{}", tail(&console));
+    }
+    for (n, [off, hooks, enc]) in &rows {
+        md.push_str(&format!("| {n} | {off} | {hooks} | {enc} |\n"));
+    }
+    let out = root().join("target/bench/hpmtrace-bare.md");
+    std::fs::create_dir_all(out.parent().unwrap())?;
+    std::fs::write(&out, &md)?;
+    println!("{md}\nwrote {}", out.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     /// The bare-metal runs on their own (needs QEMU):
@@ -611,6 +692,13 @@ mod tests {
     #[ignore]
     fn hpmtrace_bare() {
         super::test(&crate::trace::build_cli().unwrap()).unwrap();
+    }
+
+    /// `cargo test -p xtask hpmtrace_bare_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn hpmtrace_bare_bench() {
+        super::hook_cost_bench().unwrap();
     }
 
     #[test]

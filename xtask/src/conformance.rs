@@ -712,6 +712,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         dir.join("sbi.md").display(),
         dir.join("sbi.json").display()
     );
+    crate::baremetal::hook_cost_bench()?;
     // The per-sample cost needs Linux boots: same command, one run.
     crate::linux::sample_cost_bench()
 }
