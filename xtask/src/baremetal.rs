@@ -223,8 +223,10 @@ pub fn test(cli: &Path) -> Result<()> {
     let seed = root().join("crates/hpmtrace/tests/c/fib.c");
     let fib_src = dir.join("fib.c");
     std::fs::write(&fib_src, with_bare_metal(&std::fs::read_to_string(&seed)?)?)?;
-    let mut c = Checks::default();
-    c.label = "bare fib".into();
+    let mut c = Checks {
+        label: "bare fib".into(),
+        ..Checks::default()
+    };
     let r = fib(&mut c, &fw, &prefix, &dir, &fib_src, cli);
     if let Err(e) = r {
         c.fail("fib traced and checked", "no error", &format!("{e:#}"));
@@ -412,7 +414,7 @@ fn timer(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
     );
     let steps: Vec<u64> = samples
         .windows(2)
-        .filter_map(|w| Some(w[1].1?.checked_sub(w[0].1?)?))
+        .filter_map(|w| w[1].1?.checked_sub(w[0].1?))
         .collect();
     let off_grid = steps.iter().filter(|&&d| d.abs_diff(interval) > 1).count();
     c.check(

@@ -75,9 +75,8 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// on (on the host the bare-metal crates are empty stubs and e2e-init is
 /// its unit tests), then rustdoc; both with `-D warnings`. Every unsafe
 /// block must say why it is sound (`clippy::undocumented_unsafe_blocks`):
-/// rvpmu-fw, conformance and e2e-init deny it in their Cargo.toml
-/// `[lints]`, xtask and hpmtrace-cli (no unsafe code) get it here; rvpmu
-/// and hpmtrace do not pass it yet. Every step runs, so one run shows
+/// every crate with unsafe code denies it in its Cargo.toml `[lints]`,
+/// xtask and hpmtrace-cli (no unsafe code) get it here. Every step runs, so one run shows
 /// everything to fix; the gate fails at the end, naming the failed steps.
 fn lint() -> Result<()> {
     let clippy = |target: Option<&str>, args: &[&str], lints: &[&str]| {
@@ -155,6 +154,21 @@ fn lint() -> Result<()> {
             )],
         ),
         (
+            format!("clippy -D warnings, {BARE_TARGET}: hpmtrace with its bare-metal C API"),
+            vec![clippy(
+                Some(BARE_TARGET),
+                &[
+                    "--release",
+                    "-p",
+                    "hpmtrace",
+                    "--no-default-features",
+                    "--features",
+                    "bare-capi",
+                ],
+                &[],
+            )],
+        ),
+        (
             format!(
                 "clippy -D warnings, {GUEST_TARGET}: e2e-init (the guest's /init), hpmtrace \
                  (the guest's library)"
@@ -178,6 +192,14 @@ fn lint() -> Result<()> {
                 Some(BARE_TARGET),
                 &["rvpmu", "srt", "rvpmu-fw", "conformance"],
             )],
+        ),
+        (
+            format!("rustdoc -D warnings, {BARE_TARGET}: hpmtrace with its bare-metal C API"),
+            vec![{
+                let mut c = rustdoc(Some(BARE_TARGET), &["hpmtrace"]);
+                c.args(["--no-default-features", "--features", "bare-capi"]);
+                c
+            }],
         ),
         (
             format!("rustdoc -D warnings, {GUEST_TARGET}: e2e-init, hpmtrace"),

@@ -18,7 +18,7 @@
 //! kernel messages, even between a dump's lines) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
 //! bytes) catches a console that dropped or changed characters.
 //!
-//! The writer is `no_std` ([`write`]); the reader needs `std` ([`parse`]).
+//! The writer is `no_std` ([`write()`]); the reader, `parse`, needs `std`.
 
 /// First word of a dump's header line.
 pub const BEGIN: &str = "hpmtrace-dump v1";

@@ -3,8 +3,8 @@
 //! Performance counters written into a trace as ITC data-acquisition
 //! messages, in the format of the SiFive Trace Performance Library
 //! ([`format`](mod@format)), framed as Nexus messages ([`wire`] is their
-//! layout, [`rtd`] writes them, [`nexus`] parses them) and decoded back
-//! ([`decode`]). The Linux collector's hooks
+//! layout, [`rtd`] writes them, `nexus` parses them) and decoded back
+//! (`decode`; both with `std`). The Linux collector's hooks
 //! only store raw samples; [`stage`] encodes them later into the same bytes.
 //! Overhead against uftrace: `BENCH.md`.
 //!

@@ -17,7 +17,7 @@
 //! first into the 6-bit slices, fixed fields may end mid-slice, a variable
 //! field ends at a slice boundary with MSEO 01, the message's last field
 //! with MSEO 11. The constants and the timestamp rule are [`crate::wire`]'s,
-//! shared with [`crate::nexus`], which writes and parses the same format;
+//! shared with `crate::nexus` (with `std`), which writes and parses the same format;
 //! the packing is re-implemented here without allocation because it runs
 //! on the hot path (every function entry and exit) and in `no_std` builds,
 //! and the tests check both produce identical bytes.

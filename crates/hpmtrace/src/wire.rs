@@ -1,5 +1,5 @@
 //! The Nexus wire layout, in one place: what [`crate::rtd`] writes and
-//! [`crate::nexus`] writes and parses.
+//! `crate::nexus` (with `std`) writes and parses.
 //!
 //! A trace (`.rtd` file) is the raw trace-sink bytes: a sequence of
 //! messages, each byte carrying six data bits MDO\[7:2\] and two framing

@@ -269,13 +269,13 @@ pub unsafe fn for_each_stopped(resume: u32, mut f: impl FnMut(usize, &mut Core, 
     if let Some(b) = mine {
         b.store(true, Ordering::SeqCst);
     }
-    for i in 0..MAX_CORES {
+    for (i, (slot, skipped)) in TABLE.0.iter().zip(&SKIPPED).enumerate() {
         // SAFETY: recording is off and every hart that was inside a record
         // has left it (stop_and_wait), this hart's own slot is marked busy
         // (its interrupts leave it alone), and no init runs elsewhere
         // (caller): nothing else reaches slot i while this reference lives.
-        if let Some(c) = unsafe { &mut *TABLE.0[i].get() } {
-            f(i, c, SKIPPED[i].load(Ordering::Relaxed));
+        if let Some(c) = unsafe { &mut *slot.get() } {
+            f(i, c, skipped.load(Ordering::Relaxed));
         }
     }
     if let Some(b) = mine {

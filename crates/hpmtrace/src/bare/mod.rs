@@ -31,7 +31,7 @@
 //! per hart; the hartid on QEMU virt) in `tp`, the usual bare-metal
 //! runtime convention, and runs with `satp` = Bare (buffer addresses are
 //! physical for SBI). Per-core state is only touched by its own hart;
-//! [`cores`] keeps a timer interrupt from re-entering it.
+//! the `cores` module keeps a timer interrupt from re-entering it.
 mod capi;
 mod console;
 mod cores;
