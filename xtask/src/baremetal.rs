@@ -50,19 +50,47 @@ fn sources() -> PathBuf {
     root().join("crates/hpmtrace/tests/bare")
 }
 
-/// Build the bare-metal library (pool of `pool` bytes, default 256K) and
-/// install it with the headers into `dir`. Test builds use their own
-/// target directory, so the pool setting never rebuilds the other.
-pub fn install(dir: &Path, pool: Option<&str>) -> Result<()> {
+/// The privilege mode a program and its library run in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// S-mode on an SBI firmware (rvpmu-fw): `-kernel`.
+    Supervisor,
+    /// M-mode on the bare machine: the program is the `-bios`.
+    Machine,
+}
+
+impl Mode {
+    fn feature(self) -> &'static str {
+        match self {
+            Mode::Supervisor => "bare-capi",
+            Mode::Machine => "bare-machine",
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Supervisor => "S",
+            Mode::Machine => "M",
+        }
+    }
+}
+
+/// Build the bare-metal library for `mode` (pool of `pool` bytes, default
+/// 256K) and install it with the headers into `dir`. Test builds use
+/// target directories of their own, so neither setting rebuilds another.
+pub fn install(dir: &Path, mode: Mode, pool: Option<&str>) -> Result<()> {
     let mut cmd = cargo();
+    let suffix = match mode {
+        Mode::Supervisor => "",
+        Mode::Machine => "-m",
+    };
     let target_dir = match pool {
         Some(p) => {
             cmd.env("HPMTRACE_POOL_BYTES", p);
-            root().join("target/bare-test")
+            root().join(format!("target/bare-test{suffix}"))
         }
         None => {
             cmd.env_remove("HPMTRACE_POOL_BYTES");
-            root().join("target")
+            root().join(format!("target/bare{suffix}"))
         }
     };
     crate::trace::install_lib(
@@ -70,8 +98,121 @@ pub fn install(dir: &Path, pool: Option<&str>) -> Result<()> {
         &mut cmd,
         Some(TARGET),
         &target_dir,
-        &["--no-default-features", "--features", "bare-capi"],
+        &["--no-default-features", "--features", mode.feature()],
     )
+}
+
+/// One mode's library, installed, and where its programs go.
+struct Build {
+    mode: Mode,
+    prefix: PathBuf,
+    dir: PathBuf,
+    /// The firmware S-mode programs run on.
+    fw: PathBuf,
+}
+
+impl Build {
+    fn new(mode: Mode, dir: PathBuf) -> Result<Build> {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let prefix = dir.join("prefix");
+        install(&prefix, mode, Some(TEST_POOL))?;
+        Ok(Build {
+            mode,
+            prefix,
+            dir,
+            fw: crate::firmware::build()?,
+        })
+    }
+
+    /// Compile and link one program: `srcs` with the runtime and the
+    /// library; `instrument` adds -finstrument-functions to the program's
+    /// own sources (never to the runtime).
+    fn link(&self, name: &str, srcs: &[PathBuf], instrument: bool) -> Result<PathBuf> {
+        let gcc = || {
+            let mut c = Command::new("riscv64-linux-gnu-gcc");
+            c.args(CFLAGS)
+                .arg("-I")
+                .arg(self.prefix.join("include"))
+                .arg("-I")
+                .arg(sources());
+            if self.mode == Mode::Machine {
+                c.arg("-DMMODE");
+            }
+            c
+        };
+        let mut objs = Vec::new();
+        for (src, inst) in [
+            (sources().join("crt0.S"), false),
+            (sources().join("rt.c"), false),
+        ]
+        .into_iter()
+        .chain(srcs.iter().map(|s| (s.clone(), instrument)))
+        {
+            let o = self.dir.join(format!(
+                "{name}-{}.o",
+                src.file_stem().unwrap().to_string_lossy()
+            ));
+            let mut c = gcc();
+            if inst {
+                c.arg("-finstrument-functions");
+            }
+            run(c.arg("-c").arg(&src).arg("-o").arg(&o)).with_context(|| {
+                format!(
+                    "riscv64-linux-gnu-gcc could not compile {} (run `cargo xtask setup`)",
+                    src.display()
+                )
+            })?;
+            objs.push(o);
+        }
+        let elf = self.dir.join(format!("{name}.elf"));
+        let mut c = gcc();
+        c.args([
+            "-nostdlib",
+            "-static",
+            "-no-pie",
+            "-Wl,--build-id=none",
+            "-Wl,--no-warn-rwx-segments",
+            "-Wl,--gc-sections",
+        ]);
+        if self.mode == Mode::Machine {
+            // The -bios address.
+            c.arg("-Wl,--defsym=rt_origin=0x80000000");
+        }
+        run(c
+            .arg("-T")
+            .arg(sources().join("link.ld"))
+            .args(&objs)
+            .arg(self.prefix.join("lib/libhpmtrace.a"))
+            .arg("-lgcc")
+            .arg("-o")
+            .arg(&elf))?;
+        Ok(elf)
+    }
+
+    /// Run `elf` with `smp` harts under icount (on rvpmu-fw in S-mode, as
+    /// the firmware in M-mode): its console, once it powered off cleanly.
+    fn boot(&self, elf: &Path, smp: u32) -> Result<String> {
+        let mut q = crate::qemu::Qemu::virt(smp);
+        match self.mode {
+            Mode::Supervisor => {
+                q.bios = Some(self.fw.clone());
+                q.kernel = Some(elf.to_path_buf());
+            }
+            Mode::Machine => q.bios = Some(elf.to_path_buf()),
+        }
+        let r = run_captured(&mut q.command(), TIMEOUT, None)?;
+        let code = r.status.and_then(|s| s.code());
+        if code != Some(crate::firmware::exit::POWER_OFF) {
+            bail!(
+                "{} did not power off cleanly: {}\n{}",
+                elf.display(),
+                crate::firmware::exit::describe(code),
+                tail(&r.stdout)
+            );
+        }
+        Ok(r.stdout)
+    }
 }
 
 /// The seed's fib example for bare metal: "The bare-metal version is
@@ -89,87 +230,6 @@ fn with_bare_metal(seed: &str) -> Result<String> {
             .replace("sifive_linux_perf.h", "sifive_bare_perf.h")
             .replace("32*1024", FIB_BUFFER)
     ))
-}
-
-/// Compile and link one program: `sources` with the runtime and the
-/// library; `instrument` adds -finstrument-functions to the program's own
-/// sources (never to the runtime).
-fn link(
-    prefix: &Path,
-    out: &Path,
-    name: &str,
-    srcs: &[PathBuf],
-    instrument: bool,
-) -> Result<PathBuf> {
-    let gcc = || {
-        let mut c = Command::new("riscv64-linux-gnu-gcc");
-        c.args(CFLAGS)
-            .arg("-I")
-            .arg(prefix.join("include"))
-            .arg("-I")
-            .arg(sources());
-        c
-    };
-    let mut objs = Vec::new();
-    for (src, inst) in [
-        (sources().join("crt0.S"), false),
-        (sources().join("rt.c"), false),
-    ]
-    .into_iter()
-    .chain(srcs.iter().map(|s| (s.clone(), instrument)))
-    {
-        let o = out.join(format!(
-            "{name}-{}.o",
-            src.file_stem().unwrap().to_string_lossy()
-        ));
-        let mut c = gcc();
-        if inst {
-            c.arg("-finstrument-functions");
-        }
-        run(c.arg("-c").arg(&src).arg("-o").arg(&o)).with_context(|| {
-            format!(
-                "riscv64-linux-gnu-gcc could not compile {} (run `cargo xtask setup`)",
-                src.display()
-            )
-        })?;
-        objs.push(o);
-    }
-    let elf = out.join(format!("{name}.elf"));
-    run(gcc()
-        .args([
-            "-nostdlib",
-            "-static",
-            "-no-pie",
-            "-Wl,--build-id=none",
-            "-Wl,--no-warn-rwx-segments",
-            "-Wl,--gc-sections",
-            "-T",
-        ])
-        .arg(sources().join("link.ld"))
-        .args(&objs)
-        .arg(prefix.join("lib/libhpmtrace.a"))
-        .arg("-lgcc")
-        .arg("-o")
-        .arg(&elf))?;
-    Ok(elf)
-}
-
-/// Run `elf` on rvpmu-fw with `smp` harts under icount: its console.
-fn boot(fw: &Path, elf: &Path, smp: u32) -> Result<String> {
-    let mut q = crate::qemu::Qemu::virt(smp);
-    q.bios = Some(fw.to_path_buf());
-    q.kernel = Some(elf.to_path_buf());
-    let r = run_captured(&mut q.command(), TIMEOUT, None)?;
-    let code = r.status.and_then(|s| s.code());
-    if code != Some(crate::firmware::exit::POWER_OFF) {
-        bail!(
-            "{} did not power off cleanly: {}\n{}",
-            elf.display(),
-            crate::firmware::exit::describe(code),
-            tail(&r.stdout)
-        );
-    }
-    Ok(r.stdout)
 }
 
 /// The console without the dumps' hex lines, last 30 lines.
@@ -211,45 +271,53 @@ fn decode_config(src_bits: u8) -> DecodeConfig {
     }
 }
 
-/// Build the library and the programs, run them, check them.
+/// Build the library and the programs for both modes, run them, check
+/// them: S-mode on rvpmu-fw (fib, timer, manual records, 4 harts), M-mode
+/// as the machine's firmware (fib, timer).
 pub fn test(cli: &Path) -> Result<()> {
-    step("hpmtrace on bare metal: libhpmtrace.a for riscv64 S-mode, programs on rvpmu-fw (QEMU icount)");
-    let dir = root().join("target/xtask-trace/bare");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let prefix = dir.join("prefix");
-    install(&prefix, Some(TEST_POOL))?;
-    let fw = crate::firmware::build()?;
     let seed = root().join("crates/hpmtrace/tests/c/fib.c");
-    let fib_src = dir.join("fib.c");
-    std::fs::write(&fib_src, with_bare_metal(&std::fs::read_to_string(&seed)?)?)?;
-    let mut c = Checks {
-        label: "bare fib".into(),
-        ..Checks::default()
-    };
-    let r = fib(&mut c, &fw, &prefix, &dir, &fib_src, cli);
-    if let Err(e) = r {
-        c.fail("fib traced and checked", "no error", &format!("{e:#}"));
-    }
-    c.label = "bare timer".into();
-    if let Err(e) = timer(&mut c, &fw, &prefix, &dir) {
-        c.fail(
-            "timer samples traced and checked",
-            "no error",
-            &format!("{e:#}"),
-        );
-    }
-    c.label = "bare manual".into();
-    if let Err(e) = manual(&mut c, &fw, &prefix, &dir) {
-        c.fail(
-            "manual records traced and checked",
-            "no error",
-            &format!("{e:#}"),
-        );
-    }
-    c.label = "bare smp".into();
-    if let Err(e) = smp(&mut c, &fw, &prefix, &dir) {
-        c.fail("4 harts traced and checked", "no error", &format!("{e:#}"));
+    let seed = with_bare_metal(&std::fs::read_to_string(&seed)?)?;
+    let mut c = Checks::default();
+    for mode in [Mode::Supervisor, Mode::Machine] {
+        step(&format!(
+            "hpmtrace on bare metal, {}-mode: libhpmtrace.a for riscv64, programs on QEMU virt (icount){}",
+            mode.name(),
+            if mode == Mode::Supervisor { " under rvpmu-fw" } else { " as the firmware" }
+        ));
+        let b = Build::new(
+            mode,
+            root().join(format!("target/xtask-trace/bare-{}", mode.name())),
+        )?;
+        let fib_src = b.dir.join("fib.c");
+        std::fs::write(&fib_src, &seed)?;
+        let m = mode.name();
+        c.label = format!("bare {m} fib");
+        if let Err(e) = fib(&mut c, &b, &fib_src, cli) {
+            c.fail("fib traced and checked", "no error", &format!("{e:#}"));
+        }
+        c.label = format!("bare {m} timer");
+        if let Err(e) = timer(&mut c, &b) {
+            c.fail(
+                "timer samples traced and checked",
+                "no error",
+                &format!("{e:#}"),
+            );
+        }
+        if mode == Mode::Machine {
+            continue; // one hart, no HSM: the rest is S-mode's
+        }
+        c.label = format!("bare {m} manual");
+        if let Err(e) = manual(&mut c, &b) {
+            c.fail(
+                "manual records traced and checked",
+                "no error",
+                &format!("{e:#}"),
+            );
+        }
+        c.label = format!("bare {m} smp");
+        if let Err(e) = smp(&mut c, &b) {
+            c.fail("4 harts traced and checked", "no error", &format!("{e:#}"));
+        }
     }
     println!(
         "hpmtrace bare metal: {} passed, {} failed",
@@ -266,20 +334,28 @@ pub fn test(cli: &Path) -> Result<()> {
 }
 
 /// The seed's fib on one hart.
-fn fib(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path, src: &Path, cli: &Path) -> Result<()> {
-    let elf = link(prefix, dir, "fib", &[src.to_path_buf()], true)?;
-    let console = boot(fw, &elf, 1)?;
+fn fib(c: &mut Checks, b: &Build, src: &Path, cli: &Path) -> Result<()> {
+    let dir = &b.dir;
+    let elf = b.link("fib", &[src.to_path_buf()], true)?;
+    let console = b.boot(&elf, 1)?;
     std::fs::write(dir.join("fib.console"), &console)?;
     let answer = fibcheck::parse_fib_line(&console);
     c.check(
-        "the seed's fib runs on rvpmu-fw and prints fib(20) = 6765",
+        "the seed's fib runs and prints fib(20) = 6765",
         answer == Some((20, fibcheck::fib(20))),
         "fib(20) = 6765, QEMU powered off (exit 0)",
         &format!("{answer:?}"),
     );
     // The seed's list: cycles, timestamp, instructions, then cache misses,
-    // branch instructions, branch misses and raw 0x20000, which QEMU virt's
-    // PMU (its riscv,pmu event map) has no counter for.
+    // branch instructions, branch misses and raw 0x20000. In S-mode the
+    // SBI PMU (QEMU virt's riscv,pmu event map) has none of the last four;
+    // in M-mode the library takes no general event but cycles and
+    // instructions (the seed's bare-metal rule) and writes a raw event's
+    // selector as given (what the hardware counts for it is its business).
+    let (want_out, want_raw): (&[usize], bool) = match b.mode {
+        Mode::Supervisor => (&[3, 4, 5, 6], false),
+        Mode::Machine => (&[3, 4, 5], true),
+    };
     let left_out: Vec<usize> = console
         .lines()
         .filter(|l| {
@@ -295,8 +371,8 @@ fn fib(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path, src: &Path, cli: &P
         .collect();
     c.check(
         "events the platform cannot count are left out, each named on the console",
-        left_out == [3, 4, 5, 6],
-        "perfEvent 3, 4, 5, 6 (HW_CACHE_MISSES, HW_BRANCH_INSTRUCTIONS, HW_BRANCH_MISSES, raw 0x20000)",
+        left_out == want_out,
+        &format!("perfEvent {want_out:?} of HW_CACHE_MISSES, HW_BRANCH_INSTRUCTIONS, HW_BRANCH_MISSES, raw 0x20000 (3..6)"),
         &format!("perfEvent {left_out:?}"),
     );
     let rtd = dir.join("fib.rtd");
@@ -317,15 +393,23 @@ fn fib(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path, src: &Path, cli: &P
         .iter()
         .flat_map(|h| h.iter().map(|(i, d)| (i, d.event)))
         .collect();
+    let mut want_events = vec![
+        (0, Event::General { code: 1 }),
+        (1, Event::General { code: 0x80 }),
+        (2, Event::General { code: 2 }),
+    ];
+    if want_raw {
+        want_events.push((
+            3,
+            Event::Raw {
+                event_data: 0x20000,
+            },
+        ));
+    }
     c.check(
-        "the header keeps to the seed's event types: cycles, timestamp, instructions in slots 0, 1, 2",
-        events
-            == [
-                (0, Event::General { code: 1 }),
-                (1, Event::General { code: 0x80 }),
-                (2, Event::General { code: 2 }),
-            ],
-        "[(0, cycles), (1, timestamp), (2, instructions)], all type 0",
+        "the header keeps to the seed's event types: the counted events in the seed's slots",
+        events == want_events,
+        &format!("{want_events:?}"),
         &format!("{events:?}"),
     );
     fibcheck::check_trace(
@@ -367,9 +451,10 @@ fn reported(console: &str, prefix: &str, key: &str) -> Option<u64> {
 }
 
 /// Timer-ISR sampling of a known loop.
-fn timer(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
-    let elf = link(prefix, dir, "timer", &[sources().join("timer.c")], false)?;
-    let console = boot(fw, &elf, 1)?;
+fn timer(c: &mut Checks, b: &Build) -> Result<()> {
+    let dir = &b.dir;
+    let elf = b.link("timer", &[sources().join("timer.c")], false)?;
+    let console = b.boot(&elf, 1)?;
     std::fs::write(dir.join("timer.console"), &console)?;
     let ran = reported(&console, "timer: spin ran", "ran")
         .context("no \"timer: spin ran N ticks\" line")?;
@@ -478,9 +563,10 @@ fn manual_header_bytes() -> Vec<Option<u8>> {
 
 /// `perfManualInit` + two `perfWriteCntrs`: the header bytes against the
 /// hand derivation, the records at the calls' return addresses.
-fn manual(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
-    let elf = link(prefix, dir, "manual", &[sources().join("manual.c")], false)?;
-    let console = boot(fw, &elf, 1)?;
+fn manual(c: &mut Checks, b: &Build) -> Result<()> {
+    let dir = &b.dir;
+    let elf = b.link("manual", &[sources().join("manual.c")], false)?;
+    let console = b.boot(&elf, 1)?;
     std::fs::write(dir.join("manual.console"), &console)?;
     let bytes = import(&console, "manual.rtd", &dir.join("manual.rtd"))?;
     let want = manual_header_bytes();
@@ -541,11 +627,12 @@ fn manual(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
 }
 
 /// Four harts, each tracing fib(10 + hart) with its own SRC.
-fn smp(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
+fn smp(c: &mut Checks, b: &Build) -> Result<()> {
+    let dir = &b.dir;
     const HARTS: u16 = 4;
     const FIB_BASE: u64 = 10;
-    let elf = link(prefix, dir, "smp", &[sources().join("smp.c")], true)?;
-    let console = boot(fw, &elf, HARTS as u32)?;
+    let elf = b.link("smp", &[sources().join("smp.c")], true)?;
+    let console = b.boot(&elf, HARTS as u32)?;
     std::fs::write(dir.join("smp.console"), &console)?;
     let answers: Vec<bool> = (0..HARTS as u64)
         .map(|h| {
@@ -622,20 +709,12 @@ fn smp(c: &mut Checks, fw: &Path, prefix: &Path, dir: &Path) -> Result<()> {
 /// and with tracing off. Written to target/bench/hpmtrace-bare.md.
 pub fn hook_cost_bench() -> Result<()> {
     step("hpmtrace bare-metal hook cost (instructions per enter+exit pair, QEMU icount)");
-    let dir = root().join("target/xtask-trace/bare-bench");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let prefix = dir.join("prefix");
-    install(&prefix, Some(TEST_POOL))?;
-    let fw = crate::firmware::build()?;
-    let elf = link(
-        &prefix,
-        &dir,
-        "hookcost",
-        &[sources().join("hookcost.c")],
-        true,
+    let b = Build::new(
+        Mode::Supervisor,
+        root().join("target/xtask-trace/bare-bench"),
     )?;
-    let console = boot(&fw, &elf, 1)?;
+    let elf = b.link("hookcost", &[sources().join("hookcost.c")], true)?;
+    let console = b.boot(&elf, 1)?;
     let mut md = String::from(
         "# hpmtrace bare-metal hook cost\n\n\
          Instructions per enter+exit hook pair of an empty `-finstrument-functions` function, \

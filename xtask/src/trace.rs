@@ -16,16 +16,24 @@ pub struct CabiArgs {
     /// firmware; sifive_bare_perf.h): riscv64gc-unknown-none-elf.
     #[arg(long)]
     pub bare_metal: bool,
+    /// With --bare-metal: for M-mode programs (counters and CLINT timer
+    /// programmed directly; the program provides
+    /// `void hpmtrace_console_write(const char *, unsigned long)`).
+    #[arg(long, requires = "bare_metal")]
+    pub machine_mode: bool,
 }
 
 /// Build the static library (release) and install headers and library.
 pub fn cabi(a: CabiArgs) -> Result<()> {
     let d = a.dir.display();
     if a.bare_metal {
-        crate::baremetal::install(&a.dir, None)?;
-        eprintln!(
-            "installed {d}/include/*.h and {d}/lib/libhpmtrace.a (bare metal, riscv64 S-mode)"
-        );
+        let mode = if a.machine_mode {
+            crate::baremetal::Mode::Machine
+        } else {
+            crate::baremetal::Mode::Supervisor
+        };
+        crate::baremetal::install(&a.dir, mode, None)?;
+        eprintln!("installed {d}/include/*.h and {d}/lib/libhpmtrace.a (bare metal, riscv64, {mode:?} mode)");
         eprintln!("build a program:  riscv64-linux-gnu-gcc -march=rv64gc -mabi=lp64d -mcmodel=medany -ffreestanding -nostdlib -finstrument-functions -I{d}/include prog.c your-runtime.o {d}/lib/libhpmtrace.a -lgcc");
         eprintln!("set HPMTRACE_POOL_BYTES=<n>[K|M] when building for a pool other than 256K (PERF_MEM_POOL_SIZE)");
         return Ok(());

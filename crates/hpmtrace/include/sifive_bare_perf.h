@@ -3,7 +3,11 @@
  * The seed's calls, implemented by libhpmtrace.a built for
  * riscv64gc-unknown-none-elf (`cargo xtask cabi DIR --bare-metal`), for
  * programs running in S-mode on an SBI implementation (SBI PMU for the
- * counters, SBI TIME for the sampling timer, SBI DBCN for messages).
+ * counters, SBI TIME for the sampling timer, SBI DBCN for messages); or,
+ * built with --machine-mode, for M-mode programs (counter CSRs and the
+ * CLINT's mtimecmp programmed directly; cycles, instructions and raw
+ * events only; messages through hpmtrace_console_write, which the program
+ * defines).
  * No allocator, no libc: trace buffers come from a static pool of
  * PERF_MEM_POOL_SIZE bytes, one per core (SBABufferSize bytes each; 0 =
  * an equal share of the pool), stop-on-full.
@@ -20,7 +24,8 @@
  *  - perfTimerISRInit needs the timebase: call perfSetDeviceTree(dtb) (the
  *    DT the firmware passed in a1) or perfSetTimebaseFrequency(hz) first,
  *    and install a trap vector that calls perfTimerISR(sepc) on a
- *    supervisor timer interrupt (scause = 0x8000000000000005);
+ *    supervisor timer interrupt (scause = 0x8000000000000005; in M-mode
+ *    perfTimerISR(mepc) on mcause = 0x8000000000000007);
  *  - perfWriteTrace(name) prints each core's buffer on the console as a
  *    framed hex dump; `hpmtrace import console.log -o trace.rtd` makes the
  *    .rtd file of it (a debugger can read the buffers instead);
@@ -49,6 +54,8 @@ int perfWriteTrace(char *file);
 
 /* Bare-metal additions (see above). */
 int perfTimerISR(void *pc);
+/* M-mode builds only: the program's console. */
+void hpmtrace_console_write(const char *s, unsigned long n);
 int perfSetTimebaseFrequency(uint64_t hz);
 int perfSetDeviceTree(const void *dtb);
 

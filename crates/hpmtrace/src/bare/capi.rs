@@ -107,7 +107,7 @@ unsafe fn init(
     let done = unsafe {
         with_core(|slot| {
             if let Some(old) = slot.take() {
-                pmu::release(old.counters.sbi_mask);
+                pmu::release(old.counters.mask);
             }
             let counters = pmu::configure(what, count_type, &events[..list.len()]);
             let words = (stage_bytes / 8).max(Core::stage_words(&counters));
@@ -278,7 +278,8 @@ pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
 }
 
 /// `int perfSetDeviceTree(const void *dtb)`: the timebase from the
-/// device tree the firmware passed (`/cpus/timebase-frequency`).
+/// device tree the firmware passed (`/cpus/timebase-frequency`); in M-mode
+/// also the CLINT whose `mtimecmp` the timer uses.
 ///
 /// # Safety
 /// `dtb` points to a flattened device tree (its header's size is trusted).
@@ -297,6 +298,29 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *const c_void) -> c_int {
         .find_node("/cpus")
         .and_then(|n| n.property("timebase-frequency"))
         .and_then(|p| p.as_usize());
+    #[cfg(feature = "bare-machine")]
+    {
+        // M-mode arms the CLINT's mtimecmp itself.
+        let clint = fdt
+            .all_nodes()
+            .find(|n| {
+                n.compatible()
+                    .is_some_and(|c| c.all().any(|c| c == "riscv,clint0" || c == "sifive,clint0"))
+            })
+            .and_then(|n| n.reg()?.next())
+            .map(|r| r.starting_address as usize);
+        match clint {
+            Some(base) => super::platform::CLINT.store(base, Ordering::Relaxed),
+            None => {
+                return fail(
+                    WHAT,
+                    format_args!(
+                        "no riscv,clint0 node in the device tree (M-mode needs its mtimecmp)"
+                    ),
+                )
+            }
+        }
+    }
     match hz {
         Some(hz) if hz > 0 => perfSetTimebaseFrequency(hz as u64),
         _ => fail(

@@ -1,24 +1,12 @@
-//! Warnings and dumps on the SBI console: DBCN console_write, or the
-//! legacy console_putchar where DBCN is absent.
+//! Warnings and dumps on the console (the platform's: SBI DBCN in S-mode,
+//! the program's function in M-mode).
 
+use super::platform::{Platform, This};
 use core::fmt::{self, Write};
-use rvpmu::supervisor::sbi;
-use sbi_spec::legacy::LEGACY_CONSOLE_PUTCHAR;
 
-/// Write `bytes` to the console. The buffer's address is passed as
-/// physical (the library's contract: satp = Bare).
+/// Write `bytes` to the console.
 pub fn write_bytes(bytes: &[u8]) {
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let r = sbi().console_write(rest.len(), rest.as_ptr() as usize, 0);
-        if r.error != 0 || r.value == 0 {
-            for &b in rest {
-                sbi().legacy(LEGACY_CONSOLE_PUTCHAR, [b as usize, 0, 0, 0]);
-            }
-            return;
-        }
-        rest = &rest[r.value.min(rest.len())..];
-    }
+    This::console_write(bytes);
 }
 
 struct Console;

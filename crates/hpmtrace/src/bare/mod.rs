@@ -35,22 +35,16 @@
 mod capi;
 mod console;
 mod cores;
+mod platform;
 mod pmu;
 mod pool;
 mod timer;
 
 /// A bug in the library: say where on the console and end the system
-/// with SRST "system failure", so a run never hangs or goes on with a
-/// broken trace.
+/// (SRST "system failure" in S-mode; M-mode waits forever), so a run never
+/// goes on with a broken trace.
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     console::warn(format_args!("panic: {info}"));
-    let _ = rvpmu::supervisor::sbi().system_reset(
-        sbi_spec::srst::RESET_TYPE_SHUTDOWN as usize,
-        sbi_spec::srst::RESET_REASON_SYSTEM_FAILURE as usize,
-    );
-    loop {
-        // SAFETY: wfi only waits for an interrupt.
-        unsafe { core::arch::asm!("wfi") };
-    }
+    <platform::This as platform::Platform>::fail()
 }

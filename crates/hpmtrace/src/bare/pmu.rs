@@ -1,10 +1,10 @@
-//! Counters for a header, from the SBI PMU: one config_matching per event,
-//! the counter's CSR from counter_get_info.
+//! Counters for a header: one counter per event from the platform (the
+//! SBI PMU or the M-mode CSRs), the header in the seed's slots.
 
 use super::console::warn;
+use super::platform::{Platform, Refusal, This};
 use crate::counters::{assign_slots, build_header};
-use crate::format::{CountType, CounterInfo, Event, EventType, Header, MAX_COUNTERS};
-use rvpmu::supervisor::{sbi, CounterCfgFlags, CounterStopFlags};
+use crate::format::{CountType, CounterInfo, Event, Header, MAX_COUNTERS};
 
 /// Width of the trace clock as the header declares it (Nexus timestamps
 /// are 40 bits by default).
@@ -21,41 +21,24 @@ pub struct Counters {
     pub values: usize,
     /// Record position of the timestamp, if listed.
     pub ts_pos: Option<usize>,
-    /// SBI counter indices configured here (released on re-init).
-    pub sbi_mask: u64,
+    /// Counter indices configured here (released on re-init).
+    pub mask: u64,
     /// Per entry of the caller's list: (slot, counter info), `None` when
     /// the event was left out.
     pub placed: [Option<(u8, CounterInfo)>; MAX_COUNTERS],
 }
 
-/// SBI `event_idx` and `event_data` of `e` (type << 16 | code; raw
-/// events carry their selector in event_data).
-fn sbi_event(e: Event) -> Option<(usize, u64)> {
-    match e {
-        Event::Raw { event_data } => Some(((EventType::HwRaw as usize) << 16, event_data)),
-        Event::LinuxSoftware { .. } => None,
-        _ => Some(((e.event_type() as usize) << 16 | e.code()? as usize, 0)),
-    }
-}
-
-/// Stop and release the SBI counters in `mask` (a previous init's).
+/// Stop and release the counters in `mask` (a previous init's).
 pub fn release(mask: u64) {
-    if mask != 0 {
-        let _ = sbi().pmu_counter_stop(0, mask as usize, CounterStopFlags::RESET);
-    }
+    This::release(mask);
 }
 
 /// Configure a counter for every countable event of `events` (running,
 /// cleared) and build the header. `what` names the
 /// init call in warnings.
 pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) -> Counters {
-    let mut s = sbi();
-    // Counters that exist (an index with no counter_info, such as `time`
-    // on many platforms, makes config_matching refuse the whole mask).
-    let all = (0..s.pmu_num_counters().min(64))
-        .filter(|&i| s.pmu_counter_get_info(i).error == 0)
-        .fold(0u64, |m, i| m | 1 << i);
-    let mut sbi_mask = 0u64;
+    let all = This::counters();
+    let mut mask = 0u64;
     let mut kept = [Event::General { code: 0 }; MAX_COUNTERS];
     let mut infos = [CounterInfo { csr: 0, width: 0 }; MAX_COUNTERS];
     let mut from = [0usize; MAX_COUNTERS];
@@ -73,42 +56,22 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
                 width: TIMESTAMP_BITS,
             }
         } else {
-            let Some((idx, data)) = sbi_event(e) else {
-                warn(format_args!(
-                    "{what}: perfEvent {i} ({e:?}) is a Linux software event, which bare metal has not: left out"
-                ));
-                continue;
-            };
             // Only counters not configured by this init, so two events
             // never share one.
-            let free = all & !sbi_mask;
-            // No mode filter: `cycle` and `instret` cannot be filtered on
-            // every platform (QEMU refuses M-inhibit on them), and the
-            // hooks make no SBI call, so M-mode only counts where the
-            // program itself calls SBI (the timer's set_timer).
-            let flags = CounterCfgFlags::CLEAR_VALUE | CounterCfgFlags::AUTO_START;
-            let r = s.pmu_counter_config_matching(0, free as usize, flags, idx, data);
-            if r.error != 0 {
-                warn(format_args!(
-                    "{what}: perfEvent {i} ({e:?}, SBI event {idx:#x}) cannot be counted here (SBI error {}): left out of the header",
-                    r.error as isize
-                ));
-                continue;
-            }
-            let ctr = r.value;
-            sbi_mask |= 1 << ctr;
-            match rvpmu::counter::CounterInfo::decode(s.pmu_counter_get_info(ctr).value as u64) {
-                rvpmu::counter::CounterInfo::Hardware { csr, width }
-                    if (0xc00..=0xc1f).contains(&csr) =>
-                {
-                    CounterInfo { csr, width }
+            match This::configure(e, all & !mask) {
+                Ok((ctr, info)) => {
+                    mask |= 1 << ctr;
+                    info
                 }
-                _ => {
-                    warn(format_args!(
-                        "{what}: perfEvent {i} ({e:?}) got SBI counter {ctr}, which has no counter CSR: left out"
-                    ));
-                    let _ = s.pmu_counter_stop(ctr, 1, CounterStopFlags::RESET);
-                    sbi_mask &= !(1 << ctr);
+                Err(why) => {
+                    match why {
+                        Refusal::Sbi(err) => warn(format_args!(
+                            "{what}: perfEvent {i} ({e:?}) cannot be counted here (SBI error {err}): left out of the header"
+                        )),
+                        Refusal::Unsupported(reason) => warn(format_args!(
+                            "{what}: perfEvent {i} ({e:?}) cannot be counted here ({reason}): left out of the header"
+                        )),
+                    }
                     continue;
                 }
             }
@@ -152,7 +115,7 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
         values,
         header,
         ts_pos,
-        sbi_mask,
+        mask,
         placed,
     }
 }

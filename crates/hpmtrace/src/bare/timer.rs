@@ -1,12 +1,12 @@
-//! The sampling timer: SBI TIME set_timer every `interval` µs, re-armed
+//! The sampling timer (SBI TIME set_timer in S-mode, the CLINT's mtimecmp
+//! in M-mode) every `interval` µs, re-armed
 //! from the previous deadline (not from "now"), so samples stay on a grid
 //! of the interval and a run of T µs takes T / interval samples, +-1.
 
+use super::cores::MAX_CORES;
+use super::platform::{Platform, This};
 use crate::counters::{Clock, TimeCsr};
 use core::sync::atomic::{AtomicU64, Ordering};
-use rvpmu::supervisor::sbi;
-
-use super::cores::MAX_CORES;
 
 /// Timebase of `time` in Hz (0: unknown).
 pub static TIMEBASE_HZ: AtomicU64 = AtomicU64::new(0);
@@ -15,12 +15,8 @@ static INTERVAL: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORE
 /// Per core: the deadline the timer is armed for.
 static DEADLINE: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
 
-/// `sie.STIE` and `sstatus.SIE`.
-const STIE: usize = 1 << 5;
-const SIE: usize = 1 << 1;
-
-/// Arm core `core`'s timer every `interval_us` µs and enable supervisor
-/// timer interrupts. Returns the interval in ticks, or `None` when the
+/// Arm core `core`'s timer every `interval_us` µs and enable the timer
+/// interrupt. Returns the interval in ticks, or `None` when the
 /// timebase is unknown.
 pub fn start(core: usize, interval_us: u64) -> Option<u64> {
     let hz = TIMEBASE_HZ.load(Ordering::Relaxed);
@@ -31,12 +27,8 @@ pub fn start(core: usize, interval_us: u64) -> Option<u64> {
     let first = TimeCsr.now() + ticks;
     INTERVAL[core].store(ticks, Ordering::Relaxed);
     DEADLINE[core].store(first, Ordering::Relaxed);
-    let _ = sbi().set_timer(first);
-    // SAFETY: enabling the supervisor timer interrupt; the program's trap
-    // vector is installed (perfTimerISRInit's documented precondition).
-    unsafe {
-        core::arch::asm!("csrs sie, {0}", "csrs sstatus, {1}", in(reg) STIE, in(reg) SIE);
-    }
+    This::set_timer(first);
+    This::enable_timer_interrupt();
     Some(ticks)
 }
 
@@ -56,6 +48,6 @@ pub fn rearm(core: usize) -> bool {
         next += (now - next) / interval * interval + interval;
     }
     DEADLINE[core].store(next, Ordering::Relaxed);
-    let _ = sbi().set_timer(next);
+    This::set_timer(next);
     true
 }

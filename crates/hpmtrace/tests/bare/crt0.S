@@ -1,17 +1,34 @@
-/* Entry, stacks and trap vector of the bare-metal test programs (S-mode,
- * on an SBI firmware). The boot hart enters _start with a0 = hartid,
- * a1 = DTB; other harts enter rt_secondary_entry through SBI HSM with
- * a1 = the function to run. Every hart keeps its hartid in tp, the core
- * index hpmtrace's bare-metal library reads. */
+/* Entry, stacks and trap vector of the bare-metal test programs: S-mode
+ * on an SBI firmware, or M-mode on the bare machine (-DMMODE, as -bios).
+ * The boot hart enters _start with a0 = hartid, a1 = DTB; in S-mode other
+ * harts enter rt_secondary_entry through SBI HSM with a1 = the function
+ * to run (in M-mode they all start at _start: harts other than 0 wait).
+ * Every hart keeps its hartid in tp, the core index hpmtrace's
+ * bare-metal library reads. */
 #define STACK_SHIFT 16
 #define MAX_HARTS 8
+
+#ifdef MMODE
+#define XTVEC mtvec
+#define XCAUSE mcause
+#define XEPC mepc
+#define XRET mret
+#else
+#define XTVEC stvec
+#define XCAUSE scause
+#define XEPC sepc
+#define XRET sret
+#endif
 
     .section .text.entry
     .globl _start
 _start:
+#ifdef MMODE
+    bnez a0, 3f
+#endif
     mv tp, a0
     la t0, rt_trap_entry
-    csrw stvec, t0
+    csrw XTVEC, t0
     la sp, rt_stacks
     addi t1, a0, 1
     slli t1, t1, STACK_SHIFT
@@ -32,7 +49,7 @@ _start:
 rt_secondary_entry:
     mv tp, a0
     la t0, rt_trap_entry
-    csrw stvec, t0
+    csrw XTVEC, t0
     la sp, rt_stacks
     addi t1, a0, 1
     slli t1, t1, STACK_SHIFT
@@ -42,7 +59,7 @@ rt_secondary_entry:
     j 4b
 
 /* Save the caller-saved registers on the interrupted stack (no red zone
- * on RISC-V), call rt_trap(scause, sepc), restore, sret. */
+ * on RISC-V), call rt_trap(cause, epc), restore, return. */
     .align 2
 rt_trap_entry:
     addi sp, sp, -128
@@ -62,8 +79,8 @@ rt_trap_entry:
     sd t4, 104(sp)
     sd t5, 112(sp)
     sd t6, 120(sp)
-    csrr a0, scause
-    csrr a1, sepc
+    csrr a0, XCAUSE
+    csrr a1, XEPC
     call rt_trap
     ld ra, 0(sp)
     ld t0, 8(sp)
@@ -82,7 +99,7 @@ rt_trap_entry:
     ld t5, 112(sp)
     ld t6, 120(sp)
     addi sp, sp, 128
-    sret
+    XRET
 
     .bss
     .balign 16
