@@ -290,33 +290,24 @@ pub fn test(cli: &Path) -> Result<()> {
         )?;
         let fib_src = b.dir.join("fib.c");
         std::fs::write(&fib_src, &seed)?;
-        let m = mode.name();
-        c.label = format!("bare {m} fib");
-        if let Err(e) = fib(&mut c, &b, &fib_src, cli) {
-            c.fail("fib traced and checked", "no error", &format!("{e:#}"));
+        type Run<'a> = Box<dyn Fn(&mut Checks, &Build) -> Result<()> + 'a>;
+        let mut runs: Vec<(&str, Run)> = vec![
+            (
+                "fib",
+                Box::new(|c: &mut Checks, b: &Build| fib(c, b, &fib_src, cli)),
+            ),
+            ("timer", Box::new(timer)),
+        ];
+        // M-mode: one hart and no HSM; manual records are S-mode's alone.
+        if mode == Mode::Supervisor {
+            runs.push(("manual", Box::new(manual)));
+            runs.push(("smp", Box::new(smp)));
         }
-        c.label = format!("bare {m} timer");
-        if let Err(e) = timer(&mut c, &b) {
-            c.fail(
-                "timer samples traced and checked",
-                "no error",
-                &format!("{e:#}"),
-            );
-        }
-        if mode == Mode::Machine {
-            continue; // one hart, no HSM: the rest is S-mode's
-        }
-        c.label = format!("bare {m} manual");
-        if let Err(e) = manual(&mut c, &b) {
-            c.fail(
-                "manual records traced and checked",
-                "no error",
-                &format!("{e:#}"),
-            );
-        }
-        c.label = format!("bare {m} smp");
-        if let Err(e) = smp(&mut c, &b) {
-            c.fail("4 harts traced and checked", "no error", &format!("{e:#}"));
+        for (name, run) in runs {
+            c.label = format!("bare {} {name}", mode.name());
+            if let Err(e) = run(&mut c, &b) {
+                c.fail("traced and checked", "no error", &format!("{e:#}"));
+            }
         }
     }
     println!(

@@ -54,35 +54,34 @@ pub struct DumpInfo<'a> {
 /// lines (each ending in `\n`). `name` must not contain white space (it
 /// is cut at the first).
 pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
+    use core::fmt::Write;
     let name = info.name.split_whitespace().next().unwrap_or("trace.rtd");
     let mut line = LineBuf::new();
-    line.push(BEGIN.as_bytes());
-    line.push(b" name=");
-    line.push(name.as_bytes());
-    line.push(b" core=");
-    line.dec(info.core as u64);
+    let _ = write!(line, "{BEGIN} name={name} core={}", info.core);
     if let Some(b) = info.src_bits {
-        line.push(b" src-bits=");
-        line.dec(b as u64);
+        let _ = write!(line, " src-bits={b}");
     }
-    line.push(b" bytes=");
-    line.dec(data.len() as u64);
+    let _ = write!(line, " bytes={}", data.len());
     line.end(out);
     for chunk in data.chunks(BYTES_PER_LINE) {
         for &b in chunk {
-            line.hex(b as u64, 2);
+            line.hex_byte(b);
         }
         line.end(out);
     }
-    line.push(END.as_bytes());
-    line.push(b" core=");
-    line.dec(info.core as u64);
-    line.push(b" fnv1a64=");
-    line.hex(fnv1a64(data), 16);
+    let _ = write!(
+        line,
+        "{END} core={} fnv1a64={:016x}",
+        info.core,
+        fnv1a64(data)
+    );
     line.end(out);
 }
 
 /// One line being built: the longest is a hex line (128 digits + `\n`).
+/// Header and end lines are formatted; hex lines, nearly all the output,
+/// are written digit by digit (formatting each byte cost several times
+/// more instructions on bare metal).
 struct LineBuf {
     buf: [u8; 2 * BYTES_PER_LINE + 1],
     len: usize,
@@ -100,30 +99,21 @@ impl LineBuf {
         self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
         self.len += n;
     }
-    fn hex(&mut self, v: u64, digits: u32) {
-        for i in (0..digits).rev() {
-            let d = (v >> (4 * i)) & 0xf;
-            self.push(&[b"0123456789abcdef"[d as usize]]);
-        }
-    }
-    fn dec(&mut self, v: u64) {
-        let mut tmp = [0u8; 20];
-        let mut i = tmp.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            tmp[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.push(&tmp[i..]);
+    fn hex_byte(&mut self, b: u8) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        self.push(&[DIGITS[(b >> 4) as usize], DIGITS[(b & 0xf) as usize]]);
     }
     fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
         self.buf[self.len] = b'\n';
         out(&self.buf[..=self.len]);
         self.len = 0;
+    }
+}
+
+impl core::fmt::Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
     }
 }
 

@@ -20,12 +20,8 @@
 #define XRET sret
 #endif
 
-    .section .text.entry
-    .globl _start
-_start:
-#ifdef MMODE
-    bnez a0, 3f
-#endif
+/* tp = hartid (a0), the trap vector, sp = top of this hart's stack. */
+.macro hart_setup
     mv tp, a0
     la t0, rt_trap_entry
     csrw XTVEC, t0
@@ -33,6 +29,15 @@ _start:
     addi t1, a0, 1
     slli t1, t1, STACK_SHIFT
     add sp, sp, t1
+.endm
+
+    .section .text.entry
+    .globl _start
+_start:
+#ifdef MMODE
+    bnez a0, 3f
+#endif
+    hart_setup
     la t0, __bss_start
     la t1, __bss_end
 1:  bgeu t0, t1, 2f
@@ -47,13 +52,7 @@ _start:
     .globl rt_secondary_entry
     .align 2
 rt_secondary_entry:
-    mv tp, a0
-    la t0, rt_trap_entry
-    csrw XTVEC, t0
-    la sp, rt_stacks
-    addi t1, a0, 1
-    slli t1, t1, STACK_SHIFT
-    add sp, sp, t1
+    hart_setup
     call rt_secondary
 4:  wfi
     j 4b
