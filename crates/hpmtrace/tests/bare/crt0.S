@@ -62,41 +62,19 @@ rt_secondary_entry:
     .align 2
 rt_trap_entry:
     addi sp, sp, -128
-    sd ra, 0(sp)
-    sd t0, 8(sp)
-    sd t1, 16(sp)
-    sd t2, 24(sp)
-    sd a0, 32(sp)
-    sd a1, 40(sp)
-    sd a2, 48(sp)
-    sd a3, 56(sp)
-    sd a4, 64(sp)
-    sd a5, 72(sp)
-    sd a6, 80(sp)
-    sd a7, 88(sp)
-    sd t3, 96(sp)
-    sd t4, 104(sp)
-    sd t5, 112(sp)
-    sd t6, 120(sp)
+    .set off, 0
+    .irp r, ra, t0, t1, t2, a0, a1, a2, a3, a4, a5, a6, a7, t3, t4, t5, t6
+    sd \r, off(sp)
+    .set off, off + 8
+    .endr
     csrr a0, XCAUSE
     csrr a1, XEPC
     call rt_trap
-    ld ra, 0(sp)
-    ld t0, 8(sp)
-    ld t1, 16(sp)
-    ld t2, 24(sp)
-    ld a0, 32(sp)
-    ld a1, 40(sp)
-    ld a2, 48(sp)
-    ld a3, 56(sp)
-    ld a4, 64(sp)
-    ld a5, 72(sp)
-    ld a6, 80(sp)
-    ld a7, 88(sp)
-    ld t3, 96(sp)
-    ld t4, 104(sp)
-    ld t5, 112(sp)
-    ld t6, 120(sp)
+    .set off, 0
+    .irp r, ra, t0, t1, t2, a0, a1, a2, a3, a4, a5, a6, a7, t3, t4, t5, t6
+    ld \r, off(sp)
+    .set off, off + 8
+    .endr
     addi sp, sp, 128
     XRET
 
