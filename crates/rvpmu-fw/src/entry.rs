@@ -43,8 +43,10 @@ extern "C" {
 
 // The trap vector. From S/U (or VS/VU) the whole register file is saved in
 // the hart's trap frame and `trap_handler` runs on the stack below it. A trap
-// taken in M-mode is either an expected fault of a guarded access (the frame's
+// taken in M-mode is either an expected fault of a guarded access (the root's
 // `recover` holds where to resume; a1 gets mcause) or a firmware bug.
+// `recover` and `scratch` are the root's, outside the frame: a guarded
+// access faults while its handler holds `&mut TrapFrame`.
 //
 // Fast path: an ecall from S-mode (mcause 9 is never raised by M-mode code)
 // with a non-legacy EID. `ecall_fast` is an extern "C" function, so the ABI
@@ -53,7 +55,7 @@ extern "C" {
 // their frame slots (t0 stays in `scratch`), and mscratch points back at
 // the frame as on the full path. Legacy calls need the full frame (a fault
 // reading a hart mask is redirected to S-mode), as do all other traps.
-// Guarded accesses (which use the frame's mstatus, and whose faults reuse
+// Guarded accesses (which take the frame, and whose faults reuse
 // `scratch`) are never made on the fast path.
 core::arch::global_asm!(
     ".section .text",
@@ -210,8 +212,8 @@ core::arch::global_asm!(
     ecall_s = const crate::csr::CAUSE_SUPERVISOR_ECALL,
     legacy_last = const crate::sbi::LEGACY_LAST_EID,
     fatal = sym crate::trap::m_mode_trap,
-    scratch = const offset_of!(TrapFrame, scratch),
+    scratch = const offset_of!(HartRoot, scratch),
     mepc = const offset_of!(TrapFrame, mepc),
     mstatus = const offset_of!(TrapFrame, mstatus),
-    recover = const offset_of!(TrapFrame, recover),
+    recover = const offset_of!(HartRoot, recover),
 );

@@ -4,10 +4,10 @@
 use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
 use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
-use crate::machine::{self, platform, Fence, FenceKind, HartLocal};
+use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
 use crate::pmu::HartPmu;
-use rvpmu::mem::SupervisorMemory;
+use rvpmu::mem::{PhysMemory, SupervisorMemory};
 use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
@@ -212,11 +212,13 @@ extension_fn!(spi_ext, |a, fid| {
         return err(RET_ERR_NOT_SUPPORTED);
     }
     // SAFETY: once per trap, on this hart, not kept past it.
-    send_ipi(a[0], a[1], &mut unsafe { this_hart() }.perf.pmu)
+    let hart = unsafe { this_hart() };
+    send_ipi(hart.ready, a[0], a[1], &mut hart.perf.pmu)
 });
 extension_fn!(rfnc_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
-    rfence(fid, a, &mut unsafe { this_hart() }.perf.pmu)
+    let hart = unsafe { this_hart() };
+    rfence(hart.ready, fid, a, &mut hart.perf.pmu)
 });
 extension_fn!(hsm_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
@@ -228,7 +230,11 @@ extension_fn!(srst_ext, |a, fid| {
     }
     system_reset(a[0], a[1])
 });
-extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a));
+extension_fn!(dbcn_ext, |a, fid| {
+    // SAFETY: once per trap, on this hart, not kept past it.
+    let hart = unsafe { this_hart() };
+    dbcn_call(hart.ready, hart.perf.pmu.mem_mut(), fid, a)
+});
 extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
 fn probe(eid: usize) -> bool {
@@ -251,8 +257,8 @@ fn base_call(fid: usize, arg: usize) -> Ret {
 
 /// The harts named by (hart_mask, hart_mask_base) as a bit set, or
 /// INVALID_PARAM if any of them is not a hart of this machine.
-fn hart_set(mask: usize, mask_base: usize) -> Result<u64, usize> {
-    let p = platform();
+fn hart_set(ready: Ready, mask: usize, mask_base: usize) -> Result<u64, usize> {
+    let p = ready.platform();
     let mut set = 0u64;
     if mask_base == usize::MAX {
         for h in 0..MAX_HARTS {
@@ -282,18 +288,18 @@ fn for_each_hart(set: u64, mut f: impl FnMut(usize)) {
     }
 }
 
-fn send_ipi(mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
-    match hart_set(mask, mask_base) {
+fn send_ipi(ready: Ready, mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
+    match hart_set(ready, mask, mask_base) {
         Ok(set) => {
             let me = hartid();
-            for_each_hart(set, |h| machine::send_ipi(me, h, pmu));
+            for_each_hart(set, |h| machine::send_ipi(ready, me, h, pmu));
             ok(0)
         }
         Err(e) => err(e),
     }
 }
 
-fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
+fn rfence(ready: Ready, fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     let kind = match fid {
         rfnc::REMOTE_FENCE_I => FenceKind::I,
         rfnc::REMOTE_SFENCE_VMA => FenceKind::Vma,
@@ -306,10 +312,10 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     };
     let me = hartid();
     let hypervisor = !matches!(kind, FenceKind::I | FenceKind::Vma | FenceKind::VmaAsid);
-    if hypervisor && !platform().hart_features(me).has(Features::H) {
+    if hypervisor && !ready.platform().hart_features(me).has(Features::H) {
         return err(RET_ERR_NOT_SUPPORTED);
     }
-    let set = match hart_set(a[0], a[1]) {
+    let set = match hart_set(ready, a[0], a[1]) {
         Ok(s) => s,
         Err(e) => return err(e),
     };
@@ -320,6 +326,7 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
         _ => 0,
     };
     machine::remote_fence(
+        ready,
         me,
         set,
         Fence {
@@ -335,7 +342,7 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
 
 fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
     let me = hartid();
-    let p = platform();
+    let p = hart.ready.platform();
     let ram = &p.ram;
     match fid {
         hsm::HART_START => {
@@ -345,7 +352,7 @@ fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
             if !ram.owns(a[1] as u64, 4) {
                 return err(RET_ERR_INVALID_ADDRESS);
             }
-            match machine::request_start(a[0], a[1], a[2]) {
+            match machine::request_start(hart.ready, a[0], a[1], a[2]) {
                 Ok(()) => ok(0),
                 Err(e) => err(e),
             }
@@ -406,8 +413,9 @@ fn system_reset(kind: usize, reason: usize) -> Ret {
     err(RET_ERR_FAILED)
 }
 
-fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
-    let mut ram = platform().ram;
+/// `ram`: S-mode memory as the hart's engine sees it (the platform's, as
+/// for STA).
+fn dbcn_call(ready: Ready, ram: &mut PhysMemory, fid: usize, a: [usize; 6]) -> Ret {
     let (len, addr) = (a[0], a[1]);
     match fid {
         dbcn::CONSOLE_WRITE | dbcn::CONSOLE_READ => {
@@ -418,7 +426,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
                 return err(RET_ERR_INVALID_PARAM);
             }
             if fid == dbcn::CONSOLE_WRITE {
-                machine::with_console(|u| {
+                machine::with_console(ready, |u| {
                     let mut buf = [0u8; 64];
                     for off in (0..len).step_by(buf.len()) {
                         let n = buf.len().min(len - off);
@@ -431,7 +439,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
             } else {
                 let mut n = 0;
                 while n < len {
-                    let Some(b) = machine::with_console(|u| u.get()) else {
+                    let Some(b) = machine::with_console(ready, |u| u.get()) else {
                         break;
                     };
                     let _ = ram.write((addr + n) as u64, &[b]);
@@ -442,7 +450,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
         }
         dbcn::CONSOLE_WRITE_BYTE => {
             // `uint8_t byte`: only the low 8 bits count.
-            machine::with_console(|u| u.put(a[0] as u8));
+            machine::with_console(ready, |u| u.put(a[0] as u8));
             ok(0)
         }
         _ => err(RET_ERR_NOT_SUPPORTED),
@@ -457,12 +465,13 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
     let me = hartid();
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
+    let ready = hart.ready;
     let mask = |ptr: usize| -> Result<u64, (usize, usize)> {
         if ptr == 0 {
-            return hart_set(0, usize::MAX).map_err(|e| (0, e));
+            return hart_set(ready, 0, usize::MAX).map_err(|e| (0, e));
         }
-        let m = crate::frame::load_u64(ptr).map_err(|cause| (cause, ptr))?;
-        hart_set(m as usize, 0).map_err(|e| (0, e))
+        let m = crate::frame::load_u64(f, ptr).map_err(|cause| (cause, ptr))?;
+        hart_set(ready, m as usize, 0).map_err(|e| (0, e))
     };
     let result: Result<usize, (usize, usize)> = match eid {
         legacy::LEGACY_SET_TIMER => {
@@ -471,18 +480,18 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
         }
         legacy::LEGACY_CONSOLE_PUTCHAR => {
             // `int ch`: the character is its low 8 bits.
-            machine::with_console(|u| u.put(a[0] as u8));
+            machine::with_console(ready, |u| u.put(a[0] as u8));
             Ok(0)
         }
         legacy::LEGACY_CONSOLE_GETCHAR => {
-            Ok(machine::with_console(|u| u.get()).map_or(usize::MAX, |b| b as usize))
+            Ok(machine::with_console(ready, |u| u.get()).map_or(usize::MAX, |b| b as usize))
         }
         legacy::LEGACY_CLEAR_IPI => {
             csr_clear!(mip, MIP_SSIP);
             Ok(0)
         }
         legacy::LEGACY_SEND_IPI => mask(a[0]).map(|set| {
-            for_each_hart(set, |h| machine::send_ipi(me, h, &mut hart.perf.pmu));
+            for_each_hart(set, |h| machine::send_ipi(ready, me, h, &mut hart.perf.pmu));
             0
         }),
         legacy::LEGACY_REMOTE_FENCE_I
@@ -494,6 +503,7 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
                 _ => FenceKind::VmaAsid,
             };
             machine::remote_fence(
+                ready,
                 me,
                 set,
                 Fence {
@@ -522,6 +532,6 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             f.regs[A0] = e;
             f.mepc += 4;
         }
-        Err((cause, addr)) => redirect(f, cause, addr),
+        Err((cause, addr)) => redirect(ready, f, cause, addr),
     }
 }
