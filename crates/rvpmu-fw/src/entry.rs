@@ -199,6 +199,7 @@ core::arch::global_asm!(
     // raw fallback below (QEMU virt's test device).
     "4: la t0, 5f",
     "   csrw mtvec, t0",
+    "   mv a0, sp",
     "   call {fatal}",
     ".balign 4",
     "5: li t0, 0x100000",

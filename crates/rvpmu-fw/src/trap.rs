@@ -52,7 +52,11 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
     }
 }
 
-/// A trap taken in M-mode outside a guarded access: a firmware bug.
+/// A trap taken in M-mode outside a guarded access: a firmware bug. `f`
+/// is the hart's frame (a handler's `&mut` to it is never used again:
+/// this does not return); its mepc is the interrupted S-mode pc when the
+/// fault came from a full-path handler (the SBI fast path does not save
+/// mepc).
 pub extern "C" fn m_mode_trap(f: &TrapFrame) -> ! {
     crate::power::fatal("unexpected trap in M-mode", f.mepc)
 }
