@@ -598,20 +598,8 @@ fn supported_or_not(p: &Pmu, r: Ret, kind: Kind) -> Verdict {
 }
 
 fn events(s: &mut Suite<'_>, p: &Pmu) {
-    const GENERAL: [&str; 11] = [
-        "NO_EVENT",
-        "CPU_CYCLES",
-        "INSTRUCTIONS",
-        "CACHE_REFERENCES",
-        "CACHE_MISSES",
-        "BRANCH_INSTRUCTIONS",
-        "BRANCH_MISSES",
-        "BUS_CYCLES",
-        "STALLED_CYCLES_FRONTEND",
-        "STALLED_CYCLES_BACKEND",
-        "REF_CPU_CYCLES",
-    ];
-    for (code, name) in GENERAL.iter().enumerate().skip(1) {
+    for g in rvpmu::event::General::ALL {
+        let (code, name) = (g as usize, g.name());
         let id = text!("pmu.event.general.{code}");
         let what =
             text!("Table 2 SBI_PMU_HW_{name} (type 0 code {code}) on the non-fixed counters");
