@@ -65,24 +65,39 @@ const fn err(error: usize) -> Ret {
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
 pub const LEGACY_LAST_EID: usize = legacy::LEGACY_SHUTDOWN;
 
-/// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
-/// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
-/// answer goes back in a0/a1; the entry code advances mepc. Only what the
-/// C ABI lets this function clobber was saved, so nothing here may need
-/// the trap frame (see `entry.rs`).
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn ecall_fast(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
-    dispatch(a0, a1, a2, a3, a4, a5, fid, eid)
+/// Declares an `extern "C"` function `$name` of the argument registers
+/// a0..a5 and then the FID (and the EID, where named), taken in the
+/// registers they arrived in, answering in a0/a1; `$a` is a0..a5 as an
+/// array in `$body`.
+macro_rules! sbi_fn {
+    ($(#[$attr:meta])* $vis:vis $name:ident, |$a:ident $(, $reg:ident)+| $body:expr) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        $vis extern "C" fn $name(
+            a0: usize,
+            a1: usize,
+            a2: usize,
+            a3: usize,
+            a4: usize,
+            a5: usize,
+            $($reg: usize),+
+        ) -> SbiRet {
+            #[allow(unused_variables)]
+            let $a = [a0, a1, a2, a3, a4, a5];
+            $body
+        }
+    };
 }
+
+sbi_fn!(
+    /// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
+    /// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
+    /// answer goes back in a0/a1; the entry code advances mepc. Only what the
+    /// C ABI lets this function clobber was saved, so nothing here may need
+    /// the trap frame (see `entry.rs`).
+    pub ecall_fast,
+    |a, fid, eid| dispatch(a, fid, eid)
+);
 
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
 /// calls; any other EID is answered as on the fast path).
@@ -95,7 +110,7 @@ pub fn ecall(f: &mut TrapFrame) {
     if eid <= LEGACY_LAST_EID {
         return legacy_call(f, eid, a);
     }
-    let r = dispatch(a[0], a[1], a[2], a[3], a[4], a[5], fid, eid);
+    let r = dispatch(a, fid, eid);
     f.regs[A0] = r.error;
     f.regs[A1] = r.value;
     f.mepc += 4;
@@ -112,17 +127,8 @@ type Extension = extern "C" fn(usize, usize, usize, usize, usize, usize, usize) 
 /// are looked up in a separate function, where the compiler's search tree
 /// cannot absorb the PMU compare.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn dispatch(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
+fn dispatch(a: [usize; 6], fid: usize, eid: usize) -> SbiRet {
+    let [a0, a1, a2, a3, a4, a5] = a;
     if eid == rvpmu::ecall::EID_PMU {
         pmu_ext(a0, a1, a2, a3, a4, a5, fid)
     } else {
@@ -148,58 +154,31 @@ fn other_extension(eid: usize) -> Option<Extension> {
     })
 }
 
-/// Every extension but PMU: `ecall_fast`'s signature, the EID included.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-extern "C" fn other_ext(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
-    other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
-}
-
-/// Declares an `Extension` function named `$name` over `$a` (the six
-/// argument registers) and `$fid`.
-macro_rules! extension_fn {
-    ($name:ident, |$a:ident, $fid:ident| $body:expr) => {
-        #[allow(clippy::too_many_arguments)]
-        extern "C" fn $name(
-            a0: usize,
-            a1: usize,
-            a2: usize,
-            a3: usize,
-            a4: usize,
-            a5: usize,
-            $fid: usize,
-        ) -> SbiRet {
-            #[allow(unused_variables)]
-            let $a = [a0, a1, a2, a3, a4, a5];
-            $body
-        }
-    };
-}
+sbi_fn!(
+    /// Every extension but PMU: `ecall_fast`'s signature, the EID included.
+    #[inline(never)]
+    other_ext,
+    |a, fid, eid| {
+        let [a0, a1, a2, a3, a4, a5] = a;
+        other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
+    }
+);
 
 // Each extension that needs the hart's state borrows it here, once per
 // call: these functions are where an ecall's trap is served (the fast path
 // reaches them from `ecall_fast`, the full path from `ecall`).
-extension_fn!(pmu_ext, |a, fid| {
+sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     rvpmu::ecall::pmu(&mut hart.perf.pmu, fid, a)
 });
-extension_fn!(sta_ext, |a, fid| {
+sbi_fn!(sta_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let perf = &mut unsafe { this_hart() }.perf;
     rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
 });
-extension_fn!(base_ext, |a, fid| base_call(fid, a[0]));
-extension_fn!(time_ext, |a, fid| {
+sbi_fn!(base_ext, |a, fid| base_call(fid, a[0]));
+sbi_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
         return err(RET_ERR_NOT_SUPPORTED);
     }
@@ -207,7 +186,7 @@ extension_fn!(time_ext, |a, fid| {
     crate::timer::set_timer(a[0] as u64, unsafe { this_hart() });
     ok(0)
 });
-extension_fn!(spi_ext, |a, fid| {
+sbi_fn!(spi_ext, |a, fid| {
     if fid != spi::SEND_IPI {
         return err(RET_ERR_NOT_SUPPORTED);
     }
@@ -215,27 +194,27 @@ extension_fn!(spi_ext, |a, fid| {
     let hart = unsafe { this_hart() };
     send_ipi(hart.ready, a[0], a[1], &mut hart.perf.pmu)
 });
-extension_fn!(rfnc_ext, |a, fid| {
+sbi_fn!(rfnc_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     rfence(hart.ready, fid, a, &mut hart.perf.pmu)
 });
-extension_fn!(hsm_ext, |a, fid| {
+sbi_fn!(hsm_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     hsm_call(fid, a, unsafe { this_hart() })
 });
-extension_fn!(srst_ext, |a, fid| {
+sbi_fn!(srst_ext, |a, fid| {
     if fid != srst::SYSTEM_RESET {
         return err(RET_ERR_NOT_SUPPORTED);
     }
     system_reset(a[0], a[1])
 });
-extension_fn!(dbcn_ext, |a, fid| {
+sbi_fn!(dbcn_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     dbcn_call(hart.ready, hart.perf.pmu.mem_mut(), fid, a)
 });
-extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
+sbi_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
 fn probe(eid: usize) -> bool {
     // Legacy extensions 0-8, PMU (dispatched first, on its own), the rest.
@@ -459,19 +438,29 @@ fn dbcn_call(ready: Ready, ram: &mut PhysMemory, fid: usize, a: [usize; 6]) -> R
 
 /// SBI v0.1 calls: the result goes in a0 only. Hart masks are pointers in
 /// S-mode's address space (NULL: all harts); a fault reading one is
-/// redirected to S-mode as the load's own fault. Borrows the hart's state
-/// for the trap (the full path's ecall borrows nowhere else).
+/// redirected to S-mode as the load's own fault. The IPI and fence calls
+/// are v0.2's (sPI send_ipi, RFENCE) on the mask read from memory, so a bad
+/// hart in it answers their error. Borrows the hart's state for the trap
+/// (the full path's ecall borrows nowhere else).
 fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
-    let me = hartid();
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     let ready = hart.ready;
-    let mask = |ptr: usize| -> Result<u64, (usize, usize)> {
+    // v0.2's (hart_mask, hart_mask_base), or the fault (mcause, address).
+    let mask = |ptr: usize| -> Result<(usize, usize), (usize, usize)> {
         if ptr == 0 {
-            return hart_set(ready, 0, usize::MAX).map_err(|e| (0, e));
+            return Ok((0, usize::MAX));
         }
         let m = crate::frame::load_u64(f, ptr).map_err(|cause| (cause, ptr))?;
-        hart_set(ready, m as usize, 0).map_err(|e| (0, e))
+        Ok((m as usize, 0))
+    };
+    // A v0.2 answer as v0.1's one value: the error code, or the value.
+    let value = |r: Ret| {
+        if r.error == RET_SUCCESS {
+            r.value
+        } else {
+            r.error
+        }
     };
     let result: Result<usize, (usize, usize)> = match eid {
         legacy::LEGACY_SET_TIMER => {
@@ -490,31 +479,20 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             csr_clear!(mip, MIP_SSIP);
             Ok(0)
         }
-        legacy::LEGACY_SEND_IPI => mask(a[0]).map(|set| {
-            for_each_hart(set, |h| machine::send_ipi(ready, me, h, &mut hart.perf.pmu));
-            0
-        }),
+        legacy::LEGACY_SEND_IPI => {
+            mask(a[0]).map(|(m, base)| value(send_ipi(ready, m, base, &mut hart.perf.pmu)))
+        }
         legacy::LEGACY_REMOTE_FENCE_I
         | legacy::LEGACY_REMOTE_SFENCE_VMA
-        | legacy::LEGACY_REMOTE_SFENCE_VMA_ASID => mask(a[0]).map(|set| {
-            let kind = match eid {
-                legacy::LEGACY_REMOTE_FENCE_I => FenceKind::I,
-                legacy::LEGACY_REMOTE_SFENCE_VMA => FenceKind::Vma,
-                _ => FenceKind::VmaAsid,
+        | legacy::LEGACY_REMOTE_SFENCE_VMA_ASID => mask(a[0]).map(|(m, base)| {
+            let fid = match eid {
+                legacy::LEGACY_REMOTE_FENCE_I => rfnc::REMOTE_FENCE_I,
+                legacy::LEGACY_REMOTE_SFENCE_VMA => rfnc::REMOTE_SFENCE_VMA,
+                _ => rfnc::REMOTE_SFENCE_VMA_ASID,
             };
-            machine::remote_fence(
-                ready,
-                me,
-                set,
-                Fence {
-                    kind,
-                    start: a[1],
-                    size: a[2],
-                    id: a[3],
-                },
-                &mut hart.perf.pmu,
-            );
-            0
+            // start, size and ASID go where RFENCE has them.
+            let args = [m, base, a[1], a[2], a[3], 0];
+            value(rfence(ready, fid, args, &mut hart.perf.pmu))
         }),
         _ => {
             // LEGACY_SHUTDOWN
@@ -525,11 +503,6 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
     match result {
         Ok(v) => {
             f.regs[A0] = v;
-            f.mepc += 4;
-        }
-        // cause 0: a bad hart in the mask (error code in the second field).
-        Err((0, e)) => {
-            f.regs[A0] = e;
             f.mepc += 4;
         }
         Err((cause, addr)) => redirect(ready, f, cause, addr),
