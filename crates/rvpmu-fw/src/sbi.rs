@@ -12,20 +12,7 @@ use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
 };
-use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
-
-/// SBI v0.1 extension ids (sbi-spec keeps these behind a feature).
-mod legacy {
-    pub const LEGACY_SET_TIMER: usize = 0;
-    pub const LEGACY_CONSOLE_PUTCHAR: usize = 1;
-    pub const LEGACY_CONSOLE_GETCHAR: usize = 2;
-    pub const LEGACY_CLEAR_IPI: usize = 3;
-    pub const LEGACY_SEND_IPI: usize = 4;
-    pub const LEGACY_REMOTE_FENCE_I: usize = 5;
-    pub const LEGACY_REMOTE_SFENCE_VMA: usize = 6;
-    pub const LEGACY_REMOTE_SFENCE_VMA_ASID: usize = 7;
-    pub const LEGACY_SHUTDOWN: usize = 8;
-}
+use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 
 /// SBI specification version implemented: 3.0.
 pub const SPEC_VERSION: usize = 3 << 24;
