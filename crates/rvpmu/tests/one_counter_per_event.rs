@@ -11,28 +11,19 @@
 use rvpmu::dt::{EventMap, RangeRow, RawRow};
 use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::bits;
-use rvpmu::sim::{BufMemory, Mode, SimHart};
-use rvpmu::{Error, Pmu};
+use rvpmu::sim::{Mode, SimHart};
+use rvpmu::Error;
 
 mod common;
-use common::{call, config, qemu_map, P};
+use common::{
+    call, config, engine, qemu_map, AUTO_START, CFG, CLEAR_VALUE, CYCLES, EVENT_INFO, INSTRUCTIONS,
+    P, RESET, SET_INIT_VALUE, SKIP_MATCH, START, STOP,
+};
 
-const CFG: usize = 2;
-const START: usize = 3;
-const STOP: usize = 4;
-const EVENT_INFO: usize = 8;
-
-const SKIP_MATCH: u64 = 1;
-const CLEAR_VALUE: u64 = 2;
-const AUTO_START: u64 = 4;
 const GUEST: u64 = 1 << 3 | 1 << 4; // VUINH | VSINH
 const USER: u64 = 1 << 6 | GUEST; // :u, SINH
 const KERNEL: u64 = 1 << 5 | GUEST; // :k, UINH
-const RESET: u64 = 1;
-const SET_INIT_VALUE: u64 = 1;
 
-const CYCLES: u64 = 0x1;
-const INSTRUCTIONS: u64 = 0x2;
 const QEMU_EVENTS: [u64; 5] = [CYCLES, INSTRUCTIONS, 0x10019, 0x1001b, 0x10021];
 /// Linux's cmask on QEMU virt: counters 0 and 2..34 (16 firmware counters).
 const CMASK: u64 = ((1 << 35) - 1) & !0b10;
@@ -52,8 +43,7 @@ fn hart_with(map: &EventMap, on: bool, smcntrpmf: bool) -> P {
         h: true,
     };
     let hw = SimHart::new(0x7fffd, 64, true, smcntrpmf).qemu_event_map();
-    let present = hw.present();
-    let mut p: P = Pmu::new(config(map, isa, false), hw, BufMemory::virt(), present);
+    let mut p = engine(config(map, isa, false), hw);
     assert_eq!(
         call(&mut p, STOP, &[0, CMASK, RESET]),
         Err(Error::AlreadyStopped)

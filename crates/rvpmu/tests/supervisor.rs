@@ -46,15 +46,13 @@ fn sbi() -> Supervisor<Loopback> {
     )
     .expect("valid rows");
     let map: &'static EventMap = Box::leak(Box::new(m));
-    let hw = SimHart::qemu_virt();
-    let present = hw.present();
     let isa = IsaFeatures {
         h: false,
         ..common::sscofpmf()
     };
     let cfg = common::config(map, isa, false);
     Supervisor(Loopback {
-        pmu: Pmu::new(cfg, hw, BufMemory::virt(), present),
+        pmu: common::engine(cfg, SimHart::qemu_virt()),
         sta: StealTime::new(),
     })
 }
