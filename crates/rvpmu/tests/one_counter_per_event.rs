@@ -60,6 +60,12 @@ fn selector(p: &P, i: usize) -> u64 {
     p.hw().event_reg(i) & !(bits::OF | bits::ALL_INH)
 }
 
+/// 100 cycles in U-mode, then 50 in S-mode.
+fn user_then_kernel(p: &mut P) {
+    p.hw_mut().tick(Mode::U, CYCLES, 100);
+    p.hw_mut().tick(Mode::S, CYCLES, 50);
+}
+
 /// Start counter `i` from 0.
 fn start(p: &mut P, i: u64) {
     assert_eq!(call(p, START, &[i, 1, SET_INIT_VALUE, 0]), Ok(0));
@@ -73,8 +79,7 @@ fn without_the_property_the_second_counter_reads_zero() {
     assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(4));
     start(&mut p, 3);
     start(&mut p, 4);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
     assert_eq!(p.hw().counter(4), 0, "QEMU ignored the second mapping");
     assert_eq!(p.started_mask() & 0b11000, 0b11000);
@@ -106,8 +111,7 @@ fn cycles_u_then_cycles_k_second_is_not_supported() {
     assert_eq!(p.allocated_mask(), 1 << 3);
     assert_eq!(p.hw().event_reg(4), 0);
     start(&mut p, 3);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
 }
 
@@ -120,8 +124,7 @@ fn unfiltered_second_cycles_gets_the_fixed_counter() {
     assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, CYCLES, 0]), Ok(0));
     start(&mut p, 3);
     start(&mut p, 0);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
     assert_eq!(p.hw().counter(0), 150);
     // Instructions likewise go to minstret once an HPM counter holds them.
@@ -137,8 +140,7 @@ fn with_smcntrpmf_cycles_k_gets_the_filtered_fixed_counter() {
     assert_ne!(p.hw().fixed_cfg(0) & bits::UINH, 0);
     start(&mut p, 3);
     start(&mut p, 0);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100, "cycles:u");
     assert_eq!(p.hw().counter(0), 50, "cycles:k");
     // A third cycles request has nowhere to go.
@@ -168,8 +170,7 @@ fn stop_with_reset_frees_the_selector() {
     // ... and the other filter now gets a counter that counts.
     assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(3));
     start(&mut p, 3);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 50);
 }
 
