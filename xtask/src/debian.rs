@@ -443,9 +443,7 @@ impl PrivateApt {
             missing.join(", ")
         )
     }
-}
 
-impl PrivateApt {
     /// [`PrivateApt::update`] at most once per xtask process; its error is
     /// kept and returned to every caller.
     pub fn update_once(&self) -> Result<()> {

@@ -161,6 +161,18 @@ fn qemu(
     })
 }
 
+/// A run of the checks of how the firmware ends (boot failure, SRST
+/// system failure): one hart of a plain `virt`, `extra` options, a minute.
+fn ending_run(name: &'static str, fw: &Path, kernel: &Path, extra: &[&str]) -> Result<Run> {
+    let case = Case {
+        name,
+        machine: "virt",
+        cpu: "rv64",
+        smp: 1,
+    };
+    qemu(fw, kernel, &case, extra, Duration::from_secs(60), None)
+}
+
 /// The number after `key=` in the payload's output.
 fn reported(text: &str, key: &str) -> Option<u64> {
     let at = text.find(key)? + key.len();
@@ -364,20 +376,7 @@ fn boot_failure_run(fw: &Path, payload: &Path) -> Result<()> {
     )
     .context("dtc failed: `cargo xtask setup` installs device-tree-compiler")?;
     let dtb_s = dtb.to_string_lossy().to_string();
-    let case = Case {
-        name: "no memory node",
-        machine: "virt",
-        cpu: "rv64",
-        smp: 1,
-    };
-    let run = qemu(
-        fw,
-        payload,
-        &case,
-        &["-dtb", &dtb_s],
-        Duration::from_secs(60),
-        None,
-    )?;
+    let run = ending_run("no memory node", fw, payload, &["-dtb", &dtb_s])?;
     if !run
         .text
         .contains("rvpmu-fw: boot failed: device tree has no memory node")
@@ -401,19 +400,11 @@ fn boot_failure_run(fw: &Path, payload: &Path) -> Result<()> {
 /// bits count) and says so if a call came back.
 fn system_failure_run(fw: &Path) -> Result<()> {
     let kernel = crate::conformance::build_kernel()?;
-    let case = Case {
-        name: "SRST system failure",
-        machine: "virt",
-        cpu: "rv64",
-        smp: 1,
-    };
-    let run = qemu(
+    let run = ending_run(
+        "SRST system failure",
         fw,
         &kernel,
-        &case,
         &["-append", "rvpmu.srst=failure"],
-        Duration::from_secs(60),
-        None,
     )?;
     if let Some(l) = run.text.lines().find(|l| l.starts_with("SRST-RETURNED")) {
         bail!("the SRST call came back: {l}");

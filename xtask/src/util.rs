@@ -62,6 +62,27 @@ pub fn print_check(label: &str, verdict: Verdict<'_>, expected: &str, got: &str)
     }
 }
 
+/// What a child prints on `pipe`, collected by a thread as it arrives, so
+/// that the caller can watch it while the child runs.
+pub fn collect_pipe(
+    mut pipe: impl Read + Send + 'static,
+) -> (Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&out);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .expect("output lock")
+                .extend_from_slice(&buf[..n]);
+        }
+    });
+    (out, reader)
+}
+
 /// What a captured child process (a QEMU run) printed and how it ended.
 pub struct Captured {
     /// Standard output, lossy UTF-8, carriage returns removed.
@@ -93,20 +114,7 @@ pub fn run_captured(
                 cmd.get_program().to_string_lossy()
             )
         })?;
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let mut pipe = child.stdout.take().expect("stdout is piped");
-    let sink = Arc::clone(&out);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .expect("output lock")
-                .extend_from_slice(&buf[..n]);
-        }
-    });
+    let (out, reader) = collect_pipe(child.stdout.take().expect("stdout is piped"));
     let mut epipe = child.stderr.take().expect("stderr is piped");
     let ereader = std::thread::spawn(move || {
         let mut buf = Vec::new();

@@ -598,20 +598,8 @@ fn supported_or_not(p: &Pmu, r: Ret, kind: Kind) -> Verdict {
 }
 
 fn events(s: &mut Suite<'_>, p: &Pmu) {
-    const GENERAL: [&str; 11] = [
-        "NO_EVENT",
-        "CPU_CYCLES",
-        "INSTRUCTIONS",
-        "CACHE_REFERENCES",
-        "CACHE_MISSES",
-        "BRANCH_INSTRUCTIONS",
-        "BRANCH_MISSES",
-        "BUS_CYCLES",
-        "STALLED_CYCLES_FRONTEND",
-        "STALLED_CYCLES_BACKEND",
-        "REF_CPU_CYCLES",
-    ];
-    for (code, name) in GENERAL.iter().enumerate().skip(1) {
+    for g in rvpmu::event::General::ALL {
+        let (code, name) = (g as usize, g.name());
         let id = text!("pmu.event.general.{code}");
         let what =
             text!("Table 2 SBI_PMU_HW_{name} (type 0 code {code}) on the non-fixed counters");
@@ -976,40 +964,39 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
     ];
     for (id, idx, what) in hw_reads {
         s.check(id, what, || {
-            let Some(i) = idx else {
-                return Verdict::na("no such counter: the layout is the platform's choice");
-            };
-            if p.valid(i) && !p.is_hw(i) {
-                return Verdict::new(
-                    false,
-                    text!("INVALID_PARAM"),
-                    text!("firmware reports {i:#x} as a valid firmware counter"),
-                );
-            }
-            errs(sbi::fw_read(i), &[INVALID_PARAM])
+            not_fw_counter(p, idx, |i| errs(sbi::fw_read(i), &[INVALID_PARAM]))
         });
         let id_hi = id.replace_first("fw_read", "fw_read_hi");
         let what_hi = text!("Table 15 (read_hi) INVALID_PARAM, same case as {id}");
         s.check(id_hi.as_str(), what_hi.as_str(), || {
-            let Some(i) = idx else {
-                return Verdict::na("no such counter: the layout is the platform's choice");
-            };
-            if p.valid(i) && !p.is_hw(i) {
-                return Verdict::new(
-                    false,
-                    text!("INVALID_PARAM"),
-                    text!("firmware reports {i:#x} as a valid firmware counter"),
-                );
-            }
-            let r = sbi::fw_read_hi(i);
-            let allowed: &[isize] = if p.at_least(2, 0) {
-                &[INVALID_PARAM]
-            } else {
-                &[INVALID_PARAM, NOT_SUPPORTED]
-            };
-            errs(r, allowed)
+            not_fw_counter(p, idx, |i| {
+                let r = sbi::fw_read_hi(i);
+                let allowed: &[isize] = if p.at_least(2, 0) {
+                    &[INVALID_PARAM]
+                } else {
+                    &[INVALID_PARAM, NOT_SUPPORTED]
+                };
+                errs(r, allowed)
+            })
         });
     }
+}
+
+/// Reads that must fail on index `idx` (`None`: there is no such counter):
+/// N/A without a counter, a failure if the firmware reports it as a valid
+/// firmware counter, else `read`'s verdict on it.
+fn not_fw_counter(p: &Pmu, idx: Option<usize>, read: impl FnOnce(usize) -> Verdict) -> Verdict {
+    let Some(i) = idx else {
+        return Verdict::na("no such counter: the layout is the platform's choice");
+    };
+    if p.valid(i) && !p.is_hw(i) {
+        return Verdict::new(
+            false,
+            text!("INVALID_PARAM"),
+            text!("firmware reports {i:#x} as a valid firmware counter"),
+        );
+    }
+    read(i)
 }
 
 /// Start/stop act on sets: two firmware counters in one call.
@@ -1220,7 +1207,7 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         errs(set, &[SUCCESS, NOT_SUPPORTED])
     });
     let absent = "PMU snapshot is absent; FID 7 \"is an optional function\", so every call answers NOT_SUPPORTED";
-    let rejects: [(&str, usize, usize, usize, isize, &str); 10] = [
+    let rejects: [ShmemReject; 10] = [
         ("flags1", shm.addr(), 0, 1, INVALID_PARAM, "Table 17 INVALID_PARAM: \"The flags parameter is not zero\" (1)"),
         ("flags63", shm.addr(), 0, 1 << 63, INVALID_PARAM, "Table 17 INVALID_PARAM: flags bit 63"),
         ("align8", shm.addr() + 8, 0, 0, INVALID_PARAM, "Table 17 INVALID_PARAM: shmem_phys_lo not 4096-byte aligned (+8)"),
@@ -1232,19 +1219,14 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         ("hi1", shm.addr(), 1, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: shmem_phys_hi 1 (an address above 2^64 that no memory backs)"),
         ("hi_ones", shm.addr(), ALL_ONES, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: hi all-ones with a normal lo is not the disable form"),
     ];
-    for (name, lo, hi, flags, want, what) in rejects {
-        let id = text!("pmu.snap.{name}");
-        s.check(id.as_str(), what, || {
-            let r = sbi::snapshot_set_shmem(lo, hi, flags);
-            if sup {
-                errs(r, &[want])
-            } else {
-                let mut v = errs(r, &[NOT_SUPPORTED]);
-                v.expected = text!("NOT_SUPPORTED ({absent})");
-                v
-            }
-        });
-    }
+    shmem_rejects(
+        s,
+        "pmu.snap",
+        &rejects,
+        sup,
+        absent,
+        sbi::snapshot_set_shmem,
+    );
     let na = || Verdict::na("PMU snapshot absent: FID 7 \"is an optional function\"");
     s.check(
         "pmu.snap.reset",
@@ -1583,12 +1565,42 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
     });
 }
 
+/// A registration the spec rejects: (check name, shmem_phys_lo,
+/// shmem_phys_hi, flags, the error, what the check is).
+type ShmemReject<'a> = (&'a str, usize, usize, usize, isize, &'a str);
+
+/// The checks `{prefix}.{name}` of shared-memory registrations `set` must
+/// reject: each answers its error where the function is offered (`sup`),
+/// NOT_SUPPORTED where it is absent (`absent` says why).
+fn shmem_rejects(
+    s: &mut Suite<'_>,
+    prefix: &str,
+    cases: &[ShmemReject<'_>],
+    sup: bool,
+    absent: &str,
+    set: fn(usize, usize, usize) -> Ret,
+) {
+    for &(name, lo, hi, flags, want, what) in cases {
+        let id = text!("{prefix}.{name}");
+        s.check(id.as_str(), what, || {
+            let r = set(lo, hi, flags);
+            if sup {
+                errs(r, &[want])
+            } else {
+                let mut v = errs(r, &[NOT_SUPPORTED]);
+                v.expected = text!("NOT_SUPPORTED ({absent})");
+                v
+            }
+        });
+    }
+}
+
 fn sta(s: &mut Suite<'_>, env: &Env) {
     let shm = Shm::of(env.slot, Area::Sta);
     let pr = sbi::probe_extension(sbi::eid::STA);
     let sup = pr.ok() && pr.value != 0;
     let absent = "STA extension absent (probe_extension 0): SBI extensions are optional, so every call answers NOT_SUPPORTED";
-    let cases: [(&str, usize, usize, usize, isize, &str); 10] = [
+    let cases: [ShmemReject; 10] = [
         ("flags1", shm.addr(), 0, 1, INVALID_PARAM, "STA Table 2 INVALID_PARAM: \"The flags parameter is not zero\" (1)"),
         ("flags63", shm.addr(), 0, 1 << 63, INVALID_PARAM, "STA Table 2 INVALID_PARAM: flags bit 63"),
         ("align32", shm.addr() + 32, 0, 0, INVALID_PARAM, "STA Table 2 INVALID_PARAM: \"shmem_phys_lo is not 64-byte aligned\" (+32)"),
@@ -1600,19 +1612,7 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
         ("hi1", shm.addr(), 1, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: shmem_phys_hi 1 (above 2^64)"),
         ("hi_ones", shm.addr(), ALL_ONES, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: hi all-ones with a normal lo is not the disable form"),
     ];
-    for (name, lo, hi, flags, want, what) in cases {
-        let id = text!("sta.{name}");
-        s.check(id.as_str(), what, || {
-            let r = sbi::sta_set_shmem(lo, hi, flags);
-            if sup {
-                errs(r, &[want])
-            } else {
-                let mut v = errs(r, &[NOT_SUPPORTED]);
-                v.expected = text!("NOT_SUPPORTED ({absent})");
-                v
-            }
-        });
-    }
+    shmem_rejects(s, "sta", &cases, sup, absent, sbi::sta_set_shmem);
     let na = || Verdict::na("STA extension absent (probe_extension 0)");
     shm.fill(0xa5);
     let set = if sup {

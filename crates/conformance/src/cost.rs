@@ -8,33 +8,62 @@
 use crate::checks::Pmu;
 use crate::mem::{Area, Shm};
 use crate::sbi::{self, eid, pmu::*, Ret};
+use crate::text;
 use core::cell::Cell;
 
 const REPS: usize = 7;
 
-/// Measures `call` REPS times, with `setup` before and `teardown` after
-/// each repetition (neither is counted), and prints the minimum.
-fn measure(
-    name: &str,
+/// The probes' output and the cost of the empty bracket they subtract.
+struct Probes {
     bracket: u64,
-    mut setup: impl FnMut(),
-    mut call: impl FnMut() -> (u64, Ret),
-    mut teardown: impl FnMut(Ret),
-) {
-    let mut best = u64::MAX;
-    let mut answer = Ret { error: 0, value: 0 };
-    for _ in 0..REPS {
-        setup();
-        let (d, r) = call();
-        teardown(r);
-        best = best.min(d);
-        answer = r;
+}
+
+impl Probes {
+    /// Measures `call` REPS times, with `setup` before and `teardown` after
+    /// each repetition (neither is counted), and prints the minimum.
+    fn measure(
+        &self,
+        name: &str,
+        mut setup: impl FnMut(),
+        mut call: impl FnMut() -> (u64, Ret),
+        mut teardown: impl FnMut(Ret),
+    ) {
+        let mut best = u64::MAX;
+        let mut answer = Ret { error: 0, value: 0 };
+        for _ in 0..REPS {
+            setup();
+            let (d, r) = call();
+            teardown(r);
+            best = best.min(d);
+            answer = r;
+        }
+        crate::println!(
+            "COST {name} {} {}",
+            best.saturating_sub(self.bracket),
+            sbi::err::name(answer.error)
+        );
     }
-    crate::println!(
-        "COST {name} {} {}",
-        best.saturating_sub(bracket),
-        sbi::err::name(answer.error)
-    );
+
+    /// A call that needs nothing before or after it.
+    fn plain(&self, name: &str, e: usize, fid: usize, a: [usize; 6]) {
+        self.measure(name, || {}, || counted(e, fid, a), |_| {});
+    }
+
+    /// config_matching with `a`; the counter it matched is released after
+    /// each repetition.
+    fn matching(&self, name: &str, a: [usize; 6]) {
+        let release = |r: Ret| {
+            if r.ok() {
+                let _ = sbi::stop(r.value, 1, STOP_RESET);
+            }
+        };
+        self.measure(
+            name,
+            || {},
+            || counted(eid::PMU, CONFIG_MATCHING, a),
+            release,
+        );
+    }
 }
 
 fn counted(e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
@@ -44,215 +73,127 @@ fn counted(e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
 pub fn run(slot: usize) {
     let bracket = (0..REPS).map(|_| sbi::empty_bracket()).min().unwrap_or(0);
     crate::println!("COST-BRACKET {bracket}");
+    let probes = Probes { bracket };
     let p = Pmu::discover();
     let (hpm, fws) = (p.hpm_set(), p.fw_set());
-    let none = || {};
-    let ignore = |_| {};
-    let release = |r: Ret| {
-        if r.ok() {
-            let _ = sbi::stop(r.value, 1, STOP_RESET);
-        }
-    };
 
-    measure(
-        "base.get_spec_version",
-        bracket,
-        none,
-        || counted(eid::BASE, 0, [0; 6]),
-        ignore,
-    );
-    measure(
-        "base.probe_extension",
-        bracket,
-        none,
-        || counted(eid::BASE, 3, [eid::PMU, 0, 0, 0, 0, 0]),
-        ignore,
-    );
-    measure(
-        "time.set_timer",
-        bracket,
-        none,
-        || counted(eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
-        ignore,
-    );
-    measure(
-        "pmu.num_counters",
-        bracket,
-        none,
-        || counted(eid::PMU, NUM_COUNTERS, [0; 6]),
-        ignore,
-    );
-    measure(
-        "pmu.counter_get_info",
-        bracket,
-        none,
-        || counted(eid::PMU, COUNTER_GET_INFO, [0; 6]),
-        ignore,
-    );
-    measure(
+    for (name, e, fid, a) in [
+        ("base.get_spec_version", eid::BASE, 0, [0; 6]),
+        (
+            "base.probe_extension",
+            eid::BASE,
+            3,
+            [eid::PMU, 0, 0, 0, 0, 0],
+        ),
+        ("time.set_timer", eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
+        ("pmu.num_counters", eid::PMU, NUM_COUNTERS, [0; 6]),
+        ("pmu.counter_get_info", eid::PMU, COUNTER_GET_INFO, [0; 6]),
+    ] {
+        probes.plain(name, e, fid, a);
+    }
+    let (cycles, set_timer) = (HW_CPU_CYCLES, FW_SET_TIMER);
+    probes.matching(
         "pmu.config_matching.hw",
-        bracket,
-        none,
-        || {
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [0, hpm, CFG_CLEAR_VALUE, HW_CPU_CYCLES, 0, 0],
-            )
-        },
-        release,
+        [0, hpm, CFG_CLEAR_VALUE, cycles, 0, 0],
     );
-    measure(
+    probes.matching(
         "pmu.config_matching.fw",
-        bracket,
-        none,
-        || {
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [0, fws, CFG_CLEAR_VALUE, FW_SET_TIMER, 0, 0],
-            )
-        },
-        release,
+        [0, fws, CFG_CLEAR_VALUE, set_timer, 0, 0],
     );
 
     // Counter-state calls on a matched cycles counter `h` / SET_TIMER
     // counter `f`; matched once, re-matched after every RESET.
-    let match_hw = || sbi::config_matching(0, hpm, CFG_CLEAR_VALUE, HW_CPU_CYCLES, 0).value;
-    let match_fw = || sbi::config_matching(0, fws, CFG_CLEAR_VALUE, FW_SET_TIMER, 0).value;
+    let match_hw = || sbi::config_matching(0, hpm, CFG_CLEAR_VALUE, cycles, 0).value;
+    let match_fw = || sbi::config_matching(0, fws, CFG_CLEAR_VALUE, set_timer, 0).value;
     let h = Cell::new(0);
-    measure(
+    let reset_h = |_| {
+        let _ = sbi::stop(h.get(), 1, STOP_RESET);
+    };
+    let started_h = || {
+        h.set(match_hw());
+        let _ = sbi::start(h.get(), 1, START_SET_INIT_VALUE, 0);
+    };
+    probes.measure(
         "pmu.counter_start.init_value",
-        bracket,
         || h.set(match_hw()),
         || counted(eid::PMU, START, [h.get(), 1, START_SET_INIT_VALUE, 0, 0, 0]),
-        |_| {
-            let _ = sbi::stop(h.get(), 1, STOP_RESET);
-        },
+        reset_h,
     );
-    measure(
+    probes.measure(
         "pmu.counter_stop",
-        bracket,
-        || {
-            h.set(match_hw());
-            let _ = sbi::start(h.get(), 1, START_SET_INIT_VALUE, 0);
-        },
+        started_h,
         || counted(eid::PMU, STOP, [h.get(), 1, 0, 0, 0, 0]),
-        |_| {
-            let _ = sbi::stop(h.get(), 1, STOP_RESET);
-        },
+        reset_h,
     );
-    measure(
+    probes.measure(
         "pmu.counter_stop.reset",
-        bracket,
-        || {
-            h.set(match_hw());
-            let _ = sbi::start(h.get(), 1, START_SET_INIT_VALUE, 0);
-        },
+        started_h,
         || counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
-        ignore,
+        |_| {},
     );
-    measure(
+    probes.measure(
         "pmu.counter_start",
-        bracket,
         || h.set(match_hw()),
         || counted(eid::PMU, START, [h.get(), 1, 0, 0, 0, 0]),
-        |_| {
-            let _ = sbi::stop(h.get(), 1, STOP_RESET);
-        },
+        reset_h,
     );
     // The other config_matching flag paths. skip_match: re-configuring
     // in place a cycles counter that is configured and stopped.
-    measure(
+    probes.measure(
         "pmu.config_matching.skip_match",
-        bracket,
         || h.set(match_hw()),
         || {
             let flags = CFG_SKIP_MATCH | CFG_CLEAR_VALUE;
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [h.get(), 1, flags, HW_CPU_CYCLES, 0, 0],
-            )
+            counted(eid::PMU, CONFIG_MATCHING, [h.get(), 1, flags, cycles, 0, 0])
         },
-        |_| {
-            let _ = sbi::stop(h.get(), 1, STOP_RESET);
-        },
+        reset_h,
     );
-    measure(
-        "pmu.config_matching.auto_start",
-        bracket,
-        none,
-        || {
-            let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [0, hpm, flags, HW_CPU_CYCLES, 0, 0],
-            )
-        },
-        release,
-    );
-    measure(
-        "pmu.config_matching.filter",
-        bracket,
-        none,
-        || {
-            let flags = CFG_CLEAR_VALUE | CFG_SET_SINH;
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [0, hpm, flags, HW_CPU_CYCLES, 0, 0],
-            )
-        },
-        release,
-    );
-    measure(
-        "pmu.config_matching.fw.auto_start",
-        bracket,
-        none,
-        || {
-            let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
-            counted(
-                eid::PMU,
-                CONFIG_MATCHING,
-                [0, fws, flags, FW_SET_TIMER, 0, 0],
-            )
-        },
-        release,
-    );
+    for (name, set, flags, event) in [
+        (
+            "pmu.config_matching.auto_start",
+            hpm,
+            CFG_CLEAR_VALUE | CFG_AUTO_START,
+            cycles,
+        ),
+        (
+            "pmu.config_matching.filter",
+            hpm,
+            CFG_CLEAR_VALUE | CFG_SET_SINH,
+            cycles,
+        ),
+        (
+            "pmu.config_matching.fw.auto_start",
+            fws,
+            CFG_CLEAR_VALUE | CFG_AUTO_START,
+            set_timer,
+        ),
+    ] {
+        probes.matching(name, [0, set, flags, event, 0, 0]);
+    }
     let f = match_fw();
     let _ = sbi::start(f, 1, START_SET_INIT_VALUE, 0);
-    measure(
-        "pmu.counter_fw_read",
-        bracket,
-        none,
-        || counted(eid::PMU, FW_READ, [f, 0, 0, 0, 0, 0]),
-        ignore,
-    );
-    measure(
+    probes.plain("pmu.counter_fw_read", eid::PMU, FW_READ, [f, 0, 0, 0, 0, 0]);
+    probes.plain(
         "pmu.counter_fw_read_hi",
-        bracket,
-        none,
-        || counted(eid::PMU, FW_READ_HI, [f, 0, 0, 0, 0, 0]),
-        ignore,
+        eid::PMU,
+        FW_READ_HI,
+        [f, 0, 0, 0, 0, 0],
     );
     let _ = sbi::stop(f, 1, STOP_RESET);
 
     let snap = Shm::of(slot, Area::Snapshot);
-    measure(
+    let unset_snapshot = || {
+        let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
+    };
+    probes.measure(
         "pmu.snapshot_set_shmem",
-        bracket,
-        none,
+        || {},
         || counted(eid::PMU, SNAPSHOT_SET_SHMEM, [snap.addr(), 0, 0, 0, 0, 0]),
-        |_| {
-            let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
-        },
+        |_| unset_snapshot(),
     );
     let f = Cell::new(0);
-    measure(
+    probes.measure(
         "pmu.counter_stop.take_snapshot",
-        bracket,
         || {
             let _ = sbi::snapshot_set_shmem(snap.addr(), 0, 0);
             f.set(match_fw());
@@ -261,20 +202,19 @@ pub fn run(slot: usize) {
         || counted(eid::PMU, STOP, [f.get(), 1, STOP_TAKE_SNAPSHOT, 0, 0, 0]),
         |_| {
             let _ = sbi::stop(f.get(), 1, STOP_RESET);
-            let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
+            unset_snapshot();
         },
     );
-    measure(
+    probes.measure(
         "pmu.counter_start.init_snapshot",
-        bracket,
         || {
             let _ = sbi::snapshot_set_shmem(snap.addr(), 0, 0);
             h.set(match_hw());
         },
         || counted(eid::PMU, START, [h.get(), 1, START_INIT_SNAPSHOT, 0, 0, 0]),
-        |_| {
-            let _ = sbi::stop(h.get(), 1, STOP_RESET);
-            let _ = sbi::snapshot_set_shmem(usize::MAX, usize::MAX, 0);
+        |r| {
+            reset_h(r);
+            unset_snapshot();
         },
     );
 
@@ -292,26 +232,19 @@ pub fn run(slot: usize) {
             info.wr64(16 * i + 8, 0);
         }
     };
-    measure(
-        "pmu.event_get_info.1",
-        bracket,
-        || fill(1),
-        || counted(eid::PMU, EVENT_GET_INFO, [info.addr(), 0, 1, 0, 0, 0]),
-        ignore,
-    );
-    measure(
-        "pmu.event_get_info.16",
-        bracket,
-        || fill(16),
-        || counted(eid::PMU, EVENT_GET_INFO, [info.addr(), 0, 16, 0, 0, 0]),
-        ignore,
-    );
+    for n in [1, 16] {
+        probes.measure(
+            text!("pmu.event_get_info.{n}").as_str(),
+            || fill(n),
+            || counted(eid::PMU, EVENT_GET_INFO, [info.addr(), 0, n, 0, 0, 0]),
+            |_| {},
+        );
+    }
 
     let sta = Shm::of(slot, Area::Sta);
-    measure(
+    probes.measure(
         "sta.set_shmem",
-        bracket,
-        none,
+        || {},
         || counted(eid::STA, 0, [sta.addr(), 0, 0, 0, 0, 0]),
         |_| {
             let _ = sbi::sta_set_shmem(usize::MAX, usize::MAX, 0);

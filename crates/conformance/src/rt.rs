@@ -192,13 +192,7 @@ pub fn catch_illegal<T>(f: impl FnOnce() -> T) -> (T, bool) {
 
 /// The runtime's trap vector calls this.
 #[no_mangle]
-extern "C" fn trap_handler() {
-    let (scause, sepc, stval): (usize, usize, usize);
-    // SAFETY: reads trap CSRs.
-    unsafe {
-        core::arch::asm!("csrr {0}, scause", "csrr {1}, sepc", "csrr {2}, stval",
-            out(reg) scause, out(reg) sepc, out(reg) stval);
-    }
+extern "C" fn trap_handler(scause: usize, sepc: usize, stval: usize) {
     if scause == 2 && PROBING.load(Ordering::SeqCst) {
         TRAPPED.store(true, Ordering::SeqCst);
         // SAFETY: skip the 4-byte CSR instruction that trapped.

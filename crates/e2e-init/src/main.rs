@@ -139,6 +139,12 @@ mod workcmd;
 #[cfg(all(target_os = "linux", target_arch = "riscv64"))]
 mod guest;
 
+/// Owned copies of `s` (the unit tests' argument vectors).
+#[cfg(test)]
+fn strings(s: &[&str]) -> Vec<String> {
+    s.iter().map(|s| s.to_string()).collect()
+}
+
 #[cfg(all(target_os = "linux", target_arch = "riscv64"))]
 fn main() {
     guest::main()

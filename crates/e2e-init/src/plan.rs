@@ -110,10 +110,7 @@ pub fn result_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn v(s: &[&str]) -> Vec<String> {
-        s.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::strings;
 
     #[test]
     fn parses_lines_comments_and_blanks() {
@@ -125,7 +122,7 @@ mod tests {
                 Command {
                     line: 3,
                     name: "stat".into(),
-                    argv: v(&[
+                    argv: strings(&[
                         "perf",
                         "stat",
                         "-e",
@@ -138,17 +135,17 @@ mod tests {
                 Command {
                     line: 7,
                     name: "pin".into(),
-                    argv: v(&["taskset", "-c", "1", "rvpmu-work", "spin", "10"]),
+                    argv: strings(&["taskset", "-c", "1", "rvpmu-work", "spin", "10"]),
                 },
                 Command {
                     line: 8,
                     name: "empty-arg".into(),
-                    argv: v(&["printf", "%s|", ""]),
+                    argv: strings(&["printf", "%s|", ""]),
                 },
                 Command {
                     line: 9,
                     name: "last".into(),
-                    argv: v(&["true"]),
+                    argv: strings(&["true"]),
                 },
             ]
         );
@@ -160,7 +157,7 @@ mod tests {
             Command {
                 line: 1,
                 name: "a b".into(),
-                argv: v(&["echo", "hello world"]),
+                argv: strings(&["echo", "hello world"]),
             }
         );
     }
@@ -180,7 +177,7 @@ mod tests {
     #[test]
     fn announces_like_a_shell() {
         assert_eq!(
-            announce(&v(&[
+            announce(&strings(&[
                 "perf",
                 "stat",
                 "-e",
@@ -195,7 +192,7 @@ mod tests {
 
     #[test]
     fn result_lines() {
-        let argv = v(&["perf", "stat", "-x,", "rvpmu-work", "alu", "10"]);
+        let argv = strings(&["perf", "stat", "-x,", "rvpmu-work", "alu", "10"]);
         let j = result_json(
             "stat",
             &argv,
@@ -210,7 +207,7 @@ mod tests {
         );
         let j = result_json(
             "k",
-            &v(&["sleep", "9"]),
+            &strings(&["sleep", "9"]),
             &Outcome::Signalled(9),
             5,
             b"",
@@ -222,7 +219,7 @@ mod tests {
         );
         let j = result_json(
             "missing",
-            &v(&["nosuch"]),
+            &strings(&["nosuch"]),
             &Outcome::NotStarted("spawn nosuch: No such file or directory (os error 2)".into()),
             7,
             b"ignored",
@@ -235,7 +232,7 @@ mod tests {
     fn non_utf8_output_is_replaced_lossily() {
         let j = result_json(
             "bin",
-            &v(&["cat", "/bin/busybox"]),
+            &strings(&["cat", "/bin/busybox"]),
             &Outcome::Exited(1),
             0,
             b"ok\xff\xfe\x80end\xe2\x82",

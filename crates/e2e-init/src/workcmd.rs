@@ -67,10 +67,7 @@ pub fn parse(args: &[String]) -> Result<Work, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(s: &[&str]) -> Vec<String> {
-        s.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::strings;
 
     #[test]
     fn recognises_its_name() {
@@ -87,13 +84,16 @@ mod tests {
 
     #[test]
     fn parses_workloads() {
-        assert_eq!(parse(&args(&["alu", "1000000"])), Ok(Work::Alu(1_000_000)));
-        assert_eq!(parse(&args(&["alu", "0000000"])), Ok(Work::Alu(0)));
-        assert_eq!(parse(&args(&["hot", "5"])), Ok(Work::Hot(5)));
-        assert_eq!(parse(&args(&["spin", "250"])), Ok(Work::Spin(250)));
-        assert_eq!(parse(&args(&["ipi", "0"])), Ok(Work::Ipi(0)));
         assert_eq!(
-            parse(&args(&["alu", "18446744073709551615"])),
+            parse(&strings(&["alu", "1000000"])),
+            Ok(Work::Alu(1_000_000))
+        );
+        assert_eq!(parse(&strings(&["alu", "0000000"])), Ok(Work::Alu(0)));
+        assert_eq!(parse(&strings(&["hot", "5"])), Ok(Work::Hot(5)));
+        assert_eq!(parse(&strings(&["spin", "250"])), Ok(Work::Spin(250)));
+        assert_eq!(parse(&strings(&["ipi", "0"])), Ok(Work::Ipi(0)));
+        assert_eq!(
+            parse(&strings(&["alu", "18446744073709551615"])),
             Ok(Work::Alu(u64::MAX))
         );
     }
@@ -115,10 +115,10 @@ mod tests {
             &["hot", "6148914691236517206"][..],
             &["ALU", "1"][..],
         ] {
-            assert!(parse(&args(bad)).is_err(), "{bad:?} accepted");
+            assert!(parse(&strings(bad)).is_err(), "{bad:?} accepted");
         }
         assert_eq!(
-            parse(&args(&["hot", "6148914691236517205"])),
+            parse(&strings(&["hot", "6148914691236517205"])),
             Ok(Work::Hot(6148914691236517205))
         );
     }

@@ -73,23 +73,51 @@ fn prog() -> &'static Prog {
     })
 }
 
+/// Cycles (general event 1) on counter 0 and instructions (2) on counter 2,
+/// the `cycle` and `instret` CSRs.
 fn header(ct: CountType) -> Header {
     let mut h = Header::new(ct);
-    h.counters[0] = Some(CounterDesc {
-        event: Event::General { code: 1 },
-        info: CounterInfo {
-            csr: 0xc00,
-            width: 64,
-        },
-    });
-    h.counters[2] = Some(CounterDesc {
-        event: Event::General { code: 2 },
-        info: CounterInfo {
-            csr: 0xc02,
-            width: 64,
-        },
-    });
+    for (i, code) in [(0, 1), (2, 2)] {
+        h.counters[i] = Some(CounterDesc {
+            event: Event::General { code },
+            info: CounterInfo {
+                csr: 0xc00 + i as u16,
+                width: 64,
+            },
+        });
+    }
     h
+}
+
+/// A trace being written: the encoder of a `header(ct)` trace and the
+/// writer of its core, traced on at tick `at` with the counters at `on`.
+struct Trace {
+    enc: Encoder,
+    w: RtdWriter<VecBuffer>,
+}
+
+impl Trace {
+    /// Core 0, the default configuration.
+    fn on(ct: CountType, on: [u64; 2], at: u64) -> Trace {
+        Trace::on_core(RtdConfig::default(), 0, ct, on, at)
+    }
+
+    fn on_core(cfg: RtdConfig, src: u16, ct: CountType, on: [u64; 2], at: u64) -> Trace {
+        let mut enc = Encoder::new(header(ct));
+        // Room for the largest trace here (100,000 records).
+        let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(16 << 20));
+        enc.trace_on(&mut w, &on, at).unwrap();
+        Trace { enc, w }
+    }
+
+    /// A `kind` record at `addrs` with the counters at `r`, at tick `t`.
+    fn record(&mut self, kind: RecordType, addrs: [u64; 2], r: [u64; 2], t: u64) {
+        self.enc.record(&mut self.w, kind, addrs, &r, t).unwrap();
+    }
+
+    fn bytes(self) -> Vec<u8> {
+        self.w.into_inner().data().to_vec()
+    }
 }
 
 /// main -> fib(2) -> {fib(1), fib(0)}; main -> leaf. Readings are
@@ -100,10 +128,17 @@ fn calls_trace(ct: CountType) -> Vec<u8> {
 
 /// [`calls_trace`] of the program loaded `bias` above its link addresses.
 fn calls_trace_at(ct: CountType, bias: u64) -> Vec<u8> {
+    let mut t = Trace::on(ct, [900, 450], 90);
+    write_calls(&mut t, bias);
+    t.bytes()
+}
+
+/// The records of [`calls_trace_at`] after its trace-on.
+fn write_calls(t: &mut Trace, bias: u64) {
     let p = prog();
     let (m, f, l) = (p.main + bias, p.fib + bias, p.leaf + bias);
     use RecordType::{FuncEnter as In, FuncExit as Out};
-    let events: [(RecordType, [u64; 2], [u64; 2], u64); 8] = [
+    for (k, a, r, at) in [
         (In, [f, m], [1000, 500], 100),
         (In, [f, f], [1100, 540], 110),
         (Out, [f, f], [1150, 560], 120),
@@ -112,14 +147,9 @@ fn calls_trace_at(ct: CountType, bias: u64) -> Vec<u8> {
         (Out, [f, m], [1300, 640], 150),
         (In, [l, m], [1400, 700], 160),
         (Out, [l, m], [1460, 730], 170),
-    ];
-    let mut enc = Encoder::new(header(ct));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 20));
-    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
-    for (k, a, r, t) in events {
-        enc.record(&mut w, k, a, &r, t).unwrap();
+    ] {
+        t.record(k, a, r, at);
     }
-    w.into_inner().data().to_vec()
 }
 
 fn write(name: &str, bytes: &[u8]) -> PathBuf {
@@ -140,6 +170,30 @@ fn hpmtrace(args: &[&str]) -> (String, String, bool) {
     )
 }
 
+/// `hpmtrace ARGS`, which must succeed: its stdout and stderr.
+fn hpmtrace_ok(args: &[&str]) -> (String, String) {
+    let (out, err, ok) = hpmtrace(args);
+    assert!(ok, "{args:?}: {err}");
+    (out, err)
+}
+
+/// `hpmtrace CMD TRACE --elf PROG MORE`, which must succeed: its stdout
+/// and stderr.
+fn run_elf(cmd: &str, trace: &Path, more: &[&str]) -> (String, String) {
+    let mut args = vec![cmd, s(trace), "--elf", s(&prog().elf)];
+    args.extend_from_slice(more);
+    hpmtrace_ok(&args)
+}
+
+/// The words of the first line of `out` whose first word is `name`.
+fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name}:\n{out}"))
+        .split_whitespace()
+        .collect()
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -148,8 +202,7 @@ fn s(p: &Path) -> &str {
 fn decode_perf_lines_match_sifives_format_with_source_lines() {
     let p = prog();
     let t = write("calls_delta.rtd", &calls_trace(CountType::Delta));
-    let (out, err, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf)]);
-    assert!(ok, "{err}");
+    let (out, _) = run_elf("decode", &t, &[]);
     let src = p.dir.join("prog.c");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], format!("# ELFPATH={}", p.elf.display()));
@@ -207,16 +260,11 @@ fn decode_perf_lines_match_sifives_format_with_source_lines() {
 #[test]
 fn unresolvable_addresses_are_kept_and_marked() {
     let p = prog();
-    let mut enc = Encoder::new(header(CountType::Raw));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
-    enc.trace_on(&mut w, &[0, 0], 1).unwrap();
-    enc.record(&mut w, RecordType::Manual, [0x10, 0], &[5, 6], 2)
-        .unwrap();
-    enc.record(&mut w, RecordType::Manual, [p.leaf + 4, 0], &[9, 9], 3)
-        .unwrap();
-    let t = write("unresolved.rtd", w.into_inner().data());
-    let (out, err, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf)]);
-    assert!(ok, "{err}");
+    let mut tr = Trace::on(CountType::Raw, [0, 0], 1);
+    tr.record(RecordType::Manual, [0x10, 0], [5, 6], 2);
+    tr.record(RecordType::Manual, [p.leaf + 4, 0], [9, 9], 3);
+    let t = write("unresolved.rtd", &tr.bytes());
+    let (out, _) = run_elf("decode", &t, &[]);
     assert!(
         out.contains("[0] 2 PC=0x00000010 [Address] ffl:??:??:0\n"),
         "{out}"
@@ -226,8 +274,7 @@ fn unresolvable_addresses_are_kept_and_marked() {
         "{out}"
     );
     assert!(out.contains(&format!(":leaf:{LEAF_LINE}\n")), "{out}");
-    let (csv, _, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf), "-f", "csv"]);
-    assert!(ok);
+    let (csv, _) = run_elf("decode", &t, &["-f", "csv"]);
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
     assert_eq!(rows[0][5], "function");
     assert_eq!(rows.len(), 1 + 4);
@@ -238,8 +285,7 @@ fn unresolvable_addresses_are_kept_and_marked() {
         (rows[4][12], rows[4][13], rows[4][15]),
         ("instructions", "9", "3")
     );
-    let (js, _, ok) = hpmtrace(&["decode", s(&t), "--elf", s(&p.elf), "-f", "json"]);
-    assert!(ok);
+    let (js, _) = run_elf("decode", &t, &["-f", "json"]);
     let v: Vec<serde_json::Value> = js
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -255,19 +301,10 @@ fn unresolvable_addresses_are_kept_and_marked() {
 
 #[test]
 fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
-    let p = prog();
     for ct in [CountType::Raw, CountType::Delta, CountType::DeltaXor] {
         let t = write(&format!("calls_{}.rtd", ct as u8), &calls_trace(ct));
-        let (out, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf), "--tree"]);
-        assert!(ok, "{err}");
-        let row = |f: &str| -> Vec<String> {
-            out.lines()
-                .find(|l| l.split_whitespace().next() == Some(f))
-                .unwrap_or_else(|| panic!("no row {f}:\n{out}"))
-                .split_whitespace()
-                .map(String::from)
-                .collect()
-        };
+        let (out, _) = run_elf("report", &t, &["--tree"]);
+        let row = |f: &str| row(&out, f);
         // function calls cyc.incl cyc.excl ins.incl ins.excl time.incl time.excl IPC
         let first_interval_known = ct == CountType::Delta;
         // Raw and DeltaXOR cannot know the counts between trace-on and the
@@ -289,16 +326,10 @@ fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
         );
         assert_eq!(row("leaf")[..6], ["leaf", "1", "60", "60", "30", "30"]);
         let m = row("main");
+        assert_eq!(m[..2], ["main", "0"]);
         assert_eq!(
-            m[..6],
-            [
-                "main".to_string(),
-                "0".into(),
-                main_c.to_string(),
-                main_ce.to_string(),
-                main_i.to_string(),
-                main_ie.to_string()
-            ]
+            m[2..6],
+            [main_c, main_ce, main_i, main_ie].map(|v| v.to_string())
         );
         assert_eq!(
             m[6..8],
@@ -326,8 +357,7 @@ fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
         );
         // Without --tree the walker keeps no call tree; the rest of the
         // report must not change.
-        let (flat, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf)]);
-        assert!(ok, "{err}");
+        let (flat, _) = run_elf("report", &t, &[]);
         let before_tree: Vec<&str> = out
             .lines()
             .take_while(|l| !l.starts_with("Call tree"))
@@ -345,17 +375,10 @@ fn report_has_exact_inclusive_exclusive_counts_ipc_and_a_call_tree() {
 /// function entries, or given.
 #[test]
 fn a_pie_loaded_elsewhere_is_symbolized() {
-    let p = prog();
     let bias = 0x5555_5555_4000;
     let at_link = write("calls_link.rtd", &calls_trace(CountType::Raw));
     let loaded = write("calls_loaded.rtd", &calls_trace_at(CountType::Raw, bias));
-    let report = |t: &Path, more: &[&str]| {
-        let mut args = vec!["report", s(t), "--elf", s(&p.elf)];
-        args.extend(more);
-        let (out, err, ok) = hpmtrace(&args);
-        assert!(ok, "{err}");
-        (out, err)
-    };
+    let report = |t: &Path, more: &[&str]| run_elf("report", t, more);
     let (want, err) = report(&at_link, &[]);
     assert!(err.contains("load bias 0x0,"), "{err}");
     assert!(want.lines().any(|l| l.starts_with("fib ")), "{want}");
@@ -373,71 +396,37 @@ fn a_pie_loaded_elsewhere_is_symbolized() {
 #[test]
 fn report_summarises_manual_and_sampled_traces() {
     let p = prog();
-    let mut enc = Encoder::new(header(CountType::DeltaXor));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
-    enc.trace_on(&mut w, &[0, 0], 1).unwrap();
+    let mut tr = Trace::on(CountType::DeltaXor, [0, 0], 1);
     let samples = [
         (p.fib + 8, 100u64),
         (p.fib + 12, 250),
         (p.leaf, 300),
         (p.fib, 400),
     ];
-    for (i, (a, c)) in samples.iter().enumerate() {
-        enc.record(
-            &mut w,
-            RecordType::Isr,
-            [*a, 0],
-            &[*c, *c / 2],
-            10 + i as u64,
-        )
-        .unwrap();
+    for (i, (a, c)) in samples.into_iter().enumerate() {
+        tr.record(RecordType::Isr, [a, 0], [c, c / 2], 10 + i as u64);
     }
-    let t = write("samples.rtd", w.into_inner().data());
-    let (out, err, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf)]);
-    assert!(ok, "{err}");
+    let t = write("samples.rtd", &tr.bytes());
+    let (out, _) = run_elf("report", &t, &[]);
     assert!(
         out.contains("Trace: 4 records (0 enter, 0 exit, 0 manual, 4 timer samples)"),
         "{out}"
     );
     // fib: 3 samples; counts since the previous sample: 0 (first), 150, 100;
     // time since the previous record or trace-on (tick 1): 9, 1, 1.
-    let fib: Vec<&str> = out
-        .lines()
-        .find(|l| l.starts_with("fib "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(fib, ["fib", "3", "75.0", "250", "125", "11"]);
-    let leaf: Vec<&str> = out
-        .lines()
-        .find(|l| l.starts_with("leaf "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(leaf, ["leaf", "1", "25.0", "50", "25", "1"]);
+    assert_eq!(row(&out, "fib"), ["fib", "3", "75.0", "250", "125", "11"]);
+    assert_eq!(row(&out, "leaf"), ["leaf", "1", "25.0", "50", "25", "1"]);
 }
 
 #[test]
 fn folded_stacks_are_exclusive_weights_per_path() {
-    let p = prog();
     let t = write("calls_folded.rtd", &calls_trace(CountType::Delta));
-    let (out, err, ok) = hpmtrace(&["export", s(&t), "--elf", s(&p.elf), "-f", "folded"]);
-    assert!(ok, "{err}");
+    let (out, _) = run_elf("export", &t, &["-f", "folded"]);
     assert_eq!(
         out,
         "main 200\nmain;fib 210\nmain;fib;fib 90\nmain;leaf 60\n"
     );
-    let (out, _, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "-f",
-        "folded",
-        "-w",
-        "calls",
-    ]);
-    assert!(ok);
+    let (out, _) = run_elf("export", &t, &["-f", "folded", "-w", "calls"]);
     assert_eq!(out, "main;fib 1\nmain;fib;fib 2\nmain;leaf 1\n");
     let (_, err, ok) = hpmtrace(&["export", s(&t), "-f", "folded", "-w", "nosuch"]);
     assert!(!ok);
@@ -449,19 +438,8 @@ fn folded_stacks_are_exclusive_weights_per_path() {
 
 #[test]
 fn perfetto_json_has_nested_slices_and_counter_tracks() {
-    let p = prog();
     let t = write("calls_perfetto.rtd", &calls_trace(CountType::Delta));
-    let (out, err, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "-f",
-        "perfetto",
-        "--tick-ns",
-        "1000",
-    ]);
-    assert!(ok, "{err}");
+    let (out, _) = run_elf("export", &t, &["-f", "perfetto", "--tick-ns", "1000"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let slices: Vec<(String, String, f64)> = ev
@@ -668,10 +646,10 @@ fn a_file_without_a_performance_header_is_an_error() {
     assert!(n > 3, "{err}");
     // A header and no records is a trace (that traced nothing); only a
     // flame graph cannot be drawn from it.
-    let mut enc = Encoder::new(header(CountType::Delta));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(4096));
-    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
-    let t = write("header_only.rtd", w.into_inner().data());
+    let t = write(
+        "header_only.rtd",
+        &Trace::on(CountType::Delta, [900, 450], 90).bytes(),
+    );
     for cmd in EVERY_COMMAND {
         let args: Vec<&str> = cmd.iter().copied().chain([s(&t), "-q"]).collect();
         let (_, err, ok) = hpmtrace(&args);
@@ -723,8 +701,7 @@ fn a_damaged_trace_decodes_what_it_can_and_exits_0_with_the_error_count() {
         }
     }
     // More errors than shown: the count says so.
-    let (_, err, ok) = hpmtrace(&["decode", s(&t), "-q", "--max-errors", "1"]);
-    assert!(ok);
+    let (_, err) = hpmtrace_ok(&["decode", s(&t), "-q", "--max-errors", "1"]);
     assert_eq!(err.matches(": byte offset ").count(), 1, "{err}");
     assert!(
         err.contains("decoding errors in total (1 shown; raise --max-errors to see more)"),
@@ -737,17 +714,7 @@ fn svg_flame_graph_renders_in_headless_chromium() {
     let p = prog();
     let t = write("calls_svg.rtd", &calls_trace(CountType::Delta));
     let svg = p.dir.join("flame.svg");
-    let (_, err, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "-f",
-        "svg",
-        "-o",
-        s(&svg),
-    ]);
-    assert!(ok, "{err}");
+    run_elf("export", &t, &["-f", "svg", "-o", s(&svg)]);
     let profile = p
         .dir
         .join(format!("chromium-profile-{}", std::process::id()));
@@ -804,49 +771,22 @@ fn cores_are_reported_separately() {
         ..RtdConfig::default()
     };
     // Core 0: the usual calls trace; core 1: main -> leaf.
-    let mut w0 = RtdWriter::new(cfg, 0, VecBuffer::with_capacity(1 << 20));
-    let mut e0 = Encoder::new(header(CountType::Delta));
-    e0.trace_on(&mut w0, &[900, 450], 90).unwrap();
-    let (m, f, l) = (p.main, p.fib, p.leaf);
-    use RecordType::{FuncEnter as In, FuncExit as Out};
-    for (k, a, r, t) in [
-        (In, [f, m], [1000, 500], 100),
-        (In, [f, f], [1100, 540], 110),
-        (Out, [f, f], [1150, 560], 120),
-        (In, [f, f], [1200, 580], 130),
-        (Out, [f, f], [1240, 600], 140),
-        (Out, [f, m], [1300, 640], 150),
-        (In, [l, m], [1400, 700], 160),
-        (Out, [l, m], [1460, 730], 170),
-    ] {
-        e0.record(&mut w0, k, a, &r, t).unwrap();
-    }
-    let mut w1 = RtdWriter::new(cfg, 1, VecBuffer::with_capacity(1 << 20));
-    let mut e1 = Encoder::new(header(CountType::Delta));
-    e1.trace_on(&mut w1, &[0, 0], 5).unwrap();
-    e1.record(&mut w1, In, [l, m], &[100, 50], 10).unwrap();
-    e1.record(&mut w1, Out, [l, m], &[130, 60], 20).unwrap();
-    let mut bytes = w1.into_inner().data().to_vec();
-    bytes.extend_from_slice(w0.into_inner().data());
+    let mut core0 = Trace::on_core(cfg, 0, CountType::Delta, [900, 450], 90);
+    write_calls(&mut core0, 0);
+    let (m, l) = (p.main, p.leaf);
+    let mut core1 = Trace::on_core(cfg, 1, CountType::Delta, [0, 0], 5);
+    core1.record(RecordType::FuncEnter, [l, m], [100, 50], 10);
+    core1.record(RecordType::FuncExit, [l, m], [130, 60], 20);
+    let mut bytes = core1.bytes();
+    bytes.extend_from_slice(&core0.bytes());
     let t = write("two_cores.rtd", &bytes);
-    let (out, err, ok) = hpmtrace(&[
-        "export",
-        s(&t),
-        "--elf",
-        s(&p.elf),
-        "--src-bits",
-        "1",
-        "-f",
-        "folded",
-    ]);
-    assert!(ok, "{err}");
+    let (out, _) = run_elf("export", &t, &["--src-bits", "1", "-f", "folded"]);
     assert_eq!(
         out,
         "core 0;main 200\ncore 0;main;fib 210\ncore 0;main;fib;fib 90\ncore 0;main;leaf 60\n\
          core 1;main 100\ncore 1;main;leaf 30\n"
     );
-    let (out, _, ok) = hpmtrace(&["decode", s(&t), "--src-bits", "1"]);
-    assert!(ok);
+    let (out, _) = hpmtrace_ok(&["decode", s(&t), "--src-bits", "1"]);
     assert!(
         out.contains(&format!(
             "[1] 10 [Func Enter at 0x{l:08x}] [Called From 0x{m:08x}]\n"
@@ -856,17 +796,10 @@ fn cores_are_reported_separately() {
     assert!(out.contains(&format!(
         "[0] 170 [Func Exit] [Func at 0x{l:08x}] [Returning to 0x{m:08x}]\n"
     )));
-    let (out, _, ok) = hpmtrace(&["report", s(&t), "--elf", s(&p.elf), "--src-bits", "1"]);
-    assert!(ok);
+    let (out, _) = run_elf("report", &t, &["--src-bits", "1"]);
     assert!(out.contains("2 cores"), "{out}");
     // leaf: 60 cycles on core 0 plus 30 on core 1.
-    let leaf: Vec<&str> = out
-        .lines()
-        .find(|l| l.starts_with("leaf "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(leaf[..4], ["leaf", "2", "90", "90"]);
+    assert_eq!(row(&out, "leaf")[..4], ["leaf", "2", "90", "90"]);
     // speedscope: one profile per core, each core's events on its own.
     let profiles = speedscope(&[s(&t), "--elf", s(&p.elf), "--src-bits", "1"]);
     assert_eq!(profiles.len(), 2);
@@ -898,25 +831,15 @@ fn decoding_on_a_second_thread_changes_nothing() {
     let p = prog();
     let (m, f) = (p.main, p.fib);
     // Raw: decoding resumes at the next record after damage.
-    let mut enc = Encoder::new(header(CountType::Raw));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(8 << 20));
-    enc.trace_on(&mut w, &[900, 450], 90).unwrap();
+    let mut tr = Trace::on(CountType::Raw, [900, 450], 90);
     let mut t = 100;
     for i in 0..20_000u64 {
         t += 7;
         let r = [1000 + 50 * i, 500 + 20 * i];
-        enc.record(&mut w, RecordType::FuncEnter, [f, m], &r, t)
-            .unwrap();
-        enc.record(
-            &mut w,
-            RecordType::FuncExit,
-            [f, m],
-            &[r[0] + 9, r[1] + 4],
-            t + 3,
-        )
-        .unwrap();
+        tr.record(RecordType::FuncEnter, [f, m], r, t);
+        tr.record(RecordType::FuncExit, [f, m], [r[0] + 9, r[1] + 4], t + 3);
     }
-    let mut bytes = w.into_inner().data().to_vec();
+    let mut bytes = tr.bytes();
     // Damage along the way: errors must come out in the same places.
     for k in 1..30 {
         let at = k * bytes.len() / 31;
@@ -960,22 +883,12 @@ fn a_trace_nesting_deeper_than_any_stack_is_reported_not_a_crash() {
     // walks of the call tree would overflow the thread's stack.
     const DEPTH: u64 = 100_000;
     let p = prog();
-    let mut enc = Encoder::new(header(CountType::Raw));
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(16 << 20));
-    enc.trace_on(&mut w, &[0, 0], 0).unwrap();
+    let mut tr = Trace::on(CountType::Raw, [0, 0], 0);
     for i in 1..=DEPTH {
-        enc.record(
-            &mut w,
-            RecordType::FuncEnter,
-            [p.fib, p.fib],
-            &[10 * i, i],
-            i,
-        )
-        .unwrap();
+        tr.record(RecordType::FuncEnter, [p.fib, p.fib], [10 * i, i], i);
     }
-    let t = write("deep.rtd", w.into_inner().data());
-    let (out, err, ok) = hpmtrace(&["export", s(&t), "-f", "folded", "-w", "calls", "-q"]);
-    assert!(ok, "{err}");
+    let t = write("deep.rtd", &tr.bytes());
+    let (out, _) = hpmtrace_ok(&["export", s(&t), "-f", "folded", "-w", "calls", "-q"]);
     let lines: Vec<&str> = out.lines().collect();
     // The first entry's caller is a made-up frame (0 calls, no line);
     // then one line per depth down to the cap, the last carrying the rest.
@@ -984,8 +897,7 @@ fn a_trace_nesting_deeper_than_any_stack_is_reported_not_a_crash() {
     let (path, weight) = lines[max - 2].rsplit_once(' ').unwrap();
     assert_eq!(path.split(';').count(), max);
     assert_eq!(weight.parse::<u64>().unwrap(), DEPTH - (max as u64 - 2));
-    let (out, err, ok) = hpmtrace(&["report", s(&t), "--tree", "--depth", "1024", "-q"]);
-    assert!(ok, "{err}");
+    let (out, _) = hpmtrace_ok(&["report", s(&t), "--tree", "--depth", "1024", "-q"]);
     let tree: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.starts_with("Call tree"))

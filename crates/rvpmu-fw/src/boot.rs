@@ -15,13 +15,13 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     };
     let winner = boot.boot_hart.unwrap_or_else(|| machine::lottery(hartid));
     if hartid != winner {
-        machine::wait_for_platform();
-        if !machine::platform().hart_valid(hartid) {
+        let ready = machine::wait_for_platform();
+        if !ready.platform().hart_valid(hartid) {
             park();
         }
         // SAFETY: once, on this hart, before any trap; `stop_and_wait`
         // leaves M-mode only through `enter_supervisor`.
-        let hart = unsafe { hart_init(hartid) };
+        let hart = unsafe { hart_init(ready, hartid) };
         crate::hsm::stop_and_wait(hartid, hart);
     }
     // SAFETY: no hart has touched .bss yet: the others wait on `.data`.
@@ -48,10 +48,10 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     reserve_firmware(&p);
     banner(&p, present);
     let next = p.next_addr;
-    machine::publish(p);
+    let ready = machine::publish(p);
     // SAFETY: once, on this hart, before any trap; the borrow is not used
     // after `enter_supervisor`.
-    let hart = unsafe { hart_init(hartid) };
+    let hart = unsafe { hart_init(ready, hartid) };
     crate::timer::arm_steal(hartid, hart);
     // SAFETY: the next stage is entered in S-mode as fw_dynamic promises.
     unsafe { crate::frame::enter_supervisor(hartid, dtb, next) }
@@ -131,8 +131,8 @@ fn banner(p: &Platform, counters: u32) {
 ///
 /// Called once per hart, by hart `me` itself, before it takes any trap;
 /// the returned borrow is not used once the hart has entered S-mode.
-unsafe fn hart_init(me: usize) -> &'static mut HartLocal {
-    let p = machine::platform();
+unsafe fn hart_init(ready: machine::Ready, me: usize) -> &'static mut HartLocal {
+    let p = ready.platform();
     let f = p.hart_features(me);
 
     let mut exceptions = 1 << CAUSE_MISALIGNED_FETCH
@@ -191,7 +191,7 @@ unsafe fn hart_init(me: usize) -> &'static mut HartLocal {
 
     // SAFETY: the caller's contract: once, on hart `me` itself, before it
     // takes any trap.
-    crate::frame::set_hart(unsafe { machine::init_local(me, f, present) });
+    crate::frame::set_hart(unsafe { machine::init_local(ready, me, f, present) });
     // SAFETY: after `set_hart`; the caller's contract makes it the only
     // borrow until the hart enters S-mode, and unused after that.
     let hart = unsafe { crate::frame::this_hart() };

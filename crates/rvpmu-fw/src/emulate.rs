@@ -3,6 +3,7 @@
 //! trapped context's translation). Anything else is redirected to S-mode.
 
 use crate::frame::{fetch_insn, load_u8, redirect, store_u8, TrapFrame};
+use crate::machine::Ready;
 use crate::pmu::HartPmu;
 use rvpmu::event::FwEvent;
 
@@ -61,24 +62,24 @@ fn decode(insn: u32) -> Option<Access> {
 }
 
 /// Handle a misaligned load/store trap at `f.mepc` for address `addr`.
-pub fn misaligned(f: &mut TrapFrame, cause: usize, addr: usize, pmu: &mut HartPmu) {
+pub fn misaligned(ready: Ready, f: &mut TrapFrame, cause: usize, addr: usize, pmu: &mut HartPmu) {
     let is_load = cause == crate::csr::CAUSE_MISALIGNED_LOAD;
     pmu.record(if is_load {
         FwEvent::MisalignedLoad
     } else {
         FwEvent::MisalignedStore
     });
-    let access = match fetch_insn(f.mepc).ok().and_then(decode) {
+    let access = match fetch_insn(f, f.mepc).ok().and_then(decode) {
         Some(a) if a.load == is_load => a,
         // Floating point, atomics, vector: S-mode's business.
-        _ => return redirect(f, cause, addr),
+        _ => return redirect(ready, f, cause, addr),
     };
     if access.load {
         let mut v: u64 = 0;
         for i in 0..access.width {
-            match load_u8(addr + i) {
+            match load_u8(f, addr + i) {
                 Ok(b) => v |= (b as u64) << (8 * i),
-                Err(c) => return redirect(f, c, addr + i),
+                Err(c) => return redirect(ready, f, c, addr + i),
             }
         }
         if access.signed {
@@ -91,8 +92,8 @@ pub fn misaligned(f: &mut TrapFrame, cause: usize, addr: usize, pmu: &mut HartPm
     } else {
         let v = f.regs[access.reg];
         for i in 0..access.width {
-            if let Err(c) = store_u8(addr + i, (v >> (8 * i)) as u8) {
-                return redirect(f, c, addr + i);
+            if let Err(c) = store_u8(f, addr + i, (v >> (8 * i)) as u8) {
+                return redirect(ready, f, c, addr + i);
             }
         }
     }

@@ -41,10 +41,20 @@ extern "C" {
     fn trap_entry();
 }
 
+/// `OP xN, N*8(sp)` for each register number N, in order: register N's
+/// slot in the trap frame is `regs[N]` (sp points at the frame).
+macro_rules! frame_slots {
+    ($op:literal, $($n:literal),+) => {
+        concat!($("   ", $op, " x", $n, ", ", $n, "*8(sp)\n"),+)
+    };
+}
+
 // The trap vector. From S/U (or VS/VU) the whole register file is saved in
 // the hart's trap frame and `trap_handler` runs on the stack below it. A trap
-// taken in M-mode is either an expected fault of a guarded access (the frame's
+// taken in M-mode is either an expected fault of a guarded access (the root's
 // `recover` holds where to resume; a1 gets mcause) or a firmware bug.
+// `recover` and `scratch` are the root's, outside the frame: a guarded
+// access faults while its handler holds `&mut TrapFrame`.
 //
 // Fast path: an ecall from S-mode (mcause 9 is never raised by M-mode code)
 // with a non-legacy EID. `ecall_fast` is an extern "C" function, so the ABI
@@ -53,7 +63,7 @@ extern "C" {
 // their frame slots (t0 stays in `scratch`), and mscratch points back at
 // the frame as on the full path. Legacy calls need the full frame (a fault
 // reading a hart mask is redirected to S-mode), as do all other traps.
-// Guarded accesses (which use the frame's mstatus, and whose faults reuse
+// Guarded accesses (which take the frame, and whose faults reuse
 // `scratch`) are never made on the fast path.
 core::arch::global_asm!(
     ".section .text",
@@ -69,38 +79,14 @@ core::arch::global_asm!(
     "   bleu a7, t0, 1f",
     "   csrrw t0, mscratch, sp",
     "   sd t0, 2*8(sp)",
-    "   sd x1, 1*8(sp)",
-    "   sd x6, 6*8(sp)",
-    "   sd x7, 7*8(sp)",
-    "   sd x12, 12*8(sp)",
-    "   sd x13, 13*8(sp)",
-    "   sd x14, 14*8(sp)",
-    "   sd x15, 15*8(sp)",
-    "   sd x16, 16*8(sp)",
-    "   sd x17, 17*8(sp)",
-    "   sd x28, 28*8(sp)",
-    "   sd x29, 29*8(sp)",
-    "   sd x30, 30*8(sp)",
-    "   sd x31, 31*8(sp)",
+    frame_slots!("sd", 1, 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31),
     "   call {ecall_fast}",
     "   csrr t0, mepc",
     "   addi t0, t0, 4",
     "   csrw mepc, t0",
     "   ld x1, 1*8(sp)",
     "   ld x5, {scratch}(sp)",
-    "   ld x6, 6*8(sp)",
-    "   ld x7, 7*8(sp)",
-    "   ld x12, 12*8(sp)",
-    "   ld x13, 13*8(sp)",
-    "   ld x14, 14*8(sp)",
-    "   ld x15, 15*8(sp)",
-    "   ld x16, 16*8(sp)",
-    "   ld x17, 17*8(sp)",
-    "   ld x28, 28*8(sp)",
-    "   ld x29, 29*8(sp)",
-    "   ld x30, 30*8(sp)",
-    "   ld x31, 31*8(sp)",
-    "   ld x2, 2*8(sp)",
+    frame_slots!("ld", 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31, 2),
     "   mret",
     // Full path.
     "1: csrr t0, mstatus",
@@ -108,37 +94,9 @@ core::arch::global_asm!(
     "   andi t0, t0, 3",
     "   addi t0, t0, -3",
     "   beqz t0, 3f",
-    "   sd x1, 1*8(sp)",
-    "   sd x3, 3*8(sp)",
-    "   sd x4, 4*8(sp)",
+    frame_slots!("sd", 1, 3, 4),
     "   ld t0, {scratch}(sp)",
-    "   sd x5, 5*8(sp)",
-    "   sd x6, 6*8(sp)",
-    "   sd x7, 7*8(sp)",
-    "   sd x8, 8*8(sp)",
-    "   sd x9, 9*8(sp)",
-    "   sd x10, 10*8(sp)",
-    "   sd x11, 11*8(sp)",
-    "   sd x12, 12*8(sp)",
-    "   sd x13, 13*8(sp)",
-    "   sd x14, 14*8(sp)",
-    "   sd x15, 15*8(sp)",
-    "   sd x16, 16*8(sp)",
-    "   sd x17, 17*8(sp)",
-    "   sd x18, 18*8(sp)",
-    "   sd x19, 19*8(sp)",
-    "   sd x20, 20*8(sp)",
-    "   sd x21, 21*8(sp)",
-    "   sd x22, 22*8(sp)",
-    "   sd x23, 23*8(sp)",
-    "   sd x24, 24*8(sp)",
-    "   sd x25, 25*8(sp)",
-    "   sd x26, 26*8(sp)",
-    "   sd x27, 27*8(sp)",
-    "   sd x28, 28*8(sp)",
-    "   sd x29, 29*8(sp)",
-    "   sd x30, 30*8(sp)",
-    "   sd x31, 31*8(sp)",
+    frame_slots!("sd", 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     "   csrr t0, mscratch",
     "   sd t0, 2*8(sp)",
     "   csrw mscratch, sp",
@@ -152,37 +110,7 @@ core::arch::global_asm!(
     "   csrw mepc, t0",
     "   ld t0, {mstatus}(sp)",
     "   csrw mstatus, t0",
-    "   ld x1, 1*8(sp)",
-    "   ld x3, 3*8(sp)",
-    "   ld x4, 4*8(sp)",
-    "   ld x5, 5*8(sp)",
-    "   ld x6, 6*8(sp)",
-    "   ld x7, 7*8(sp)",
-    "   ld x8, 8*8(sp)",
-    "   ld x9, 9*8(sp)",
-    "   ld x10, 10*8(sp)",
-    "   ld x11, 11*8(sp)",
-    "   ld x12, 12*8(sp)",
-    "   ld x13, 13*8(sp)",
-    "   ld x14, 14*8(sp)",
-    "   ld x15, 15*8(sp)",
-    "   ld x16, 16*8(sp)",
-    "   ld x17, 17*8(sp)",
-    "   ld x18, 18*8(sp)",
-    "   ld x19, 19*8(sp)",
-    "   ld x20, 20*8(sp)",
-    "   ld x21, 21*8(sp)",
-    "   ld x22, 22*8(sp)",
-    "   ld x23, 23*8(sp)",
-    "   ld x24, 24*8(sp)",
-    "   ld x25, 25*8(sp)",
-    "   ld x26, 26*8(sp)",
-    "   ld x27, 27*8(sp)",
-    "   ld x28, 28*8(sp)",
-    "   ld x29, 29*8(sp)",
-    "   ld x30, 30*8(sp)",
-    "   ld x31, 31*8(sp)",
-    "   ld x2, 2*8(sp)",
+    frame_slots!("ld", 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 2),
     "   mret",
     // Trap from M-mode.
     "3: ld t0, {recover}(sp)",
@@ -197,6 +125,7 @@ core::arch::global_asm!(
     // raw fallback below (QEMU virt's test device).
     "4: la t0, 5f",
     "   csrw mtvec, t0",
+    "   mv a0, sp",
     "   call {fatal}",
     ".balign 4",
     "5: li t0, 0x100000",
@@ -210,8 +139,8 @@ core::arch::global_asm!(
     ecall_s = const crate::csr::CAUSE_SUPERVISOR_ECALL,
     legacy_last = const crate::sbi::LEGACY_LAST_EID,
     fatal = sym crate::trap::m_mode_trap,
-    scratch = const offset_of!(TrapFrame, scratch),
+    scratch = const offset_of!(HartRoot, scratch),
     mepc = const offset_of!(TrapFrame, mepc),
     mstatus = const offset_of!(TrapFrame, mstatus),
-    recover = const offset_of!(TrapFrame, recover),
+    recover = const offset_of!(HartRoot, recover),
 );

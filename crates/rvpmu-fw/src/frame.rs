@@ -1,11 +1,12 @@
 //! The trapped context: the trap frame and, beside it, the one way to the
-//! hart's private state (`HartRoot`, `this_hart`), delivering exceptions to S-mode, memory accesses made on behalf
-//! of the interrupted mode (MPRV) that survive a fault, and entering
-//! S-mode. The assembly here is what the trap handlers call; the trap
+//! hart's private state and the trap entry's own words (`HartRoot`,
+//! `this_hart`), delivering exceptions to S-mode, memory accesses made on
+//! behalf of the interrupted mode (MPRV) that survive a fault, and
+//! entering S-mode. The assembly here is what the trap handlers call; the trap
 //! vector itself is in `entry.rs`.
 
 use crate::csr::*;
-use crate::machine::{platform, HartLocal};
+use crate::machine::{HartLocal, Ready};
 use crate::platform::Features;
 use core::mem::offset_of;
 
@@ -17,21 +18,27 @@ pub struct TrapFrame {
     pub regs: [usize; 32],
     pub mepc: usize,
     pub mstatus: usize,
-    /// Nonzero while a guarded access runs: where a fault resumes.
-    pub recover: usize,
-    /// Scratch for the entry code.
-    pub scratch: usize,
 }
 
-/// What mscratch points at: the hart's trap frame, then the one way to
-/// the hart's private state (set once at the hart's init by `set_hart`;
-/// see `this_hart`). The pointer is kept outside `TrapFrame`, so reaching
-/// the state never reads memory that a live `&mut TrapFrame` covers.
+/// What mscratch points at: the hart's trap frame, then what the
+/// firmware keeps beside it, outside `TrapFrame`, because it is used while
+/// a handler holds `&mut TrapFrame`: the one way to the hart's private
+/// state (set once at the hart's init by `set_hart`; see `this_hart`) and
+/// the two words of the trap entry (`entry.rs`) and the guarded accesses
+/// (below). No Rust reference to a `HartRoot` is ever made; these words
+/// are read and written through mscratch only.
 #[repr(C)]
 pub struct HartRoot {
     pub frame: TrapFrame,
     hart: *mut HartLocal,
+    /// Nonzero while a guarded access runs: where its fault resumes.
+    pub recover: usize,
+    /// The entry code's spill slot for t0 (a guarded access's fault, taken
+    /// in the middle of a handler, spills there too).
+    pub scratch: usize,
 }
+// The entry code hands mscratch to the handlers as their `&mut TrapFrame`.
+const _: () = assert!(offset_of!(HartRoot, frame) == 0);
 
 /// Hand the calling hart's private state to its root (at mscratch from
 /// `_start` on), which owns it from now on: the SBI call path finds it
@@ -71,12 +78,12 @@ pub const A1: usize = 11;
 
 /// Deliver an exception to S-mode (HS-mode when the trap came from a
 /// guest) as if it had been delegated: the handler at stvec runs next.
-pub fn redirect(f: &mut TrapFrame, cause: usize, tval: usize) {
+pub fn redirect(ready: Ready, f: &mut TrapFrame, cause: usize, tval: usize) {
     let prev = (f.mstatus & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT;
     if prev == PRV_M {
         crate::power::fatal("exception to redirect came from M-mode", f.mepc);
     }
-    if platform().hart_features(hartid()).has(Features::H) {
+    if ready.platform().hart_features(hartid()).has(Features::H) {
         let virt = f.mstatus & MSTATUS_MPV != 0;
         let mut hs = csr_read!(0x600);
         if virt {
@@ -139,15 +146,18 @@ core::arch::global_asm!(
 /// Result of a guarded access: `cause` is 0 on success, else the mcause of
 /// the fault (the access had no effect then).
 #[repr(C)]
-pub struct Guarded {
-    pub value: usize,
-    pub cause: usize,
+struct Guarded {
+    value: usize,
+    cause: usize,
 }
 
 // Guarded accesses in the privilege and translation of the trapped context:
-// mstatus is set to the trap frame's saved mstatus (so MPP/MPV name that
-// context) plus MPRV and `a1`'s extra bits, the access runs, mstatus is put
-// back. A fault resumes at the local label 1 with a1 = mcause.
+// MPRV and `a1`'s extra bits are added to mstatus, whose MPP/MPV the trap
+// set to that context (handlers change the context's mstatus only in the
+// frame, which the trap exit writes back), the access runs, mstatus is put
+// back. A fault resumes at the local label 1 with a1 = mcause. Besides
+// the access they write only the root's `recover` word, outside the trap
+// frame (`HartRoot`), and read no memory.
 macro_rules! guarded_access {
     ($name:literal, $access:literal) => {
         core::arch::global_asm!(
@@ -156,7 +166,7 @@ macro_rules! guarded_access {
             concat!(".globl ", $name),
             concat!($name, ":"),
             "   csrr t2, mscratch",
-            "   ld t1, {mstatus}(t2)",
+            "   csrr t1, mstatus",
             "   la t0, 1f",
             "   sd t0, {recover}(t2)",
             "   li t0, {mprv}",
@@ -171,8 +181,7 @@ macro_rules! guarded_access {
             "1: csrw mstatus, t1",
             "   li a0, 0",
             "   ret",
-            mstatus = const offset_of!(TrapFrame, mstatus),
-            recover = const offset_of!(TrapFrame, recover),
+            recover = const offset_of!(HartRoot, recover),
             mprv = const MSTATUS_MPRV,
         );
     };
@@ -189,56 +198,59 @@ extern "C" {
     fn guarded_sb(addr: usize, extra: usize, value: usize) -> Guarded;
 }
 
-/// Load a byte as the trapped context would (its privilege and translation).
-/// Only valid inside `trap_handler`.
-pub fn load_u8(addr: usize) -> Result<u8, usize> {
-    // SAFETY: the access runs with the trapped context's permissions and a
-    // fault is caught; mscratch points at this hart's trap frame.
-    let r = unsafe { guarded_lbu(addr, 0) };
-    if r.cause == 0 {
-        Ok(r.value as u8)
-    } else {
-        Err(r.cause)
+impl Guarded {
+    fn result(self) -> Result<usize, usize> {
+        if self.cause == 0 {
+            Ok(self.value)
+        } else {
+            Err(self.cause)
+        }
     }
+}
+
+// The accesses below act as the trapped context would. Each takes that
+// context's frame, which only a trap handler on the full path has: the SBI
+// fast path has no frame, and there `scratch` holds the caller's t0, which
+// a fault would overwrite. The frame itself is not touched.
+//
+// GUARDED (the safety of each call): the access runs with the trapped
+// context's privilege and translation (MPRV), so it reaches only what that
+// context may reach; a fault resumes in the routine with its cause instead
+// of running a handler; and the routine and the fault path of the trap
+// entry write only the root's `recover` and `scratch`, which no Rust
+// reference covers, so the caller's `&TrapFrame` (and the `&mut` it was
+// borrowed from) stay valid.
+
+/// Load a byte as the trapped context would.
+pub fn load_u8(_frame: &TrapFrame, addr: usize) -> Result<u8, usize> {
+    // SAFETY: see GUARDED.
+    let r = unsafe { guarded_lbu(addr, 0) };
+    r.result().map(|v| v as u8)
 }
 
 /// Load a doubleword as the trapped context would (must be 8-byte aligned).
-pub fn load_u64(addr: usize) -> Result<u64, usize> {
-    // SAFETY: as load_u8.
+pub fn load_u64(_frame: &TrapFrame, addr: usize) -> Result<u64, usize> {
+    // SAFETY: see GUARDED.
     let r = unsafe { guarded_ld(addr, 0) };
-    if r.cause == 0 {
-        Ok(r.value as u64)
-    } else {
-        Err(r.cause)
-    }
+    r.result().map(|v| v as u64)
 }
 
 /// Store a byte as the trapped context would.
-pub fn store_u8(addr: usize, value: u8) -> Result<(), usize> {
-    // SAFETY: as load_u8.
+pub fn store_u8(_frame: &TrapFrame, addr: usize, value: u8) -> Result<(), usize> {
+    // SAFETY: see GUARDED.
     let r = unsafe { guarded_sb(addr, 0, value as usize) };
-    if r.cause == 0 {
-        Ok(())
-    } else {
-        Err(r.cause)
-    }
+    r.result().map(|_| ())
 }
 
 /// Fetch the (possibly compressed) instruction at `pc` of the trapped
 /// context, reading execute-only pages too (MXR). Returns its bits.
-pub fn fetch_insn(pc: usize) -> Result<u32, usize> {
-    // SAFETY: as load_u8.
-    let lo = unsafe { guarded_lhu(pc, MSTATUS_MXR) };
-    if lo.cause != 0 {
-        return Err(lo.cause);
+pub fn fetch_insn(_frame: &TrapFrame, pc: usize) -> Result<u32, usize> {
+    // SAFETY: see GUARDED.
+    let lo = unsafe { guarded_lhu(pc, MSTATUS_MXR) }.result()?;
+    if lo & 3 != 3 {
+        return Ok(lo as u32);
     }
-    if lo.value & 3 != 3 {
-        return Ok(lo.value as u32);
-    }
-    // SAFETY: as load_u8.
-    let hi = unsafe { guarded_lhu(pc + 2, MSTATUS_MXR) };
-    if hi.cause != 0 {
-        return Err(hi.cause);
-    }
-    Ok((lo.value | hi.value << 16) as u32)
+    // SAFETY: see GUARDED.
+    let hi = unsafe { guarded_lhu(pc + 2, MSTATUS_MXR) }.result()?;
+    Ok((lo | hi << 16) as u32)
 }

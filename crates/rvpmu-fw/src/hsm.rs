@@ -14,7 +14,7 @@ pub fn stop_and_wait(me: usize, hart: &mut HartLocal) -> ! {
     csr_clear!(mip, MIP_SSIP);
     machine::finish_stop(me);
     loop {
-        let bits = machine::process_messages(me, false, &mut hart.perf.pmu);
+        let bits = machine::process_messages(hart.ready, me, false, &mut hart.perf.pmu);
         if let Some((addr, arg)) = machine::start_request(me, bits) {
             // A fresh start: nothing stale in the TLB or I-cache.
             // SAFETY: fences only.
@@ -35,7 +35,7 @@ pub fn suspend(me: usize, hart: &mut HartLocal) {
     machine::set_suspended(me);
     const S_IRQS: usize = csr::MIP_SSIP | csr::MIP_STIP | csr::MIP_SEIP | csr::MIP_LCOFIP;
     loop {
-        machine::process_messages(me, true, &mut hart.perf.pmu);
+        machine::process_messages(hart.ready, me, true, &mut hart.perf.pmu);
         crate::timer::poll_mtimer(hart);
         if csr_read!(mip) & csr_read!(mie) & S_IRQS != 0 {
             break;

@@ -5,6 +5,11 @@
 //! hand-off words. Cross-hart requests (IPIs, remote fences, HSM) go
 //! through the slots' atomics only; a hart's own firmware events go to the
 //! `&mut HartPmu` its trap passes in.
+//!
+//! The platform is reached only through `Ready`, the proof that it was
+//! published: boot gets one from `publish` or `wait_for_platform`, and each
+//! hart's state keeps the one its setup had (`HartLocal::ready`), so the
+//! trap paths have it wherever they have the hart's state.
 
 use crate::csr::{self, csr_read, csr_set, MIP_SSIP};
 use crate::layout::MAX_HARTS;
@@ -112,6 +117,25 @@ pub struct Fence {
     pub id: usize,
 }
 
+/// Proof that the boot hart has published the platform (`publish`) and
+/// that the hart holding it has seen it: only `publish`,
+/// `wait_for_platform` and `platform_if_ready` (after checking) make one.
+/// Zero-sized, so handing it down costs no instruction.
+#[derive(Clone, Copy)]
+pub struct Ready(());
+
+impl Ready {
+    /// The platform (read-only from `publish` on).
+    #[inline(always)]
+    pub fn platform(self) -> &'static Platform {
+        // SAFETY: a `Ready` exists only once `publish` has written the
+        // platform and released STAGE_READY, and its maker synchronised
+        // with that (the boot hart wrote it; the others acquired
+        // STAGE_READY); nothing writes the platform afterwards.
+        unsafe { (*MACHINE.platform.get()).assume_init_ref() }
+    }
+}
+
 /// State only the owning hart touches. It is stored in the hart's slot
 /// but reached only through the hart's root beside its trap frame
 /// (`frame::HartRoot`, set once by `init_local`'s caller): one way to it,
@@ -121,6 +145,9 @@ pub struct Fence {
 #[repr(C)]
 pub struct HartLocal {
     pub perf: HartPerf,
+    /// Where the trap paths take the platform from: this hart was set up
+    /// after it was published.
+    pub ready: Ready,
     /// Supervisor timer deadline kept in mtimecmp (harts without Sstc).
     pub s_deadline: u64,
     /// Next noisy-neighbour period (`steal.rs`), u64::MAX when off.
@@ -195,10 +222,11 @@ pub fn event_map() -> &'static EventMap {
 }
 
 /// Publish the platform and release the other harts (boot hart only, once).
-pub fn publish(p: Platform) {
+pub fn publish(p: Platform) -> Ready {
     // SAFETY: only the boot hart runs this, before STAGE_READY.
     unsafe { (*MACHINE.platform.get()).write(p) };
-    let p = platform();
+    let ready = Ready(());
+    let p = ready.platform();
     for (id, slot) in MACHINE.harts.iter().enumerate() {
         let state = if id == p.boot_hart {
             hart_state::STARTED
@@ -210,29 +238,25 @@ pub fn publish(p: Platform) {
     BOOT.stage.store(STAGE_READY, Release);
     for id in 0..MAX_HARTS {
         if id != p.boot_hart && p.hart_valid(id) {
-            send_msip(id);
+            send_msip(ready, id);
         }
     }
+    ready
 }
 
 /// Wait (secondary harts) until the boot hart has published the platform.
-pub fn wait_for_platform() {
+pub fn wait_for_platform() -> Ready {
     csr_set!(mie, csr::MIP_MSIP);
     while BOOT.stage.load(Acquire) != STAGE_READY {
         // SAFETY: wfi only stalls; MSIP from `publish` wakes us.
         unsafe { core::arch::asm!("wfi") };
     }
-}
-
-/// The platform; only valid after `publish` (every trap handler runs after).
-pub fn platform() -> &'static Platform {
-    // SAFETY: written once before STAGE_READY, read-only afterwards.
-    unsafe { (*MACHINE.platform.get()).assume_init_ref() }
+    Ready(())
 }
 
 /// The platform if boot got that far (for fatal-error reports).
 pub fn platform_if_ready() -> Option<&'static Platform> {
-    (BOOT.stage.load(Acquire) == STAGE_READY).then(platform)
+    (BOOT.stage.load(Acquire) == STAGE_READY).then(|| Ready(()).platform())
 }
 
 /// Set up hart `me`'s private state and return it (the caller hands it to
@@ -245,16 +269,18 @@ pub fn platform_if_ready() -> Option<&'static Platform> {
 /// must not be used after that (each trap then borrows the state afresh
 /// through the hart's root).
 pub unsafe fn init_local(
+    ready: Ready,
     me: usize,
     features: Features,
     present_counters: u32,
 ) -> &'static mut HartLocal {
-    let perf = pmu::new_hart(features, present_counters, event_map(), platform());
+    let perf = pmu::new_hart(features, present_counters, event_map(), ready.platform());
     // SAFETY: the caller's contract: slot `me` belongs to the calling
     // hart, which has not used it yet, and nothing else refers to it.
     unsafe {
         (*MACHINE.harts[me].local.get()).write(HartLocal {
             perf,
+            ready,
             s_deadline: u64::MAX,
             steal_deadline: u64::MAX,
         })
@@ -262,23 +288,23 @@ pub unsafe fn init_local(
 }
 
 /// Run `f` with the console to ourselves (whole DBCN writes stay together).
-pub fn with_console<R>(f: impl FnOnce(&crate::console::Uart) -> R) -> R {
+pub fn with_console<R>(ready: Ready, f: impl FnOnce(&crate::console::Uart) -> R) -> R {
     while MACHINE.console_lock.swap(true, Acquire) {
         core::hint::spin_loop();
     }
-    let r = f(&platform().uart);
+    let r = f(&ready.platform().uart);
     MACHINE.console_lock.store(false, Release);
     r
 }
 
-pub fn send_msip(hart: usize) {
+fn send_msip(ready: Ready, hart: usize) {
     // SAFETY: the MSIP word of a hart the DT lists, in the CLINT/MSWI.
-    unsafe { core::ptr::write_volatile((platform().msip + 4 * hart) as *mut u32, 1) };
+    unsafe { core::ptr::write_volatile((ready.platform().msip + 4 * hart) as *mut u32, 1) };
 }
 
-fn clear_msip(hart: usize) {
+fn clear_msip(ready: Ready, hart: usize) {
     // SAFETY: as send_msip.
-    unsafe { core::ptr::write_volatile((platform().msip + 4 * hart) as *mut u32, 0) };
+    unsafe { core::ptr::write_volatile((ready.platform().msip + 4 * hart) as *mut u32, 0) };
 }
 
 /// HSM state of a hart (any index; absent harts read as their slot says).
@@ -298,19 +324,19 @@ fn is_running(hart: usize) -> bool {
 /// Deliver a supervisor software interrupt to `target`. The IPI firmware
 /// events count only what crosses harts ("to/from other hart"), so a
 /// hart's IPI to itself is neither sent nor received.
-pub fn send_ipi(me: usize, target: usize, pmu: &mut HartPmu) {
+pub fn send_ipi(ready: Ready, me: usize, target: usize, pmu: &mut HartPmu) {
     if target == me {
         csr_set!(mip, MIP_SSIP);
     } else if is_running(target) {
         pmu.record(FwEvent::IpiSent);
         MACHINE.harts[target].pending.fetch_or(MSG_IPI, AcqRel);
-        send_msip(target);
+        send_msip(ready, target);
     }
 }
 
 /// Run `fence` on every hart in `targets` (a bit per hart id) and return
 /// when all have done it. Stopped harts are skipped: they flush on start.
-pub fn remote_fence(me: usize, targets: u64, fence: Fence, pmu: &mut HartPmu) {
+pub fn remote_fence(ready: Ready, me: usize, targets: u64, fence: Fence, pmu: &mut HartPmu) {
     let (sent, _) = fence.kind.events();
     let mut posted = 0u64;
     for t in 0..MAX_HARTS {
@@ -329,7 +355,7 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence, pmu: &mut HartPmu) {
             slot.id.store(fence.id, Relaxed);
             slot.busy.store(true, Release);
             MACHINE.harts[t].pending.fetch_or(MSG_FENCE, AcqRel);
-            send_msip(t);
+            send_msip(ready, t);
             posted |= 1 << t;
         }
     }
@@ -340,7 +366,7 @@ pub fn remote_fence(me: usize, targets: u64, fence: Fence, pmu: &mut HartPmu) {
             // The target's completion MSIP wakes us; sleeping (rather than
             // spinning) also lets QEMU run the target hart right away.
             loop {
-                process_messages(me, true, pmu);
+                process_messages(ready, me, true, pmu);
                 if !MACHINE.harts[t].fences[me].busy.load(Acquire) {
                     break;
                 }
@@ -403,9 +429,9 @@ fn execute_fence(f: &Fence) {
 /// Handle everything other harts asked of `me` (the MSIP interrupt, and
 /// polling in wait loops). Returns the message bits that were pending.
 /// IPIs are dropped while the hart is not running supervisor code.
-pub fn process_messages(me: usize, running: bool, pmu: &mut HartPmu) -> usize {
+pub fn process_messages(ready: Ready, me: usize, running: bool, pmu: &mut HartPmu) -> usize {
     let slot = &MACHINE.harts[me];
-    clear_msip(me);
+    clear_msip(ready, me);
     let bits = slot.pending.swap(0, AcqRel);
     if bits & MSG_IPI != 0 && running {
         csr_set!(mip, MIP_SSIP);
@@ -424,7 +450,7 @@ pub fn process_messages(me: usize, running: bool, pmu: &mut HartPmu) -> usize {
                 // Slots are per sender and a hart never posts to itself.
                 pmu.record(fence.kind.events().1);
                 f.busy.store(false, Release);
-                send_msip(sender);
+                send_msip(ready, sender);
             }
         }
     }
@@ -432,7 +458,7 @@ pub fn process_messages(me: usize, running: bool, pmu: &mut HartPmu) -> usize {
 }
 
 /// HSM hart_start: claim a stopped hart and hand it its entry point.
-pub fn request_start(target: usize, addr: usize, arg: usize) -> Result<(), usize> {
+pub fn request_start(ready: Ready, target: usize, addr: usize, arg: usize) -> Result<(), usize> {
     let slot = &MACHINE.harts[target];
     match slot.hsm.compare_exchange(
         hart_state::STOPPED,
@@ -447,7 +473,7 @@ pub fn request_start(target: usize, addr: usize, arg: usize) -> Result<(), usize
     slot.start_addr.store(addr, Relaxed);
     slot.start_arg.store(arg, Relaxed);
     slot.pending.fetch_or(MSG_START, AcqRel);
-    send_msip(target);
+    send_msip(ready, target);
     Ok(())
 }
 
@@ -495,9 +521,9 @@ pub fn set_suspended(me: usize) {
     set_hsm_state(me, hart_state::SUSPENDED);
 }
 
-pub fn write_mtimecmp(me: usize, value: u64) {
+pub fn write_mtimecmp(ready: Ready, me: usize, value: u64) {
     // SAFETY: this hart's mtimecmp in the CLINT/ACLINT the DT names.
-    unsafe { core::ptr::write_volatile((platform().mtimecmp + 8 * me) as *mut u64, value) };
+    unsafe { core::ptr::write_volatile((ready.platform().mtimecmp + 8 * me) as *mut u64, value) };
 }
 
 /// Keep the hart in M-mode until `time` reaches `deadline`, asleep in
@@ -505,12 +531,12 @@ pub fn write_mtimecmp(me: usize, value: u64) {
 /// the deadline instead of letting a spinning hart overshoot it), still
 /// serving other harts' IPI and fence requests (their firmware events go
 /// to `pmu`). The caller reprograms mtimecmp afterwards.
-pub fn sleep_until(me: usize, deadline: u64, pmu: &mut HartPmu) {
-    write_mtimecmp(me, deadline);
+pub fn sleep_until(ready: Ready, me: usize, deadline: u64, pmu: &mut HartPmu) {
+    write_mtimecmp(ready, me, deadline);
     csr_set!(mie, csr::MIP_MTIP);
     while (csr_read!(time) as u64) < deadline {
         // SAFETY: wfi only stalls; MTIP or MSIP (enabled in mie) wakes us.
         unsafe { core::arch::asm!("wfi") };
-        process_messages(me, true, pmu);
+        process_messages(ready, me, true, pmu);
     }
 }

@@ -15,13 +15,13 @@
 //! | `dtpatch` | the DTB's /reserved-memory | console |
 //! | `platform` | fw_dynamic info, the device tree's description of the machine | console, layout |
 //! | `pmu` | the `rvpmu` engine per hart (`HartPerf`), the event map from the DT | csr, console, platform |
-//! | `machine` | shared state: boot hand-off, platform, event map, hart table (HSM states, IPI and fence messages, storage of each hart's `HartLocal`), `sleep_until` | csr, layout, console, platform, pmu |
+//! | `machine` | shared state: boot hand-off, platform (through `Ready`), event map, hart table (HSM states, IPI and fence messages, storage of each hart's `HartLocal`), `sleep_until` | csr, layout, console, platform, pmu |
 //! | `power` | power-off, reset, fatal and panic reports | csr, console, platform, machine |
 //! | `frame` | the trap frame and the hart's root (`this_hart`), redirect to S-mode, guarded accesses, entering S-mode | csr, platform, machine, power |
-//! | `steal` | the noisy neighbour | csr, machine, pmu, frame |
-//! | `timer` | mtimecmp: supervisor timer, neighbour deadline | csr, platform, machine, steal |
+//! | `steal` | the noisy neighbour | csr, platform, machine, pmu, frame |
+//! | `timer` | mtimecmp: supervisor timer, neighbour deadline | csr, platform, machine, frame, steal |
 //! | `hsm` | the calling hart's stop and suspend waits | csr, machine, frame, timer |
-//! | `emulate` | misaligned load/store emulation | csr, pmu, frame |
+//! | `emulate` | misaligned load/store emulation | csr, machine, pmu, frame |
 //! | `sbi` | SBI call dispatch | csr, layout, platform, pmu, machine, power, frame, timer, hsm |
 //! | `trap` | trap dispatch | csr, machine, power, frame, timer, emulate, sbi |
 //! | `boot` | cold boot and per-hart setup | csr, layout, console, dtpatch, platform, pmu, machine, power, frame, timer, hsm |
@@ -43,6 +43,20 @@
 //! `machine::process_messages`) so that their firmware events are
 //! recorded. Other harts are reached only through `machine`'s atomics
 //! (IPIs, remote fences, HSM).
+//!
+//! The platform description is written once at boot and read through
+//! `machine::Ready`, a zero-sized proof that it was published: boot gets
+//! it from `machine::publish` (boot hart) or `machine::wait_for_platform`
+//! (the others), each hart's state keeps it (`HartLocal::ready`), and the
+//! traps pass it down with the state. No safe function returns the
+//! platform without one.
+//!
+//! The trap entry's own words (`recover`, `scratch`) are in the hart's
+//! root beside the frame, not in it: a guarded access (`frame::load_u8`
+//! and the like, firmware reading S-mode memory as S-mode would) may fault
+//! while its handler holds `&mut TrapFrame`, and the fault path writes
+//! them. The guarded accesses take the frame (only full-path handlers have
+//! one) but neither read nor write it.
 //!
 //! # Exit status under QEMU
 //!

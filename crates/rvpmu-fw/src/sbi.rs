@@ -4,28 +4,15 @@
 use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
 use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
-use crate::machine::{self, platform, Fence, FenceKind, HartLocal};
+use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
 use crate::pmu::HartPmu;
-use rvpmu::mem::SupervisorMemory;
+use rvpmu::mem::{PhysMemory, SupervisorMemory};
 use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
 };
-use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
-
-/// SBI v0.1 extension ids (sbi-spec keeps these behind a feature).
-mod legacy {
-    pub const LEGACY_SET_TIMER: usize = 0;
-    pub const LEGACY_CONSOLE_PUTCHAR: usize = 1;
-    pub const LEGACY_CONSOLE_GETCHAR: usize = 2;
-    pub const LEGACY_CLEAR_IPI: usize = 3;
-    pub const LEGACY_SEND_IPI: usize = 4;
-    pub const LEGACY_REMOTE_FENCE_I: usize = 5;
-    pub const LEGACY_REMOTE_SFENCE_VMA: usize = 6;
-    pub const LEGACY_REMOTE_SFENCE_VMA_ASID: usize = 7;
-    pub const LEGACY_SHUTDOWN: usize = 8;
-}
+use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 
 /// SBI specification version implemented: 3.0.
 pub const SPEC_VERSION: usize = 3 << 24;
@@ -65,24 +52,39 @@ const fn err(error: usize) -> Ret {
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
 pub const LEGACY_LAST_EID: usize = legacy::LEGACY_SHUTDOWN;
 
-/// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
-/// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
-/// answer goes back in a0/a1; the entry code advances mepc. Only what the
-/// C ABI lets this function clobber was saved, so nothing here may need
-/// the trap frame (see `entry.rs`).
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn ecall_fast(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
-    dispatch(a0, a1, a2, a3, a4, a5, fid, eid)
+/// Declares an `extern "C"` function `$name` of the argument registers
+/// a0..a5 and then the FID (and the EID, where named), taken in the
+/// registers they arrived in, answering in a0/a1; `$a` is a0..a5 as an
+/// array in `$body`.
+macro_rules! sbi_fn {
+    ($(#[$attr:meta])* $vis:vis $name:ident, |$a:ident $(, $reg:ident)+| $body:expr) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        $vis extern "C" fn $name(
+            a0: usize,
+            a1: usize,
+            a2: usize,
+            a3: usize,
+            a4: usize,
+            a5: usize,
+            $($reg: usize),+
+        ) -> SbiRet {
+            #[allow(unused_variables)]
+            let $a = [a0, a1, a2, a3, a4, a5];
+            $body
+        }
+    };
 }
+
+sbi_fn!(
+    /// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
+    /// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
+    /// answer goes back in a0/a1; the entry code advances mepc. Only what the
+    /// C ABI lets this function clobber was saved, so nothing here may need
+    /// the trap frame (see `entry.rs`).
+    pub ecall_fast,
+    |a, fid, eid| dispatch(a, fid, eid)
+);
 
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
 /// calls; any other EID is answered as on the fast path).
@@ -95,7 +97,7 @@ pub fn ecall(f: &mut TrapFrame) {
     if eid <= LEGACY_LAST_EID {
         return legacy_call(f, eid, a);
     }
-    let r = dispatch(a[0], a[1], a[2], a[3], a[4], a[5], fid, eid);
+    let r = dispatch(a, fid, eid);
     f.regs[A0] = r.error;
     f.regs[A1] = r.value;
     f.mepc += 4;
@@ -112,17 +114,8 @@ type Extension = extern "C" fn(usize, usize, usize, usize, usize, usize, usize) 
 /// are looked up in a separate function, where the compiler's search tree
 /// cannot absorb the PMU compare.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn dispatch(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
+fn dispatch(a: [usize; 6], fid: usize, eid: usize) -> SbiRet {
+    let [a0, a1, a2, a3, a4, a5] = a;
     if eid == rvpmu::ecall::EID_PMU {
         pmu_ext(a0, a1, a2, a3, a4, a5, fid)
     } else {
@@ -148,58 +141,31 @@ fn other_extension(eid: usize) -> Option<Extension> {
     })
 }
 
-/// Every extension but PMU: `ecall_fast`'s signature, the EID included.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-extern "C" fn other_ext(
-    a0: usize,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-    fid: usize,
-    eid: usize,
-) -> SbiRet {
-    other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
-}
-
-/// Declares an `Extension` function named `$name` over `$a` (the six
-/// argument registers) and `$fid`.
-macro_rules! extension_fn {
-    ($name:ident, |$a:ident, $fid:ident| $body:expr) => {
-        #[allow(clippy::too_many_arguments)]
-        extern "C" fn $name(
-            a0: usize,
-            a1: usize,
-            a2: usize,
-            a3: usize,
-            a4: usize,
-            a5: usize,
-            $fid: usize,
-        ) -> SbiRet {
-            #[allow(unused_variables)]
-            let $a = [a0, a1, a2, a3, a4, a5];
-            $body
-        }
-    };
-}
+sbi_fn!(
+    /// Every extension but PMU: `ecall_fast`'s signature, the EID included.
+    #[inline(never)]
+    other_ext,
+    |a, fid, eid| {
+        let [a0, a1, a2, a3, a4, a5] = a;
+        other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
+    }
+);
 
 // Each extension that needs the hart's state borrows it here, once per
 // call: these functions are where an ecall's trap is served (the fast path
 // reaches them from `ecall_fast`, the full path from `ecall`).
-extension_fn!(pmu_ext, |a, fid| {
+sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     rvpmu::ecall::pmu(&mut hart.perf.pmu, fid, a)
 });
-extension_fn!(sta_ext, |a, fid| {
+sbi_fn!(sta_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let perf = &mut unsafe { this_hart() }.perf;
     rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
 });
-extension_fn!(base_ext, |a, fid| base_call(fid, a[0]));
-extension_fn!(time_ext, |a, fid| {
+sbi_fn!(base_ext, |a, fid| base_call(fid, a[0]));
+sbi_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
         return err(RET_ERR_NOT_SUPPORTED);
     }
@@ -207,29 +173,35 @@ extension_fn!(time_ext, |a, fid| {
     crate::timer::set_timer(a[0] as u64, unsafe { this_hart() });
     ok(0)
 });
-extension_fn!(spi_ext, |a, fid| {
+sbi_fn!(spi_ext, |a, fid| {
     if fid != spi::SEND_IPI {
         return err(RET_ERR_NOT_SUPPORTED);
     }
     // SAFETY: once per trap, on this hart, not kept past it.
-    send_ipi(a[0], a[1], &mut unsafe { this_hart() }.perf.pmu)
+    let hart = unsafe { this_hart() };
+    send_ipi(hart.ready, a[0], a[1], &mut hart.perf.pmu)
 });
-extension_fn!(rfnc_ext, |a, fid| {
+sbi_fn!(rfnc_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
-    rfence(fid, a, &mut unsafe { this_hart() }.perf.pmu)
+    let hart = unsafe { this_hart() };
+    rfence(hart.ready, fid, a, &mut hart.perf.pmu)
 });
-extension_fn!(hsm_ext, |a, fid| {
+sbi_fn!(hsm_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     hsm_call(fid, a, unsafe { this_hart() })
 });
-extension_fn!(srst_ext, |a, fid| {
+sbi_fn!(srst_ext, |a, fid| {
     if fid != srst::SYSTEM_RESET {
         return err(RET_ERR_NOT_SUPPORTED);
     }
     system_reset(a[0], a[1])
 });
-extension_fn!(dbcn_ext, |a, fid| dbcn_call(fid, a));
-extension_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
+sbi_fn!(dbcn_ext, |a, fid| {
+    // SAFETY: once per trap, on this hart, not kept past it.
+    let hart = unsafe { this_hart() };
+    dbcn_call(hart.ready, hart.perf.pmu.mem_mut(), fid, a)
+});
+sbi_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
 fn probe(eid: usize) -> bool {
     // Legacy extensions 0-8, PMU (dispatched first, on its own), the rest.
@@ -251,8 +223,8 @@ fn base_call(fid: usize, arg: usize) -> Ret {
 
 /// The harts named by (hart_mask, hart_mask_base) as a bit set, or
 /// INVALID_PARAM if any of them is not a hart of this machine.
-fn hart_set(mask: usize, mask_base: usize) -> Result<u64, usize> {
-    let p = platform();
+fn hart_set(ready: Ready, mask: usize, mask_base: usize) -> Result<u64, usize> {
+    let p = ready.platform();
     let mut set = 0u64;
     if mask_base == usize::MAX {
         for h in 0..MAX_HARTS {
@@ -282,18 +254,18 @@ fn for_each_hart(set: u64, mut f: impl FnMut(usize)) {
     }
 }
 
-fn send_ipi(mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
-    match hart_set(mask, mask_base) {
+fn send_ipi(ready: Ready, mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
+    match hart_set(ready, mask, mask_base) {
         Ok(set) => {
             let me = hartid();
-            for_each_hart(set, |h| machine::send_ipi(me, h, pmu));
+            for_each_hart(set, |h| machine::send_ipi(ready, me, h, pmu));
             ok(0)
         }
         Err(e) => err(e),
     }
 }
 
-fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
+fn rfence(ready: Ready, fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     let kind = match fid {
         rfnc::REMOTE_FENCE_I => FenceKind::I,
         rfnc::REMOTE_SFENCE_VMA => FenceKind::Vma,
@@ -306,10 +278,10 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     };
     let me = hartid();
     let hypervisor = !matches!(kind, FenceKind::I | FenceKind::Vma | FenceKind::VmaAsid);
-    if hypervisor && !platform().hart_features(me).has(Features::H) {
+    if hypervisor && !ready.platform().hart_features(me).has(Features::H) {
         return err(RET_ERR_NOT_SUPPORTED);
     }
-    let set = match hart_set(a[0], a[1]) {
+    let set = match hart_set(ready, a[0], a[1]) {
         Ok(s) => s,
         Err(e) => return err(e),
     };
@@ -320,6 +292,7 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
         _ => 0,
     };
     machine::remote_fence(
+        ready,
         me,
         set,
         Fence {
@@ -335,7 +308,7 @@ fn rfence(fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
 
 fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
     let me = hartid();
-    let p = platform();
+    let p = hart.ready.platform();
     let ram = &p.ram;
     match fid {
         hsm::HART_START => {
@@ -345,7 +318,7 @@ fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
             if !ram.owns(a[1] as u64, 4) {
                 return err(RET_ERR_INVALID_ADDRESS);
             }
-            match machine::request_start(a[0], a[1], a[2]) {
+            match machine::request_start(hart.ready, a[0], a[1], a[2]) {
                 Ok(()) => ok(0),
                 Err(e) => err(e),
             }
@@ -406,8 +379,9 @@ fn system_reset(kind: usize, reason: usize) -> Ret {
     err(RET_ERR_FAILED)
 }
 
-fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
-    let mut ram = platform().ram;
+/// `ram`: S-mode memory as the hart's engine sees it (the platform's, as
+/// for STA).
+fn dbcn_call(ready: Ready, ram: &mut PhysMemory, fid: usize, a: [usize; 6]) -> Ret {
     let (len, addr) = (a[0], a[1]);
     match fid {
         dbcn::CONSOLE_WRITE | dbcn::CONSOLE_READ => {
@@ -418,7 +392,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
                 return err(RET_ERR_INVALID_PARAM);
             }
             if fid == dbcn::CONSOLE_WRITE {
-                machine::with_console(|u| {
+                machine::with_console(ready, |u| {
                     let mut buf = [0u8; 64];
                     for off in (0..len).step_by(buf.len()) {
                         let n = buf.len().min(len - off);
@@ -431,7 +405,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
             } else {
                 let mut n = 0;
                 while n < len {
-                    let Some(b) = machine::with_console(|u| u.get()) else {
+                    let Some(b) = machine::with_console(ready, |u| u.get()) else {
                         break;
                     };
                     let _ = ram.write((addr + n) as u64, &[b]);
@@ -442,7 +416,7 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
         }
         dbcn::CONSOLE_WRITE_BYTE => {
             // `uint8_t byte`: only the low 8 bits count.
-            machine::with_console(|u| u.put(a[0] as u8));
+            machine::with_console(ready, |u| u.put(a[0] as u8));
             ok(0)
         }
         _ => err(RET_ERR_NOT_SUPPORTED),
@@ -451,18 +425,29 @@ fn dbcn_call(fid: usize, a: [usize; 6]) -> Ret {
 
 /// SBI v0.1 calls: the result goes in a0 only. Hart masks are pointers in
 /// S-mode's address space (NULL: all harts); a fault reading one is
-/// redirected to S-mode as the load's own fault. Borrows the hart's state
-/// for the trap (the full path's ecall borrows nowhere else).
+/// redirected to S-mode as the load's own fault. The IPI and fence calls
+/// are v0.2's (sPI send_ipi, RFENCE) on the mask read from memory, so a bad
+/// hart in it answers their error. Borrows the hart's state for the trap
+/// (the full path's ecall borrows nowhere else).
 fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
-    let me = hartid();
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
-    let mask = |ptr: usize| -> Result<u64, (usize, usize)> {
+    let ready = hart.ready;
+    // v0.2's (hart_mask, hart_mask_base), or the fault (mcause, address).
+    let mask = |ptr: usize| -> Result<(usize, usize), (usize, usize)> {
         if ptr == 0 {
-            return hart_set(0, usize::MAX).map_err(|e| (0, e));
+            return Ok((0, usize::MAX));
         }
-        let m = crate::frame::load_u64(ptr).map_err(|cause| (cause, ptr))?;
-        hart_set(m as usize, 0).map_err(|e| (0, e))
+        let m = crate::frame::load_u64(f, ptr).map_err(|cause| (cause, ptr))?;
+        Ok((m as usize, 0))
+    };
+    // A v0.2 answer as v0.1's one value: the error code, or the value.
+    let value = |r: Ret| {
+        if r.error == RET_SUCCESS {
+            r.value
+        } else {
+            r.error
+        }
     };
     let result: Result<usize, (usize, usize)> = match eid {
         legacy::LEGACY_SET_TIMER => {
@@ -471,40 +456,30 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
         }
         legacy::LEGACY_CONSOLE_PUTCHAR => {
             // `int ch`: the character is its low 8 bits.
-            machine::with_console(|u| u.put(a[0] as u8));
+            machine::with_console(ready, |u| u.put(a[0] as u8));
             Ok(0)
         }
         legacy::LEGACY_CONSOLE_GETCHAR => {
-            Ok(machine::with_console(|u| u.get()).map_or(usize::MAX, |b| b as usize))
+            Ok(machine::with_console(ready, |u| u.get()).map_or(usize::MAX, |b| b as usize))
         }
         legacy::LEGACY_CLEAR_IPI => {
             csr_clear!(mip, MIP_SSIP);
             Ok(0)
         }
-        legacy::LEGACY_SEND_IPI => mask(a[0]).map(|set| {
-            for_each_hart(set, |h| machine::send_ipi(me, h, &mut hart.perf.pmu));
-            0
-        }),
+        legacy::LEGACY_SEND_IPI => {
+            mask(a[0]).map(|(m, base)| value(send_ipi(ready, m, base, &mut hart.perf.pmu)))
+        }
         legacy::LEGACY_REMOTE_FENCE_I
         | legacy::LEGACY_REMOTE_SFENCE_VMA
-        | legacy::LEGACY_REMOTE_SFENCE_VMA_ASID => mask(a[0]).map(|set| {
-            let kind = match eid {
-                legacy::LEGACY_REMOTE_FENCE_I => FenceKind::I,
-                legacy::LEGACY_REMOTE_SFENCE_VMA => FenceKind::Vma,
-                _ => FenceKind::VmaAsid,
+        | legacy::LEGACY_REMOTE_SFENCE_VMA_ASID => mask(a[0]).map(|(m, base)| {
+            let fid = match eid {
+                legacy::LEGACY_REMOTE_FENCE_I => rfnc::REMOTE_FENCE_I,
+                legacy::LEGACY_REMOTE_SFENCE_VMA => rfnc::REMOTE_SFENCE_VMA,
+                _ => rfnc::REMOTE_SFENCE_VMA_ASID,
             };
-            machine::remote_fence(
-                me,
-                set,
-                Fence {
-                    kind,
-                    start: a[1],
-                    size: a[2],
-                    id: a[3],
-                },
-                &mut hart.perf.pmu,
-            );
-            0
+            // start, size and ASID go where RFENCE has them.
+            let args = [m, base, a[1], a[2], a[3], 0];
+            value(rfence(ready, fid, args, &mut hart.perf.pmu))
         }),
         _ => {
             // LEGACY_SHUTDOWN
@@ -517,11 +492,6 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             f.regs[A0] = v;
             f.mepc += 4;
         }
-        // cause 0: a bad hart in the mask (error code in the second field).
-        Err((0, e)) => {
-            f.regs[A0] = e;
-            f.mepc += 4;
-        }
-        Err((cause, addr)) => redirect(f, cause, addr),
+        Err((cause, addr)) => redirect(ready, f, cause, addr),
     }
 }

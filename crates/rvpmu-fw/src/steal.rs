@@ -15,11 +15,13 @@
 //! the spec does not count idle time as steal, so that period is skipped.
 
 use crate::csr::csr_read;
-use crate::machine::platform;
+use crate::frame::TrapFrame;
+use crate::machine::Ready;
+use crate::platform::Platform;
 use crate::pmu::HartPerf;
 
-fn ticks(us: u32) -> u64 {
-    us as u64 * platform().timebase_hz / 1_000_000
+fn ticks(p: &Platform, us: u32) -> u64 {
+    us as u64 * p.timebase_hz / 1_000_000
 }
 
 fn now() -> u64 {
@@ -27,9 +29,10 @@ fn now() -> u64 {
 }
 
 /// First deadline for a hart about to enter S-mode (MAX: injector off).
-pub fn first_deadline() -> u64 {
-    match platform().noisy {
-        Some(n) => now() + ticks(n.period_us),
+pub fn first_deadline(ready: Ready) -> u64 {
+    let p = ready.platform();
+    match p.noisy {
+        Some(n) => now() + ticks(p, n.period_us),
         None => u64::MAX,
     }
 }
@@ -37,32 +40,33 @@ pub fn first_deadline() -> u64 {
 const WFI: u32 = 0x1050_0073;
 
 /// The deadline passed: withhold the hart for `busy` unless it was idle.
-/// `mepc` is where S-mode was interrupted. Returns the next deadline.
+/// `f` is the interrupted S-mode context. Returns the next deadline.
 ///
 /// The STA record stays borrowed while the hart waits; the PMU is lent
 /// to the wait, which serves other harts' messages and records their
 /// firmware events (a split borrow of `perf`, not a second `&mut`).
-pub fn run(mepc: usize, perf: &mut HartPerf) -> u64 {
-    let Some(n) = platform().noisy else {
+pub fn run(ready: Ready, f: &TrapFrame, perf: &mut HartPerf) -> u64 {
+    let p = ready.platform();
+    let Some(n) = p.noisy else {
         return u64::MAX;
     };
     let start = now();
-    let next = start + ticks(n.period_us);
-    let idle = matches!(crate::frame::fetch_insn(mepc.wrapping_sub(4)), Ok(WFI));
+    let next = start + ticks(p, n.period_us);
+    let idle = matches!(crate::frame::fetch_insn(f, f.mepc.wrapping_sub(4)), Ok(WFI));
     if idle {
         return next;
     }
-    let mut mem = platform().ram;
+    let mut mem = p.ram;
     let HartPerf { pmu, sta } = perf;
     sta.account(&mut mem, 0, true);
-    let busy = ticks(n.busy_us);
-    crate::machine::sleep_until(crate::csr::hartid(), start + busy, pmu);
+    let busy = ticks(p, n.busy_us);
+    crate::machine::sleep_until(ready, crate::csr::hartid(), start + busy, pmu);
     // Report the neighbour's own share. The hart may resume later than
     // `start + busy` when the platform runs it late (QEMU's round-robin
     // vCPU scheduling under icount): that delay is not the neighbour's,
     // and the platform does not report it at any other time either.
     let stolen = (now() - start).min(busy);
-    let ns = stolen * 1_000_000_000 / platform().timebase_hz;
+    let ns = stolen * 1_000_000_000 / p.timebase_hz;
     sta.account(&mut mem, ns, false);
     next
 }

@@ -7,17 +7,18 @@
 //! supervisor's deadline passes.
 
 use crate::csr::{csr_clear, csr_read, csr_set, csr_write, hartid, MIP_MTIP, MIP_STIP};
-use crate::machine::{platform, write_mtimecmp, HartLocal};
+use crate::frame::TrapFrame;
+use crate::machine::{write_mtimecmp, HartLocal};
 use crate::platform::Features;
 
-fn has_sstc(me: usize) -> bool {
-    platform().hart_features(me).has(Features::SSTC)
+fn has_sstc(l: &HartLocal, me: usize) -> bool {
+    l.ready.platform().hart_features(me).has(Features::SSTC)
 }
 
 /// Program mtimecmp with the earliest pending M-mode deadline.
 fn reprogram(me: usize, l: &HartLocal) {
     let next = l.s_deadline.min(l.steal_deadline);
-    write_mtimecmp(me, next);
+    write_mtimecmp(l.ready, me, next);
     if next == u64::MAX {
         csr_clear!(mie, MIP_MTIP);
     } else {
@@ -30,7 +31,7 @@ fn reprogram(me: usize, l: &HartLocal) {
 pub fn set_timer(value: u64, hart: &mut HartLocal) {
     let me = hartid();
     hart.perf.pmu.record(rvpmu::event::FwEvent::SetTimer);
-    if has_sstc(me) {
+    if has_sstc(hart, me) {
         csr_write!(0x14d, value as usize);
     } else {
         hart.s_deadline = value;
@@ -39,24 +40,24 @@ pub fn set_timer(value: u64, hart: &mut HartLocal) {
     }
 }
 
-/// The M-mode timer fired. `interrupted` is the S-mode pc when it came as
-/// a trap from S-mode (the neighbour may run then); `None` from M-mode wait
-/// loops, where only the supervisor's deadline is served.
+/// The M-mode timer fired. `interrupted` is the S-mode context when it
+/// came as a trap from S-mode (the neighbour may run then); `None` from
+/// M-mode wait loops, where only the supervisor's deadline is served.
 ///
 /// Re-entry is spelled out in the borrows: the neighbour (`steal::run`)
 /// gets only the hart's `perf` (its STA record, and the PMU that the
 /// messages it serves while it waits record into), while this function
 /// keeps the deadlines.
-pub fn on_mtimer(l: &mut HartLocal, interrupted: Option<usize>) {
+pub fn on_mtimer(l: &mut HartLocal, interrupted: Option<&TrapFrame>) {
     let me = hartid();
     let now = csr_read!(time) as u64;
     if now >= l.s_deadline {
         l.s_deadline = u64::MAX;
         csr_set!(mip, MIP_STIP);
     }
-    if let Some(pc) = interrupted {
+    if let Some(f) = interrupted {
         if now >= l.steal_deadline {
-            l.steal_deadline = crate::steal::run(pc, &mut l.perf);
+            l.steal_deadline = crate::steal::run(l.ready, f, &mut l.perf);
         }
     }
     reprogram(me, l);
@@ -71,13 +72,13 @@ pub fn poll_mtimer(hart: &mut HartLocal) {
 
 /// Start the noisy neighbour (if configured) for a hart entering S-mode.
 pub fn arm_steal(me: usize, hart: &mut HartLocal) {
-    hart.steal_deadline = crate::steal::first_deadline();
+    hart.steal_deadline = crate::steal::first_deadline(hart.ready);
     reprogram(me, hart);
 }
 
 /// No timer interrupt pending or armed (hart init, stop).
 pub fn disarm(me: usize, l: &mut HartLocal) {
-    if has_sstc(me) {
+    if has_sstc(l, me) {
         csr_write!(0x14d, usize::MAX);
     } else {
         csr_clear!(mip, MIP_STIP);

@@ -17,9 +17,9 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
         let hart = unsafe { this_hart() };
         match cause & !(1 << 63) {
             IRQ_M_SOFT => {
-                machine::process_messages(hartid(), true, &mut hart.perf.pmu);
+                machine::process_messages(hart.ready, hartid(), true, &mut hart.perf.pmu);
             }
-            IRQ_M_TIMER => crate::timer::on_mtimer(hart, Some(f.mepc)),
+            IRQ_M_TIMER => crate::timer::on_mtimer(hart, Some(f)),
             _ => fatal("unexpected interrupt", f.mepc),
         }
         return;
@@ -31,28 +31,32 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
     // above), on this hart, not kept past it.
     let hart = unsafe { this_hart() };
     let tval = csr_read!(mtval);
-    let pmu = &mut hart.perf.pmu;
+    let (ready, pmu) = (hart.ready, &mut hart.perf.pmu);
     match cause {
         CAUSE_MISALIGNED_LOAD | CAUSE_MISALIGNED_STORE => {
-            crate::emulate::misaligned(f, cause, tval, pmu)
+            crate::emulate::misaligned(ready, f, cause, tval, pmu)
         }
         CAUSE_ILLEGAL_INSN => {
             pmu.record(FwEvent::IllegalInsn);
-            redirect(f, cause, tval);
+            redirect(ready, f, cause, tval);
         }
         CAUSE_LOAD_ACCESS => {
             pmu.record(FwEvent::AccessLoad);
-            redirect(f, cause, tval);
+            redirect(ready, f, cause, tval);
         }
         CAUSE_STORE_ACCESS => {
             pmu.record(FwEvent::AccessStore);
-            redirect(f, cause, tval);
+            redirect(ready, f, cause, tval);
         }
-        _ => redirect(f, cause, tval),
+        _ => redirect(ready, f, cause, tval),
     }
 }
 
-/// A trap taken in M-mode outside a guarded access: a firmware bug.
+/// A trap taken in M-mode outside a guarded access: a firmware bug. `f`
+/// is the hart's frame (a handler's `&mut` to it is never used again:
+/// this does not return); its mepc is the interrupted S-mode pc when the
+/// fault came from a full-path handler (the SBI fast path does not save
+/// mepc).
 pub extern "C" fn m_mode_trap(f: &TrapFrame) -> ! {
     crate::power::fatal("unexpected trap in M-mode", f.mepc)
 }

@@ -310,12 +310,20 @@ const _: () = assert!(MAX_CANONICAL < 64 && MAX_CANONICAL <= MAX_COUNTERS);
 mod tests {
     use super::*;
 
-    fn qemu_like() -> CounterLayout {
+    /// 64-bit counters at the CSR offsets set in `present`.
+    fn layout(present: u32, alias: bool) -> CounterLayout {
         let mut w = [0u8; HW_SLOTS];
-        w[0] = 64;
-        w[2] = 64;
-        w[3..=18].fill(64);
-        CounterLayout::new(w, false)
+        for (i, w) in w.iter_mut().enumerate() {
+            if present >> i & 1 != 0 {
+                *w = 64;
+            }
+        }
+        CounterLayout::new(w, alias)
+    }
+
+    /// cycle, instret and hpmcounter3..18.
+    fn qemu_like() -> CounterLayout {
+        layout(0x7fffd, false)
     }
 
     #[test]
@@ -370,12 +378,7 @@ mod tests {
 
     #[test]
     fn holes_are_invalid() {
-        let mut w = [0u8; HW_SLOTS];
-        w[0] = 64;
-        w[2] = 64;
-        w[3] = 64;
-        w[5] = 64; // 4 missing
-        let l = CounterLayout::new(w, false);
+        let l = layout(0b10_1101, false); // 4 missing
         assert_eq!(l.fw_base(), 6);
         assert_eq!(l.resolve(4), Err(Error::InvalidParam));
         assert_eq!(l.set(3, 0b111), Err(Error::InvalidParam));
@@ -384,11 +387,7 @@ mod tests {
 
     #[test]
     fn alias_window() {
-        let mut w = [0u8; HW_SLOTS];
-        w[0] = 64;
-        w[2] = 64;
-        w[3] = 64;
-        let l = CounterLayout::new(w, true);
+        let l = layout(0b1101, true);
         let n = l.canonical_count();
         assert_eq!(l.num_counters(), 4096 + n);
         assert_eq!(l.resolve(4096 + 3), Ok((3, Counter::Hw(3))));

@@ -515,10 +515,10 @@ pub struct CounterList(pub u32);
 
 impl fmt::Display for CounterList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = Line::<100>::new();
+        let mut buf = crate::text::Text::<100>::new();
         let bits = self.0;
         if bits == 0 {
-            buf.push("none");
+            let _ = fmt::Write::write_str(&mut buf, "none");
         }
         let mut i = 0u32;
         let mut first = true;
@@ -541,44 +541,6 @@ impl fmt::Display for CounterList {
             };
         }
         f.pad(buf.as_str())
-    }
-}
-
-/// A fixed-size text buffer, so tables can pad columns without an allocator.
-struct Line<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> Line<N> {
-    fn new() -> Self {
-        Line {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, s: &str) {
-        let _ = fmt::Write::write_str(self, s);
-    }
-
-    fn as_str(&self) -> &str {
-        // Only whole `str`s are copied in (truncation backs off to a char
-        // boundary), so the bytes are valid UTF-8.
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-    }
-}
-
-impl<const N: usize> fmt::Write for Line<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = N - self.len;
-        let mut take = s.len().min(room);
-        while !s.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
     }
 }
 

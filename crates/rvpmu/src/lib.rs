@@ -26,6 +26,7 @@ pub mod sim;
 pub mod snapshot;
 pub mod sta;
 pub mod supervisor;
+pub mod text;
 
 pub use hart::{Pmu, PmuConfig};
 

@@ -70,6 +70,18 @@ pub fn shmem_address(lo: u64, hi: u64) -> Result<Option<u64>, Error> {
     Ok(Some(lo))
 }
 
+/// [`shmem_address`] of an area that must start on an `align`-byte
+/// boundary (the snapshot page, the STA record): one that does not is
+/// INVALID_PARAM, after the address checks.
+#[inline(always)]
+pub fn aligned_shmem_address(lo: u64, hi: u64, align: u64) -> Result<Option<u64>, Error> {
+    let addr = shmem_address(lo, hi)?;
+    if addr.is_some_and(|a| a % align != 0) {
+        return Err(Error::InvalidParam);
+    }
+    Ok(addr)
+}
+
 /// Maximum RAM ranges and excluded ranges a [`Ranges`] holds.
 pub const MAX_RANGES: usize = 8;
 

@@ -1,7 +1,7 @@
 //! Shared-memory layouts of the PMU extension: the counter snapshot page
 //! (FID 7) and event-info entries (FID 8). Each layout lives here only.
 
-use crate::mem::{shmem_address, MemFault, SupervisorMemory};
+use crate::mem::{aligned_shmem_address, shmem_address, MemFault, SupervisorMemory};
 use crate::Error;
 
 /// Size and alignment of the snapshot area (`sbi-spec`'s
@@ -20,13 +20,7 @@ impl SnapshotArea {
     /// 4096-aligned INVALID_PARAM.
     #[inline(always)]
     pub fn parse(lo: u64, hi: u64) -> Result<Option<SnapshotArea>, Error> {
-        let Some(addr) = shmem_address(lo, hi)? else {
-            return Ok(None);
-        };
-        if addr % SNAPSHOT_SIZE != 0 {
-            return Err(Error::InvalidParam);
-        }
-        Ok(Some(SnapshotArea(addr)))
+        Ok(aligned_shmem_address(lo, hi, SNAPSHOT_SIZE)?.map(SnapshotArea))
     }
 
     /// The physical address.

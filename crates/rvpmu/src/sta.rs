@@ -8,7 +8,7 @@
 //! them back, so a supervisor scribbling on the record can only confuse
 //! itself, never the accounting.
 
-use crate::mem::{shmem_address, SupervisorMemory};
+use crate::mem::{aligned_shmem_address, SupervisorMemory};
 use crate::Error;
 use core::sync::atomic::Ordering;
 use sync::fence;
@@ -45,13 +45,7 @@ impl StaArea {
     /// `None`; an address above 64 bits is INVALID_ADDRESS, one not
     /// 64-byte aligned INVALID_PARAM.
     pub fn parse(lo: u64, hi: u64) -> Result<Option<StaArea>, Error> {
-        let Some(addr) = shmem_address(lo, hi)? else {
-            return Ok(None);
-        };
-        if addr % STA_SIZE != 0 {
-            return Err(Error::InvalidParam);
-        }
-        Ok(Some(StaArea(addr)))
+        Ok(aligned_shmem_address(lo, hi, STA_SIZE)?.map(StaArea))
     }
 
     /// The physical address.

@@ -1,6 +1,6 @@
 //! The S-mode SBI client: typed calls of the PMU and STA extensions, like
-//! `sbi_rt` (flags as `ConfigFlags`/`StartFlags`/`StopFlags` types from
-//! `sbi-spec`), with `event_get_info` and the snapshot included, and of the
+//! `sbi_rt` (flags as `sbi-spec`'s `CounterCfgFlags`, `CounterStartFlags`
+//! and `CounterStopFlags`), with `event_get_info` and the snapshot included, and of the
 //! other extensions an S-mode test kernel needs (BASE, TIME, IPI, RFENCE,
 //! HSM, SRST, DBCN and the legacy calls), numbers from `sbi-spec`.
 //!
@@ -15,37 +15,6 @@ use crate::ecall::{SbiRet, EID_PMU, EID_STA};
 use sbi_spec::pmu as fid;
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
 use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
-
-/// Flags accepted by [`Supervisor::pmu_counter_config_matching`].
-pub trait ConfigFlags {
-    /// Raw register value.
-    fn raw(&self) -> usize;
-}
-impl ConfigFlags for CounterCfgFlags {
-    fn raw(&self) -> usize {
-        self.bits()
-    }
-}
-/// Flags accepted by [`Supervisor::pmu_counter_start`].
-pub trait StartFlags {
-    /// Raw register value.
-    fn raw(&self) -> usize;
-}
-impl StartFlags for CounterStartFlags {
-    fn raw(&self) -> usize {
-        self.bits()
-    }
-}
-/// Flags accepted by [`Supervisor::pmu_counter_stop`].
-pub trait StopFlags {
-    /// Raw register value.
-    fn raw(&self) -> usize;
-}
-impl StopFlags for CounterStopFlags {
-    fn raw(&self) -> usize {
-        self.bits()
-    }
-}
 
 /// A way to make an SBI call.
 pub trait SbiCall {
@@ -151,11 +120,11 @@ impl<C: SbiCall> Supervisor<C> {
         self.pmu(fid::COUNTER_GET_INFO, [counter_idx, 0, 0, 0, 0, 0])
     }
     /// FID 2: find and configure a counter for `event_idx`.
-    pub fn pmu_counter_config_matching<T: ConfigFlags>(
+    pub fn pmu_counter_config_matching(
         &mut self,
         counter_idx_base: usize,
         counter_idx_mask: usize,
-        config_flags: T,
+        config_flags: CounterCfgFlags,
         event_idx: usize,
         event_data: u64,
     ) -> SbiRet {
@@ -164,7 +133,7 @@ impl<C: SbiCall> Supervisor<C> {
             [
                 counter_idx_base,
                 counter_idx_mask,
-                config_flags.raw(),
+                config_flags.bits(),
                 event_idx,
                 event_data as usize,
                 0,
@@ -172,11 +141,11 @@ impl<C: SbiCall> Supervisor<C> {
         )
     }
     /// FID 3: start a set of counters.
-    pub fn pmu_counter_start<T: StartFlags>(
+    pub fn pmu_counter_start(
         &mut self,
         counter_idx_base: usize,
         counter_idx_mask: usize,
-        start_flags: T,
+        start_flags: CounterStartFlags,
         initial_value: u64,
     ) -> SbiRet {
         self.pmu(
@@ -184,7 +153,7 @@ impl<C: SbiCall> Supervisor<C> {
             [
                 counter_idx_base,
                 counter_idx_mask,
-                start_flags.raw(),
+                start_flags.bits(),
                 initial_value as usize,
                 0,
                 0,
@@ -192,18 +161,18 @@ impl<C: SbiCall> Supervisor<C> {
         )
     }
     /// FID 4: stop a set of counters.
-    pub fn pmu_counter_stop<T: StopFlags>(
+    pub fn pmu_counter_stop(
         &mut self,
         counter_idx_base: usize,
         counter_idx_mask: usize,
-        stop_flags: T,
+        stop_flags: CounterStopFlags,
     ) -> SbiRet {
         self.pmu(
             fid::COUNTER_STOP,
             [
                 counter_idx_base,
                 counter_idx_mask,
-                stop_flags.raw(),
+                stop_flags.bits(),
                 0,
                 0,
                 0,

@@ -6,37 +6,16 @@ use rvpmu::dt::{EventMap, RangeRow, RawRow, SelectorRow};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::bits;
-use rvpmu::sim::{BufMemory, HwWrite, Mode, SimHart};
-use rvpmu::{Error, Pmu};
+use rvpmu::sim::{HwWrite, Mode, SimHart};
+use rvpmu::Error;
 
 mod common;
-use common::{call, config, qemu, qemu_map, sscofpmf, P};
+use common::{
+    call, config, engine, qemu, qemu_map, sscofpmf, AUTO_START, CFG, CLEAR_VALUE, CYCLES,
+    EVENT_INFO, FW_READ, FW_READ_HI, INFO, INIT_SNAPSHOT, INSTRUCTIONS, MINH, NUM, P, RESET,
+    SET_INIT_VALUE, SINH, SKIP_MATCH, SNAPSHOT, START, STOP, TAKE_SNAPSHOT, UINH, VSINH, VUINH,
+};
 
-const NUM: usize = 0;
-const INFO: usize = 1;
-const CFG: usize = 2;
-const START: usize = 3;
-const STOP: usize = 4;
-const FW_READ: usize = 5;
-const FW_READ_HI: usize = 6;
-const SNAPSHOT: usize = 7;
-const EVENT_INFO: usize = 8;
-
-const SKIP_MATCH: u64 = 1;
-const CLEAR_VALUE: u64 = 2;
-const AUTO_START: u64 = 4;
-const VUINH: u64 = 1 << 3;
-const VSINH: u64 = 1 << 4;
-const UINH: u64 = 1 << 5;
-const SINH: u64 = 1 << 6;
-const MINH: u64 = 1 << 7;
-const SET_INIT_VALUE: u64 = 1;
-const INIT_SNAPSHOT: u64 = 2;
-const RESET: u64 = 1;
-const TAKE_SNAPSHOT: u64 = 2;
-
-const CYCLES: u64 = 0x1;
-const INSTRUCTIONS: u64 = 0x2;
 const DTLB_READ_MISS: u64 = 0x10019;
 const FW_SET_TIMER: u64 = 0xF0005;
 const FW_IPI_SENT: u64 = 0xF0006;
@@ -77,13 +56,7 @@ fn get_info_reports_csr_width_and_type() {
 fn widths_are_probed_not_assumed() {
     let mut hw = SimHart::qemu_virt();
     hw.set_width(5, 40);
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(qemu_map(), sscofpmf(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(qemu_map(), sscofpmf(), false), hw);
     assert_eq!(call(&mut p, INFO, &[5]), Ok(0xC05 | 39 << 12));
     assert_eq!(call(&mut p, INFO, &[4]), Ok(0xC04 | 63 << 12));
 }
@@ -104,86 +77,60 @@ fn config_matching_picks_a_free_capable_counter_and_programs_it() {
 #[test]
 fn config_matching_rejects_reserved_flags_and_bad_sets() {
     let mut p = qemu();
-    assert_eq!(
-        call(&mut p, CFG, &[0, 0x7fffd, 1 << 8, CYCLES, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, 0x7fffd, 1 << 63, CYCLES, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, 0, 0, CYCLES, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, 0b10, 0, CYCLES, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[30, 0b1000_0000, 0, CYCLES, 0]),
-        Err(Error::InvalidParam)
-    );
+    for (base, mask, flags) in [
+        (0, 0x7fffd, 1 << 8),
+        (0, 0x7fffd, 1 << 63),
+        (0, 0, 0),
+        (0, 0b10, 0),
+        (30, 0b1000_0000, 0),
+    ] {
+        assert_eq!(
+            call(&mut p, CFG, &[base, mask, flags, CYCLES, 0]),
+            Err(Error::InvalidParam),
+            "base {base}, mask {mask:#x}, flags {flags:#x}"
+        );
+    }
 }
 
 #[test]
 fn config_matching_malformed_event_is_invalid_param_uncountable_is_not_supported() {
     let mut p = qemu();
     let all = 0x7_ffff_fffd;
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 11, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0x50000, 0]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0x20000, 1 << 48]),
-        Err(Error::InvalidParam)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0xF0016, 0]),
-        Err(Error::InvalidParam),
-        "code 22 reserved"
-    );
-    // Well formed, but QEMU's DT has no counter for them.
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0x3, 0]),
-        Err(Error::NotSupported)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0x20000, 0x12]),
-        Err(Error::NotSupported)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0xF0100, 0]),
-        Err(Error::NotSupported)
-    );
-    assert_eq!(
-        call(&mut p, CFG, &[0, all, 0, 0xFFFFF, 7]),
-        Err(Error::NotSupported)
-    );
+    for (event, data, want) in [
+        (0, 0, Error::InvalidParam),
+        (11, 0, Error::InvalidParam),
+        (0x50000, 0, Error::InvalidParam),
+        (0x20000, 1 << 48, Error::InvalidParam),
+        (0xF0016, 0, Error::InvalidParam), // firmware code 22 is reserved
+        // Well formed, but QEMU's DT has no counter for them.
+        (0x3, 0, Error::NotSupported),
+        (0x20000, 0x12, Error::NotSupported),
+        (0xF0100, 0, Error::NotSupported),
+        (0xFFFFF, 7, Error::NotSupported),
+    ] {
+        assert_eq!(
+            call(&mut p, CFG, &[0, all, 0, event, data]),
+            Err(want),
+            "event {event:#x}, data {data:#x}"
+        );
+    }
+}
+
+/// config_matching of `event` with `flags` on the HPM counters, which must
+/// succeed: the counter.
+fn matching(p: &mut P, flags: u64, event: u64) -> usize {
+    call(p, CFG, &[0, 0x7fff8, flags, event, 0]).unwrap() as usize
 }
 
 #[test]
 fn filter_flags_map_to_mhpmevent_bits() {
     let mut p = qemu();
-    let idx = call(
-        &mut p,
-        CFG,
-        &[0, 0x7fff8, UINH | VSINH | VUINH, DTLB_READ_MISS, 0],
-    )
-    .unwrap() as usize;
+    let idx = matching(&mut p, UINH | VSINH | VUINH, DTLB_READ_MISS);
     assert_eq!(
         p.hw().event_reg(idx),
         DTLB_READ_MISS | bits::MINH | bits::UINH | bits::VSINH | bits::VUINH
     );
-    let idx = call(&mut p, CFG, &[0, 0x7fff8, SINH | MINH, DTLB_READ_MISS, 0]).unwrap() as usize;
+    let idx = matching(&mut p, SINH | MINH, DTLB_READ_MISS);
     assert_eq!(
         p.hw().event_reg(idx),
         DTLB_READ_MISS | bits::MINH | bits::SINH
@@ -193,24 +140,9 @@ fn filter_flags_map_to_mhpmevent_bits() {
 #[test]
 fn filtered_counts_separate_modes() {
     let mut p = qemu();
-    let u = call(
-        &mut p,
-        CFG,
-        &[0, 0x7fff8, SINH | AUTO_START | CLEAR_VALUE, CYCLES, 0],
-    )
-    .unwrap() as usize;
-    let k = call(
-        &mut p,
-        CFG,
-        &[0, 0x7fff8, UINH | AUTO_START | CLEAR_VALUE, CYCLES, 0],
-    )
-    .unwrap() as usize;
-    let all = call(
-        &mut p,
-        CFG,
-        &[0, 0x7fff8, AUTO_START | CLEAR_VALUE, CYCLES, 0],
-    )
-    .unwrap() as usize;
+    let u = matching(&mut p, SINH | AUTO_START | CLEAR_VALUE, CYCLES);
+    let k = matching(&mut p, UINH | AUTO_START | CLEAR_VALUE, CYCLES);
+    let all = matching(&mut p, AUTO_START | CLEAR_VALUE, CYCLES);
     p.hw_mut().tick(Mode::U, 1, 1000);
     p.hw_mut().tick(Mode::S, 1, 300);
     p.hw_mut().tick(Mode::M, 1, 50);
@@ -231,13 +163,7 @@ fn smcntrpmf_filters_the_fixed_counters() {
         h: false,
     };
     let hw = SimHart::new(0x7fffd, 64, true, true);
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(qemu_map(), isa, false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(qemu_map(), isa, false), hw);
     call(&mut p, STOP, &[0, 0b101, RESET]).unwrap();
     let idx = call(&mut p, CFG, &[0, 0b1, SINH, CYCLES, 0]).unwrap();
     assert_eq!(idx, 0, "the fixed counter can filter with Smcntrpmf");
@@ -311,14 +237,7 @@ fn cycles_prefer_hpm_counters_with_sscofpmf_for_overflow_interrupts() {
 
     // Without Sscofpmf there are no interrupts to want: lowest index wins.
     let hw = SimHart::new(0x7fffd, 64, false, false);
-    let present = hw.present();
-    let isa = IsaFeatures::default();
-    let mut q: P = Pmu::new(
-        config(qemu_map(), isa, false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut q = engine(config(qemu_map(), IsaFeatures::default(), false), hw);
     call(&mut q, STOP, &[0, 0b101, RESET]).unwrap();
     assert_eq!(call(&mut q, CFG, &[0, 0x7fffd, 0, CYCLES, 0]), Ok(0));
 }
@@ -450,8 +369,7 @@ fn platform_and_implementation_events_count_when_declared() {
     cfg.fw_events.implementation[0] = 300;
     cfg.fw_events.platform[0] = Some(0xabc);
     let hw = SimHart::qemu_virt();
-    let present = hw.present();
-    let mut p: P = Pmu::new(cfg, hw, BufMemory::virt(), present);
+    let mut p = engine(cfg, hw);
     let fw_mask = 0xffff << 19;
     let i = call(&mut p, CFG, &[0, fw_mask, AUTO_START, 0xF0000 | 300, 0]).unwrap();
     let q = call(&mut p, CFG, &[0, fw_mask, AUTO_START, 0xFFFFF, 0xabc]).unwrap();
@@ -472,31 +390,15 @@ fn platform_and_implementation_events_count_when_declared() {
 #[test]
 fn snapshot_registration_rules() {
     let mut p = qemu();
-    assert_eq!(
-        call(&mut p, SNAPSHOT, &[SHMEM, 0, 1]),
-        Err(Error::InvalidParam),
-        "flags"
-    );
-    assert_eq!(
-        call(&mut p, SNAPSHOT, &[SHMEM + 8, 0, 0]),
-        Err(Error::InvalidParam),
-        "alignment"
-    );
-    assert_eq!(
-        call(&mut p, SNAPSHOT, &[FW_MEM, 0, 0]),
-        Err(Error::InvalidAddress),
-        "firmware memory"
-    );
-    assert_eq!(
-        call(&mut p, SNAPSHOT, &[0x1000, 0, 0]),
-        Err(Error::InvalidAddress),
-        "not RAM"
-    );
-    assert_eq!(
-        call(&mut p, SNAPSHOT, &[SHMEM, 1, 0]),
-        Err(Error::InvalidAddress),
-        "above 2^64"
-    );
+    for (args, want, what) in [
+        ([SHMEM, 0, 1], Error::InvalidParam, "flags"),
+        ([SHMEM + 8, 0, 0], Error::InvalidParam, "alignment"),
+        ([FW_MEM, 0, 0], Error::InvalidAddress, "firmware memory"),
+        ([0x1000, 0, 0], Error::InvalidAddress, "not RAM"),
+        ([SHMEM, 1, 0], Error::InvalidAddress, "above 2^64"),
+    ] {
+        assert_eq!(call(&mut p, SNAPSHOT, &args), Err(want), "{what}");
+    }
     p.mem_mut().poke(SHMEM + 100, &[0xAA; 8]);
     assert_eq!(call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]), Ok(0));
     assert_eq!(
@@ -518,8 +420,7 @@ fn snapshot_not_offered_answers_not_supported() {
     let mut cfg = config(qemu_map(), sscofpmf(), false);
     cfg.snapshot = false;
     let hw = SimHart::qemu_virt();
-    let present = hw.present();
-    let mut p: P = Pmu::new(cfg, hw, BufMemory::virt(), present);
+    let mut p = engine(cfg, hw);
     assert_eq!(
         call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]),
         Err(Error::NotSupported)
@@ -543,13 +444,7 @@ fn snapshot_not_offered_answers_not_supported() {
 fn take_snapshot_writes_base_relative_values_and_overflow_bits() {
     let mut hw = SimHart::qemu_virt();
     hw.set_width(4, 8); // an 8-bit counter overflows quickly
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(qemu_map(), sscofpmf(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(qemu_map(), sscofpmf(), false), hw);
     call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]).unwrap();
     let a = call(
         &mut p,
@@ -613,13 +508,7 @@ fn init_snapshot_restores_values_and_clears_overflow() {
 #[test]
 fn linux_6_12_snapshot_restart_works_through_the_alias_window() {
     let hw = SimHart::qemu_virt();
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(qemu_map(), sscofpmf(), true),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(qemu_map(), sscofpmf(), true), hw);
     assert_eq!(call(&mut p, NUM, &[]), Ok(4096 + 35));
     call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]).unwrap();
     let idx = call(&mut p, CFG, &[0, 0x7fffd, SINH, CYCLES, 0]).unwrap();
@@ -953,13 +842,7 @@ fn dt_selectors_and_raw_rows_program_mhpmevent() {
     .expect("valid rows");
     let map: &'static EventMap = Box::leak(Box::new(m));
     let hw = SimHart::new(0x1d, 64, true, false); // cycle, instret, 3, 4
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(map, sscofpmf(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(map, sscofpmf(), false), hw);
     let i = call(&mut p, CFG, &[0, 0x1d, 0, 0x3, 0]).unwrap() as usize;
     assert_eq!(p.hw().event_reg(i), 0x1801 | bits::MINH);
     let j = call(&mut p, CFG, &[0, 0x1d, 0, 0x20000, 0x4200]).unwrap() as usize;
@@ -991,13 +874,7 @@ fn init_state_inhibits_hpm_counters_and_runs_fixed_ones() {
 #[test]
 fn overflow_bitmap_is_zero_without_sscofpmf() {
     let hw = SimHart::new(0x7fffd, 64, false, false);
-    let present = hw.present();
-    let mut p: P = Pmu::new(
-        config(qemu_map(), IsaFeatures::default(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    );
+    let mut p = engine(config(qemu_map(), IsaFeatures::default(), false), hw);
     call(&mut p, SNAPSHOT, &[SHMEM, 0, 0]).unwrap();
     let idx = call(&mut p, CFG, &[0, 0x7fff8, AUTO_START, DTLB_READ_MISS, 0]).unwrap();
     p.mem_mut().poke(SHMEM, &u64::MAX.to_le_bytes()); // supervisor junk

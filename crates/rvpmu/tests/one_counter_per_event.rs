@@ -11,28 +11,19 @@
 use rvpmu::dt::{EventMap, RangeRow, RawRow};
 use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::bits;
-use rvpmu::sim::{BufMemory, Mode, SimHart};
-use rvpmu::{Error, Pmu};
+use rvpmu::sim::{Mode, SimHart};
+use rvpmu::Error;
 
 mod common;
-use common::{call, config, qemu_map, P};
+use common::{
+    call, config, engine, qemu_map, AUTO_START, CFG, CLEAR_VALUE, CYCLES, EVENT_INFO, INSTRUCTIONS,
+    P, RESET, SET_INIT_VALUE, SKIP_MATCH, START, STOP,
+};
 
-const CFG: usize = 2;
-const START: usize = 3;
-const STOP: usize = 4;
-const EVENT_INFO: usize = 8;
-
-const SKIP_MATCH: u64 = 1;
-const CLEAR_VALUE: u64 = 2;
-const AUTO_START: u64 = 4;
 const GUEST: u64 = 1 << 3 | 1 << 4; // VUINH | VSINH
 const USER: u64 = 1 << 6 | GUEST; // :u, SINH
 const KERNEL: u64 = 1 << 5 | GUEST; // :k, UINH
-const RESET: u64 = 1;
-const SET_INIT_VALUE: u64 = 1;
 
-const CYCLES: u64 = 0x1;
-const INSTRUCTIONS: u64 = 0x2;
 const QEMU_EVENTS: [u64; 5] = [CYCLES, INSTRUCTIONS, 0x10019, 0x1001b, 0x10021];
 /// Linux's cmask on QEMU virt: counters 0 and 2..34 (16 firmware counters).
 const CMASK: u64 = ((1 << 35) - 1) & !0b10;
@@ -52,8 +43,7 @@ fn hart_with(map: &EventMap, on: bool, smcntrpmf: bool) -> P {
         h: true,
     };
     let hw = SimHart::new(0x7fffd, 64, true, smcntrpmf).qemu_event_map();
-    let present = hw.present();
-    let mut p: P = Pmu::new(config(map, isa, false), hw, BufMemory::virt(), present);
+    let mut p = engine(config(map, isa, false), hw);
     assert_eq!(
         call(&mut p, STOP, &[0, CMASK, RESET]),
         Err(Error::AlreadyStopped)
@@ -70,6 +60,12 @@ fn selector(p: &P, i: usize) -> u64 {
     p.hw().event_reg(i) & !(bits::OF | bits::ALL_INH)
 }
 
+/// 100 cycles in U-mode, then 50 in S-mode.
+fn user_then_kernel(p: &mut P) {
+    p.hw_mut().tick(Mode::U, CYCLES, 100);
+    p.hw_mut().tick(Mode::S, CYCLES, 50);
+}
+
 /// Start counter `i` from 0.
 fn start(p: &mut P, i: u64) {
     assert_eq!(call(p, START, &[i, 1, SET_INIT_VALUE, 0]), Ok(0));
@@ -83,8 +79,7 @@ fn without_the_property_the_second_counter_reads_zero() {
     assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(4));
     start(&mut p, 3);
     start(&mut p, 4);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
     assert_eq!(p.hw().counter(4), 0, "QEMU ignored the second mapping");
     assert_eq!(p.started_mask() & 0b11000, 0b11000);
@@ -116,8 +111,7 @@ fn cycles_u_then_cycles_k_second_is_not_supported() {
     assert_eq!(p.allocated_mask(), 1 << 3);
     assert_eq!(p.hw().event_reg(4), 0);
     start(&mut p, 3);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
 }
 
@@ -130,8 +124,7 @@ fn unfiltered_second_cycles_gets_the_fixed_counter() {
     assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, CYCLES, 0]), Ok(0));
     start(&mut p, 3);
     start(&mut p, 0);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
     assert_eq!(p.hw().counter(0), 150);
     // Instructions likewise go to minstret once an HPM counter holds them.
@@ -147,8 +140,7 @@ fn with_smcntrpmf_cycles_k_gets_the_filtered_fixed_counter() {
     assert_ne!(p.hw().fixed_cfg(0) & bits::UINH, 0);
     start(&mut p, 3);
     start(&mut p, 0);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100, "cycles:u");
     assert_eq!(p.hw().counter(0), 50, "cycles:k");
     // A third cycles request has nowhere to go.
@@ -178,8 +170,7 @@ fn stop_with_reset_frees_the_selector() {
     // ... and the other filter now gets a counter that counts.
     assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(3));
     start(&mut p, 3);
-    p.hw_mut().tick(Mode::U, CYCLES, 100);
-    p.hw_mut().tick(Mode::S, CYCLES, 50);
+    user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 50);
 }
 

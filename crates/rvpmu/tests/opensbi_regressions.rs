@@ -3,31 +3,17 @@
 
 use rvpmu::event::FwEvent;
 use rvpmu::hart::IsaFeatures;
-use rvpmu::sim::{BufMemory, HwWrite, Mode, SimHart};
-use rvpmu::{Error, Pmu};
+use rvpmu::sim::{HwWrite, Mode, SimHart};
+use rvpmu::Error;
 
 mod common;
-use common::{call, config, qemu, qemu_map, P};
-
-const CFG: usize = 2;
-const START: usize = 3;
-const STOP: usize = 4;
-const FW_READ: usize = 5;
-const FW_READ_HI: usize = 6;
-const SKIP_MATCH: u64 = 1;
-const AUTO_START: u64 = 4;
-const SINH: u64 = 1 << 6;
-const RESET: u64 = 1;
-const SET_INIT_VALUE: u64 = 1;
+use common::{
+    call, config, engine, qemu, qemu_map, AUTO_START, CFG, FW_READ, FW_READ_HI, P, RESET,
+    SET_INIT_VALUE, SINH, SKIP_MATCH, START, STOP,
+};
 
 fn pmu_with(hw: SimHart, isa: IsaFeatures) -> P {
-    let present = hw.present();
-    Pmu::new(
-        config(qemu_map(), isa, false),
-        hw,
-        BufMemory::virt(),
-        present,
-    )
+    engine(config(qemu_map(), isa, false), hw)
 }
 
 /// 2026 security fix: SKIP_MATCH with counter_idx_base + highest mask bit

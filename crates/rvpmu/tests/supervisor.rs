@@ -5,13 +5,15 @@ use rvpmu::counter::CounterInfo;
 use rvpmu::dt::{EventMap, RangeRow};
 use rvpmu::ecall::{self, SbiRet, EID_PMU, EID_STA};
 use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hart::IsaFeatures;
 use rvpmu::sim::{BufMemory, SimHart};
 use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
-use rvpmu::{Error, Pmu, PmuConfig};
+use rvpmu::{Error, Pmu};
+
+mod common;
 
 struct Loopback {
     pmu: Pmu<'static, SimHart, BufMemory>,
@@ -44,21 +46,13 @@ fn sbi() -> Supervisor<Loopback> {
     )
     .expect("valid rows");
     let map: &'static EventMap = Box::leak(Box::new(m));
-    let hw = SimHart::qemu_virt();
-    let present = hw.present();
-    let cfg = PmuConfig {
-        map,
-        isa: IsaFeatures {
-            sscofpmf: true,
-            smcntrpmf: false,
-            h: false,
-        },
-        fw_events: FwEventSet::all_standard(),
-        snapshot: true,
-        alias_window: false,
+    let isa = IsaFeatures {
+        h: false,
+        ..common::sscofpmf()
     };
+    let cfg = common::config(map, isa, false);
     Supervisor(Loopback {
-        pmu: Pmu::new(cfg, hw, BufMemory::virt(), present),
+        pmu: common::engine(cfg, SimHart::qemu_virt()),
         sta: StealTime::new(),
     })
 }

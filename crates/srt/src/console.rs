@@ -16,47 +16,7 @@ pub fn init() {
     USE_DBCN.store(r.error == 0 && r.value != 0, Ordering::Relaxed);
 }
 
-/// A fixed-capacity string; text past the capacity is dropped (reports stay
-/// readable, the kernel never fails on a long line).
-pub struct Text<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> Text<N> {
-    pub const fn new() -> Self {
-        Self {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-    pub fn as_str(&self) -> &str {
-        // Only whole UTF-8 sequences are appended (see write_str).
-        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-    }
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl<const N: usize> Default for Text<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> Write for Text<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = N - self.len;
-        let mut take = s.len().min(room);
-        while !s.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
-    }
-}
+pub use rvpmu::text::Text;
 
 /// Short text for report fields.
 pub type Field = Text<240>;

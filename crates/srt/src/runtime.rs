@@ -14,10 +14,11 @@
 //!   (the boot hart, after .bss is zeroed),
 //! - `extern "C" fn secondary_main(hartid: usize, opaque: usize) -> !`
 //!   (a hart started or resumed at [`secondary_entry`]),
-//! - `extern "C" fn trap_handler()`: called by the trap vector with the
-//!   caller-saved registers saved on the interrupted stack (RISC-V has no
-//!   red zone), so the interrupted code resumes with all its registers when
-//!   it returns; it works on the trap CSRs (and may step sepc).
+//! - `extern "C" fn trap_handler(scause: usize, sepc: usize, stval: usize)`:
+//!   called by the trap vector with the trap CSRs and the caller-saved
+//!   registers saved on the interrupted stack (RISC-V has no red zone), so
+//!   the interrupted code resumes with all its registers when it returns
+//!   (it may step sepc).
 
 use core::arch::global_asm;
 use rvpmu::supervisor::sbi;
@@ -86,8 +87,8 @@ rt_secondary:
 4:  j 4b
 
     /* Traps: the caller-saved registers on the interrupted stack, then
-       the kernel's trap_handler (extern "C": it keeps the callee-saved
-       ones). */
+       the kernel's trap_handler(scause, sepc, stval) (extern "C": it keeps
+       the callee-saved ones). */
     .globl trap_entry
     .align 2
 trap_entry:
@@ -108,6 +109,9 @@ trap_entry:
     sd t4, 104(sp)
     sd t5, 112(sp)
     sd t6, 120(sp)
+    csrr a0, scause
+    csrr a1, sepc
+    csrr a2, stval
     call trap_handler
     ld ra, 0(sp)
     ld t0, 8(sp)

@@ -10,7 +10,7 @@ use super::qemu::{Boot, Machine};
 use super::{chosen_firmware, Guest};
 use crate::util::{print_check, step, Verdict};
 use anyhow::{bail, Context, Result};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -90,7 +90,8 @@ pub fn run(a: ShellArgs) -> Result<()> {
 /// A session on a pseudo-terminal: what it printed, and its input.
 struct Session {
     child: std::process::Child,
-    out: Arc<Mutex<String>>,
+    out: Arc<Mutex<Vec<u8>>>,
+    /// How much of `screen()` `expect` has consumed.
     seen: usize,
 }
 
@@ -109,20 +110,7 @@ impl Session {
             .stderr(Stdio::inherit())
             .spawn()
             .context("starting `script` (util-linux)")?;
-        let out = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stdout.take().expect("piped");
-        let sink = Arc::clone(&out);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .expect("lock")
-                    .push_str(&String::from_utf8_lossy(&buf[..n]).replace('\r', ""));
-            }
-        });
+        let (out, _reader) = crate::util::collect_pipe(child.stdout.take().expect("piped"));
         Ok(Session {
             child,
             out,
@@ -130,21 +118,24 @@ impl Session {
         })
     }
 
+    /// What the terminal has shown so far: lossy UTF-8, carriage returns
+    /// removed.
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().expect("output lock")).replace('\r', "")
+    }
+
     /// Wait until `text` appears after what was already consumed; return
     /// everything up to and including it.
     fn expect(&mut self, text: &str, timeout: Duration) -> Result<String> {
         let start = Instant::now();
         loop {
-            {
-                let out = self.out.lock().expect("lock");
-                if let Some(i) = out[self.seen..].find(text) {
-                    let got = out[self.seen..self.seen + i + text.len()].to_string();
-                    self.seen += i + text.len();
-                    return Ok(got);
-                }
+            let out = self.screen();
+            if let Some(i) = out[self.seen..].find(text) {
+                let got = out[self.seen..self.seen + i + text.len()].to_string();
+                self.seen += i + text.len();
+                return Ok(got);
             }
             if start.elapsed() > timeout {
-                let out = self.out.lock().expect("lock");
                 let tail: String = out
                     .chars()
                     .rev()

@@ -39,25 +39,7 @@ pub extern "C" fn rvpmu_alu_loop(n: u64) {
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn rvpmu_hot_a(n: u64) {
-    // SAFETY: register-only loop. The zero test is in the assembly so
-    // that n = 0 and n > 0 run the same instructions outside the loop.
-    unsafe {
-        asm!(
-            "li {t}, 0",
-            "li {u}, 0",
-            "beqz {n}, 3f",
-            "2:",
-            "addi {t}, {t}, 1",
-            "xor {u}, {u}, {t}",
-            "addi {n}, {n}, -1",
-            "bnez {n}, 2b",
-            "3:",
-            n = inout(reg) n => _,
-            t = out(reg) _,
-            u = out(reg) _,
-            options(nomem, nostack),
-        );
-    }
+    hot_loop::<1>(n)
 }
 
 /// The "cold" twin of [`rvpmu_hot_a`]: the same 4 instructions per
@@ -65,6 +47,12 @@ pub extern "C" fn rvpmu_hot_a(n: u64) {
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn rvpmu_hot_b(n: u64) {
+    hot_loop::<3>(n)
+}
+
+/// The body of the hot/cold twins, `STEP` telling them apart.
+#[inline(always)]
+fn hot_loop<const STEP: i64>(n: u64) {
     // SAFETY: register-only loop. The zero test is in the assembly so
     // that n = 0 and n > 0 run the same instructions outside the loop.
     unsafe {
@@ -73,7 +61,7 @@ pub extern "C" fn rvpmu_hot_b(n: u64) {
             "li {u}, 0",
             "beqz {n}, 3f",
             "2:",
-            "addi {t}, {t}, 3",
+            "addi {t}, {t}, {step}",
             "xor {u}, {u}, {t}",
             "addi {n}, {n}, -1",
             "bnez {n}, 2b",
@@ -81,6 +69,7 @@ pub extern "C" fn rvpmu_hot_b(n: u64) {
             n = inout(reg) n => _,
             t = out(reg) _,
             u = out(reg) _,
+            step = const STEP,
             options(nomem, nostack),
         );
     }

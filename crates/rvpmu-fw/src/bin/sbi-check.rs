@@ -127,14 +127,7 @@ mod payload {
     /// Supervisor trap handler: counts IPIs and timer interrupts; records
     /// exceptions and steps over the faulting instruction.
     #[no_mangle]
-    extern "C" fn trap_handler() {
-        let (cause, epc, tval): (usize, usize, usize);
-        // SAFETY: reads the S-mode trap CSRs of the trap being handled;
-        // reads only, no memory.
-        unsafe {
-            core::arch::asm!("csrr {0}, scause", "csrr {1}, sepc", "csrr {2}, stval",
-                out(reg) cause, out(reg) epc, out(reg) tval);
-        }
+    extern "C" fn trap_handler(cause: usize, epc: usize, tval: usize) {
         let me = hartid();
         if (cause as isize) < 0 {
             match cause & 0xff {

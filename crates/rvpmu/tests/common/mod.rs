@@ -8,6 +8,37 @@ use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::sim::{BufMemory, SimHart};
 use rvpmu::{Error, Pmu, PmuConfig};
 
+/// PMU function ids.
+pub const NUM: usize = 0;
+pub const INFO: usize = 1;
+pub const CFG: usize = 2;
+pub const START: usize = 3;
+pub const STOP: usize = 4;
+pub const FW_READ: usize = 5;
+pub const FW_READ_HI: usize = 6;
+pub const SNAPSHOT: usize = 7;
+pub const EVENT_INFO: usize = 8;
+
+/// config_matching flags.
+pub const SKIP_MATCH: u64 = 1;
+pub const CLEAR_VALUE: u64 = 2;
+pub const AUTO_START: u64 = 4;
+pub const VUINH: u64 = 1 << 3;
+pub const VSINH: u64 = 1 << 4;
+pub const UINH: u64 = 1 << 5;
+pub const SINH: u64 = 1 << 6;
+pub const MINH: u64 = 1 << 7;
+/// start flags.
+pub const SET_INIT_VALUE: u64 = 1;
+pub const INIT_SNAPSHOT: u64 = 2;
+/// stop flags.
+pub const RESET: u64 = 1;
+pub const TAKE_SNAPSHOT: u64 = 2;
+
+/// General events.
+pub const CYCLES: u64 = 0x1;
+pub const INSTRUCTIONS: u64 = 0x2;
+
 /// QEMU virt's node (FACTS 3): cycles -> 0,3..18; instructions -> 2,3..18;
 /// three TLB events -> 3..18; no selectors, no raw rows.
 pub fn qemu_map() -> &'static EventMap {
@@ -67,15 +98,15 @@ pub fn sscofpmf() -> IsaFeatures {
 
 pub type P = Pmu<'static, SimHart, BufMemory>;
 
-pub fn qemu() -> P {
-    let hw = SimHart::qemu_virt();
+/// The engine with `cfg` on `hw` (the counters it has) and QEMU virt's
+/// memory.
+pub fn engine(cfg: PmuConfig<'static>, hw: SimHart) -> P {
     let present = hw.present();
-    Pmu::new(
-        config(qemu_map(), sscofpmf(), false),
-        hw,
-        BufMemory::virt(),
-        present,
-    )
+    Pmu::new(cfg, hw, BufMemory::virt(), present)
+}
+
+pub fn qemu() -> P {
+    engine(config(qemu_map(), sscofpmf(), false), SimHart::qemu_virt())
 }
 
 pub fn call(p: &mut P, fid: usize, a: &[u64]) -> Result<u64, Error> {
