@@ -420,8 +420,8 @@ fn fib(c: &mut Checks, b: &Build, src: &Path, cli: &Path) -> Result<()> {
 }
 
 /// `/cpus/timebase-frequency` of QEMU virt as the firmware receives it.
-fn timebase_hz() -> Result<u64> {
-    let dtb = root().join("target/xtask-trace/bare/virt.dtb");
+fn timebase_hz(dir: &Path) -> Result<u64> {
+    let dtb = dir.join("virt.dtb");
     crate::qemu::Qemu::virt(1).dump_dtb(&dtb)?;
     let blob = std::fs::read(&dtb)?;
     let fdt = fdt::Fdt::new(&blob).map_err(|e| anyhow::anyhow!("QEMU's DT: {e:?}"))?;
@@ -451,7 +451,7 @@ fn timer(c: &mut Checks, b: &Build) -> Result<()> {
         .context("no \"timer: spin ran N ticks\" line")?;
     let interval_us = reported(&console, "timer: spin ran", "interval")
         .context("no interval on the timer line")?;
-    let hz = timebase_hz()?;
+    let hz = timebase_hz(dir)?;
     let interval = hz * interval_us / 1_000_000;
     let bytes = import(&console, "timer.rtd", &dir.join("timer.rtd"))?;
     let mut samples = Vec::new();
