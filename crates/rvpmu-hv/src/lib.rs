@@ -22,3 +22,29 @@ pub mod gstage;
 pub mod layout;
 pub mod ram;
 pub mod sbi;
+
+/// Whether a `riscv,isa` string (`rv64imafdch_zicsr_...`) names the
+/// single-letter extension `letter` (lower case) in its base part.
+pub fn isa_has_letter(isa: &str, letter: u8) -> bool {
+    let base = isa.split('_').next().unwrap_or("");
+    let Some(letters) = base
+        .strip_prefix("rv64")
+        .or_else(|| base.strip_prefix("rv32"))
+    else {
+        return false;
+    };
+    letters.bytes().any(|b| b.to_ascii_lowercase() == letter)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn isa_letters_are_read_from_the_base_part_only() {
+        let qemu = "rv64imafdch_zic64b_zicbom_sha_shcounterenw_sstc";
+        assert!(super::isa_has_letter(qemu, b'h'));
+        assert!(super::isa_has_letter(qemu, b'c'));
+        assert!(!super::isa_has_letter("rv64imafdc_zicsr_sha_sstc", b'h'));
+        assert!(!super::isa_has_letter("imafdch", b'h'));
+        assert!(super::isa_has_letter("RV64IMAFDCH", b'h'));
+    }
+}
