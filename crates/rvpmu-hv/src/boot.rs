@@ -9,6 +9,7 @@ use core::cell::UnsafeCell;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::supervisor::sbi;
 use rvpmu_hv::bundle::Bundle;
+use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
 use rvpmu_hv::gstage::{self, GStage};
 use rvpmu_hv::layout::{self, Reserved};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
@@ -36,6 +37,8 @@ fn fail(what: &str) -> ! {
 
 /// What the host device tree says.
 struct Host {
+    isa: &'static str,
+    timebase: u32,
     mem: (u64, u64),
     bundle: (u64, u64),
     reserved: Reserved,
@@ -52,7 +55,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         .cpus()
         .find(|c| c.ids().first() == hartid)
         .unwrap_or_else(|| fail("this hart is not in the host device tree"));
-    let isa = me
+    let isa: &'static str = me
         .property("riscv,isa")
         .and_then(|p| p.as_str())
         .unwrap_or("");
@@ -97,6 +100,8 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         fail("more reserved host memory ranges than the hypervisor keeps");
     }
     Host {
+        isa,
+        timebase: me.timebase_frequency() as u32,
         mem,
         bundle,
         reserved,
@@ -139,17 +144,33 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
 
     let root = map_guest(&ram);
     let timer = setup_h_csrs(root);
+    let isa = GuestIsa::from_host(host.isa, timer.is_some());
+    let mut dt = [0u8; 8192];
+    let dt_len = guest_dt(
+        &mut dt,
+        &GuestDt {
+            ram,
+            layout: guest,
+            timebase: host.timebase,
+            isa: &isa,
+            bootargs: bundle.cmdline,
+        },
+    )
+    .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));
+    load(&mut mem, guest.dtb, &dt[..dt_len]);
     let host_ext = HostExtensions {
         dbcn: sbi().base_probe_extension(dbcn::EID_DBCN).value != 0,
         srst: sbi().base_probe_extension(srst::EID_SRST).value != 0,
     };
     hvprintln!(
-        "guest RAM {:#x}..{:#x} at host {:#x}; kernel {} bytes at {:#x}{}",
+        "guest RAM {:#x}..{:#x} at host {:#x}; kernel {} bytes at {:#x}, initrd {} bytes, DTB at {:#x}{}",
         ram.gpa(),
         ram.gpa_end(),
         ram.hpa(),
         bundle.kernel.len(),
         guest.kernel,
+        bundle.initrd.len(),
+        guest.dtb,
         if timer.is_some() {
             "; timer: Sstc vstimecmp"
         } else {
@@ -161,7 +182,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         pc: guest.kernel as usize,
     };
     regs.x[A0] = 0; // the guest's hart id
-    regs.x[A1] = 0; // no device tree yet
+    regs.x[A1] = guest.dtb as usize;
     let vcpu = Vcpu {
         regs,
         sbi: GuestSbi::new(sbi(), host_ext, timer, ram),

@@ -11,6 +11,7 @@
 //! | [`gstage`] | the Sv39x4 G-stage page table that maps the window and nothing else |
 //! | [`bundle`] | the guest bundle (kernel, initrd, command line, RAM size) xtask writes and the hypervisor reads |
 //! | [`layout`] | where the window goes in host RAM and where kernel, initrd and DTB go in guest RAM |
+//! | [`dtb`] | the guest device tree (RAM, one hart, /chosen), written without an allocator |
 //! | [`sbi`] | the guest's SBI calls (ecall from VS): answered, forwarded to the host firmware, or refused |
 //!
 //! Design, memory layout and trap flow: `docs/hypervisor.md`.
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod bundle;
+pub mod dtb;
 pub mod gstage;
 pub mod layout;
 pub mod ram;
@@ -27,12 +29,11 @@ pub mod sbi;
 /// single-letter extension `letter` (lower case) in its base part.
 pub fn isa_has_letter(isa: &str, letter: u8) -> bool {
     let base = isa.split('_').next().unwrap_or("");
-    let Some(letters) = base
-        .strip_prefix("rv64")
-        .or_else(|| base.strip_prefix("rv32"))
-    else {
+    let prefix = base.get(..4).unwrap_or("");
+    if !prefix.eq_ignore_ascii_case("rv64") && !prefix.eq_ignore_ascii_case("rv32") {
         return false;
-    };
+    }
+    let letters = &base[4..];
     letters.bytes().any(|b| b.to_ascii_lowercase() == letter)
 }
 

@@ -109,9 +109,6 @@ mod guest {
 
     /// Guest RAM [start, end) and the bootargs, from the guest's DT.
     fn read_dt(dtb: usize) -> ((usize, usize), &'static str) {
-        if dtb == 0 {
-            return ((0x8000_0000, 0x8000_0000 + (64 << 20)), "");
-        }
         // SAFETY: a1 points at the DT the hypervisor wrote into guest RAM,
         // which nothing writes while the guest runs.
         let Ok(fdt) = (unsafe { fdt::Fdt::from_ptr(dtb as *const u8) }) else {
