@@ -95,7 +95,7 @@ pub fn place_window(
     reserved: &Reserved,
     ram_size: u64,
 ) -> Result<GuestRam, LayoutError> {
-    if ram_size % GRANULE != 0 || ram_size < MIN_RAM {
+    if !ram_size.is_multiple_of(GRANULE) || ram_size < MIN_RAM {
         return Err(LayoutError::BadRamSize);
     }
     let mut base = align_up(mem_start, GRANULE).ok_or(LayoutError::NoHostRoom)?;
@@ -207,7 +207,7 @@ mod tests {
             Err(LayoutError::BadRamSize)
         );
         assert_eq!(
-            place_window(0x8000_0000, u64::MAX, &r, u64::MAX & !(GRANULE - 1)),
+            place_window(0x8000_0000, u64::MAX, &r, !(GRANULE - 1)),
             Err(LayoutError::NoHostRoom)
         );
     }
@@ -228,7 +228,7 @@ mod tests {
             Err(LayoutError::GuestTooSmall)
         );
         assert_eq!(
-            guest_layout(&ram, 1 * M, 61 * M),
+            guest_layout(&ram, M, 61 * M),
             Err(LayoutError::GuestTooSmall)
         );
         assert_eq!(

@@ -23,7 +23,7 @@ impl GuestRam {
     /// A window; `None` unless both bases and the size are multiples of
     /// [`GRANULE`], the size is not zero and neither range wraps.
     pub const fn new(gpa: u64, hpa: u64, size: u64) -> Option<GuestRam> {
-        if size == 0 || (gpa | hpa | size) % GRANULE != 0 {
+        if size == 0 || !(gpa | hpa | size).is_multiple_of(GRANULE) {
             return None;
         }
         if gpa.checked_add(size).is_none() || hpa.checked_add(size).is_none() {
