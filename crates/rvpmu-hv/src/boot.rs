@@ -4,7 +4,7 @@
 
 use crate::console::hvprintln;
 use crate::csr::*;
-use crate::vcpu::{GuestRegs, Vcpu, VsTimecmp, A0, A1};
+use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::supervisor::sbi;
@@ -144,7 +144,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
 
     let root = map_guest(&ram);
     let timer = setup_h_csrs(root);
-    let isa = GuestIsa::from_host(host.isa, timer.is_some());
+    let isa = GuestIsa::from_host(host.isa, timer);
     let mut dt = [0u8; 8192];
     let dt_len = guest_dt(
         &mut dt,
@@ -171,7 +171,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         guest.kernel,
         bundle.initrd.len(),
         guest.dtb,
-        if timer.is_some() {
+        if timer {
             "; timer: Sstc vstimecmp"
         } else {
             "; no timer (no Sstc)"
@@ -185,7 +185,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     regs.x[A1] = guest.dtb as usize;
     let vcpu = Vcpu {
         regs,
-        sbi: GuestSbi::new(sbi(), host_ext, timer, ram),
+        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram),
     };
     // SAFETY: once, before the guest runs; the pointer goes to the trap
     // vector only.
@@ -213,9 +213,9 @@ fn map_guest(ram: &GuestRam) -> u64 {
 }
 
 /// Delegation, counters, timer and translation for the guest; returns
-/// its timer when the hart has Sstc (henvcfg.STCE sticks only when the
-/// firmware set menvcfg.STCE).
-fn setup_h_csrs(root: u64) -> Option<VsTimecmp> {
+/// whether the guest has its timer (henvcfg.STCE sticks only when the
+/// hart has Sstc and the firmware set menvcfg.STCE).
+fn setup_h_csrs(root: u64) -> bool {
     // Exceptions the guest handles itself, straight from the hardware:
     // those the firmware delegates to HS-mode (medeleg) and that are the
     // guest's own. The rest the firmware redirects here (`trap.rs`).
@@ -234,8 +234,8 @@ fn setup_h_csrs(root: u64) -> Option<VsTimecmp> {
     csr_write!(0x606, COUNTEREN_CY_TM_IR);
     csr_write!(0x605, 0); // htimedelta: the guest's time is the host's
     csr_write!(0x60a, HENVCFG_STCE);
-    let timer = (csr_read!(0x60a) & HENVCFG_STCE != 0).then_some(VsTimecmp);
-    if timer.is_some() {
+    let timer = csr_read!(0x60a) & HENVCFG_STCE != 0;
+    if timer {
         csr_write!(0x24d, usize::MAX); // no timer event until the guest asks
     }
     csr_write!(0x280, 0); // vsatp: the guest starts untranslated

@@ -8,6 +8,9 @@
 //! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsTimer`]; needs Sstc with `henvcfg.STCE`) |
 //! | DBCN | `console_write`/`console_read` forwarded to the host firmware after the guest-physical buffer is translated and bounds-checked against the guest's RAM ([`GuestRam::translate`]); `console_write_byte` forwarded |
 //! | SRST | forwarded (the host firmware checks type and reason; a shutdown ends the machine) |
+//! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED (no idle states are described) |
+//! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
+//! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
 //!
 //! Forwarded extensions are offered only when the host firmware offers
 //! them ([`HostExtensions`]). Every other EID, and every unknown FID, is
@@ -17,7 +20,8 @@
 use crate::ram::GuestRam;
 use rvpmu::supervisor::{SbiCall, Supervisor};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
-use sbi_spec::{base, dbcn, srst, time};
+use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
+use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
 
 /// SBI specification version the guest sees: 3.0.
 pub const SPEC_VERSION: usize = 3 << 24;
@@ -41,11 +45,37 @@ pub const IMPL_VERSION: usize = {
         | num(env!("CARGO_PKG_VERSION_PATCH"))
 };
 
-/// The guest's supervisor timer (the one CSR the calls here write).
-pub trait VsTimer {
+/// What the calls here do to the guest's hart (its VS CSRs and fences):
+/// the seam between the SBI semantics and the hardware.
+pub trait VsHart {
     /// Program the next timer event at `stime_value` (the guest's time
     /// base), which also clears a pending one if it lies in the future.
     fn set_timer(&mut self, stime_value: u64);
+    /// Make the guest's supervisor software interrupt pending.
+    fn send_ipi(&mut self);
+    /// Make the guest's instruction fetches see its earlier stores.
+    fn fence_i(&mut self);
+    /// Forget every guest-virtual translation of the guest.
+    fn flush_guest_tlb(&mut self);
+}
+
+/// The guest's only hart id.
+pub const GUEST_HART: usize = 0;
+
+/// Whether the hart set (`hart_mask`, `hart_mask_base`) holds the guest's
+/// hart, or INVALID_PARAM if it names any other (SBI "Hart list"; a base
+/// of -1 means every hart).
+fn names_our_hart(mask: usize, base: usize) -> Result<bool, SbiRet> {
+    if base == usize::MAX {
+        return Ok(true);
+    }
+    if mask == 0 {
+        return Ok(false);
+    }
+    if base > GUEST_HART || mask >> (GUEST_HART - base) != 1 {
+        return Err(err(RET_ERR_INVALID_PARAM));
+    }
+    Ok(true)
 }
 
 /// What the host firmware offers that the guest's calls are forwarded to
@@ -69,6 +99,12 @@ pub enum Extension {
     Dbcn,
     /// SRST, forwarded.
     Srst,
+    /// HSM, for the one vCPU.
+    Hsm,
+    /// IPI, to the one vCPU.
+    Ipi,
+    /// RFENCE, on the one vCPU.
+    Rfence,
 }
 
 const fn ok(value: usize) -> SbiRet {
@@ -82,26 +118,31 @@ const fn err(error: usize) -> SbiRet {
 }
 
 /// The SBI implementation one guest sees.
-pub struct GuestSbi<C: SbiCall, T: VsTimer> {
+pub struct GuestSbi<C: SbiCall, T: VsHart> {
     /// The host firmware, through the one S-mode client.
     pub host: Supervisor<C>,
-    /// The guest's timer; `None` when the hart cannot give the guest
-    /// `vstimecmp` (then TIME is not offered).
-    pub timer: Option<T>,
+    /// The guest's hart.
+    pub hart: T,
+    /// Whether the hart gives the guest `vstimecmp` (else TIME is not
+    /// offered).
+    timer: bool,
     ram: GuestRam,
     host_ext: HostExtensions,
 }
 
-impl<C: SbiCall, T: VsTimer> GuestSbi<C, T> {
-    /// The SBI of a guest whose RAM is `ram`.
+impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
+    /// The SBI of a guest whose RAM is `ram`, on `hart`, which has the
+    /// guest timer when `timer`.
     pub fn new(
         host: Supervisor<C>,
         host_ext: HostExtensions,
-        timer: Option<T>,
+        hart: T,
+        timer: bool,
         ram: GuestRam,
     ) -> Self {
         GuestSbi {
             host,
+            hart,
             timer,
             ram,
             host_ext,
@@ -113,7 +154,10 @@ impl<C: SbiCall, T: VsTimer> GuestSbi<C, T> {
         let eid = eid as u32 as usize;
         match eid {
             base::EID_BASE => Some(Extension::Base),
-            time::EID_TIME if self.timer.is_some() => Some(Extension::Time),
+            time::EID_TIME if self.timer => Some(Extension::Time),
+            hsm::EID_HSM => Some(Extension::Hsm),
+            spi::EID_SPI => Some(Extension::Ipi),
+            rfnc::EID_RFNC => Some(Extension::Rfence),
             dbcn::EID_DBCN if self.host_ext.dbcn => Some(Extension::Dbcn),
             srst::EID_SRST if self.host_ext.srst => Some(Extension::Srst),
             _ => None,
@@ -125,20 +169,30 @@ impl<C: SbiCall, T: VsTimer> GuestSbi<C, T> {
         let fid = fid as u32 as usize;
         match self.extension(eid) {
             Some(Extension::Base) => self.base(fid, a[0]),
-            Some(Extension::Time) => match (fid, self.timer.as_mut()) {
-                (time::SET_TIMER, Some(t)) => {
-                    t.set_timer(a[0] as u64);
+            Some(Extension::Time) if fid == time::SET_TIMER => {
+                self.hart.set_timer(a[0] as u64);
+                ok(0)
+            }
+            Some(Extension::Hsm) => self.hsm(fid, a),
+            Some(Extension::Ipi) if fid == spi::SEND_IPI => match names_our_hart(a[0], a[1]) {
+                Ok(ours) => {
+                    if ours {
+                        self.hart.send_ipi();
+                    }
                     ok(0)
                 }
-                _ => err(RET_ERR_NOT_SUPPORTED),
+                Err(e) => e,
             },
+            Some(Extension::Rfence) => self.rfence(fid, a),
             Some(Extension::Dbcn) => self.dbcn(fid, a),
             Some(Extension::Srst) if fid == srst::SYSTEM_RESET => {
                 // Returns only when the host refused (its error is the
                 // guest's answer) or, under test, never acted.
                 self.host.system_reset(a[0], a[1])
             }
-            Some(Extension::Srst) | None => err(RET_ERR_NOT_SUPPORTED),
+            Some(Extension::Srst | Extension::Time | Extension::Ipi) | None => {
+                err(RET_ERR_NOT_SUPPORTED)
+            }
         }
     }
 
@@ -153,6 +207,35 @@ impl<C: SbiCall, T: VsTimer> GuestSbi<C, T> {
             base::GET_MVENDORID | base::GET_MARCHID | base::GET_MIMPID => ok(0),
             _ => err(RET_ERR_NOT_SUPPORTED),
         }
+    }
+
+    fn hsm(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        match fid {
+            hsm::HART_START | hsm::HART_GET_STATUS if a[0] != GUEST_HART => {
+                err(RET_ERR_INVALID_PARAM)
+            }
+            hsm::HART_START => err(RET_ERR_ALREADY_AVAILABLE),
+            hsm::HART_GET_STATUS => ok(hsm::hart_state::STARTED),
+            // The only hart cannot stop ("Failed to stop execution of the
+            // current hart"): there would be nothing left to start it.
+            hsm::HART_STOP => err(RET_ERR_FAILED),
+            _ => err(RET_ERR_NOT_SUPPORTED),
+        }
+    }
+
+    fn rfence(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        let flush = match fid {
+            rfnc::REMOTE_FENCE_I => false,
+            rfnc::REMOTE_SFENCE_VMA | rfnc::REMOTE_SFENCE_VMA_ASID => true,
+            _ => return err(RET_ERR_NOT_SUPPORTED),
+        };
+        match names_our_hart(a[0], a[1]) {
+            Ok(true) if flush => self.hart.flush_guest_tlb(),
+            Ok(true) => self.hart.fence_i(),
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+        ok(0)
     }
 
     /// DBCN: a buffer is guest-physical `base_hi:base_lo`, `num_bytes`
@@ -207,11 +290,21 @@ mod tests {
             }
         }
     }
-    #[derive(Default)]
-    struct Timer(Vec<u64>);
-    impl VsTimer for &mut Timer {
+    /// What the calls did to the hart.
+    #[derive(Debug, Default, PartialEq)]
+    struct Hart(Vec<(&'static str, u64)>);
+    impl VsHart for &mut Hart {
         fn set_timer(&mut self, v: u64) {
-            self.0.push(v);
+            self.0.push(("timer", v));
+        }
+        fn send_ipi(&mut self) {
+            self.0.push(("ipi", 0));
+        }
+        fn fence_i(&mut self) {
+            self.0.push(("fence.i", 0));
+        }
+        fn flush_guest_tlb(&mut self) {
+            self.0.push(("hfence.vvma", 0));
         }
     }
 
@@ -219,11 +312,12 @@ mod tests {
 
     fn guest<'a>(
         host: &'a mut Host,
-        timer: Option<&'a mut Timer>,
+        hart: &'a mut Hart,
+        timer: bool,
         ext: HostExtensions,
-    ) -> GuestSbi<&'a mut Host, &'a mut Timer> {
+    ) -> GuestSbi<&'a mut Host, &'a mut Hart> {
         let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
-        GuestSbi::new(Supervisor(host), ext, timer, ram)
+        GuestSbi::new(Supervisor(host), ext, hart, timer, ram)
     }
     const ALL: HostExtensions = HostExtensions {
         dbcn: true,
@@ -233,8 +327,8 @@ mod tests {
     #[test]
     fn base_answers_and_probes_truthfully() {
         let mut h = Host::default();
-        let mut t = Timer::default();
-        let mut g = guest(&mut h, Some(&mut t), ALL);
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
         assert_eq!(g.call(0x10, 0, [0; 6]), ok(3 << 24));
         assert_eq!(g.call(0x10, 1, [0; 6]), ok(0x7276_6876));
         assert_eq!(g.call(0x10, 2, [0; 6]), ok(0x000100));
@@ -243,22 +337,21 @@ mod tests {
         }
         assert_eq!(g.call(0x10, 7, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
         let probe = |g: &mut GuestSbi<_, _>, eid| g.call(0x10, 3, [eid, 0, 0, 0, 0, 0]).value;
-        for eid in [0x10, 0x5449_4d45, 0x4442_434e, 0x5352_5354] {
+        for eid in [
+            0x10,
+            0x5449_4d45,
+            0x4442_434e,
+            0x5352_5354,
+            0x48534d,
+            0x735049,
+            0x52464e43,
+        ] {
             assert_eq!(probe(&mut g, eid), 1, "{eid:#x}");
             // The EID is the low 32 bits.
             assert_eq!(probe(&mut g, eid | 1 << 32), 1, "{eid:#x}");
         }
-        // Not (yet) served: PMU, STA, HSM, IPI, RFENCE, legacy, unknown.
-        for eid in [
-            0x504d55,
-            0x535441,
-            0x48534d,
-            0x735049,
-            0x52464e43,
-            1,
-            8,
-            0x1234_5678,
-        ] {
+        // Not (yet) served: PMU, STA, legacy, unknown.
+        for eid in [0x504d55, 0x535441, 1, 8, 0x1234_5678] {
             assert_eq!(probe(&mut g, eid), 0, "{eid:#x}");
             assert_eq!(g.call(eid, 0, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
         }
@@ -268,7 +361,8 @@ mod tests {
     #[test]
     fn what_the_host_lacks_is_not_offered() {
         let mut h = Host::default();
-        let mut g = guest(&mut h, None, HostExtensions::default());
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, HostExtensions::default());
         for eid in [0x5449_4d45, 0x4442_434e, 0x5352_5354] {
             assert_eq!(g.call(0x10, 3, [eid, 0, 0, 0, 0, 0]).value, 0);
             assert_eq!(
@@ -282,22 +376,23 @@ mod tests {
     #[test]
     fn set_timer_writes_vstimecmp() {
         let mut h = Host::default();
-        let mut t = Timer::default();
-        let mut g = guest(&mut h, Some(&mut t), ALL);
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
         assert_eq!(g.call(0x5449_4d45, 0, [12345, 0, 0, 0, 0, 0]), ok(0));
         assert_eq!(g.call(0x5449_4d45, 0, [usize::MAX, 0, 0, 0, 0, 0]), ok(0));
         assert_eq!(
             g.call(0x5449_4d45, 1, [1, 0, 0, 0, 0, 0]),
             err(RET_ERR_NOT_SUPPORTED)
         );
-        assert_eq!(t.0, [12345, u64::MAX]);
+        assert_eq!(t.0, [("timer", 12345), ("timer", u64::MAX)]);
         assert!(h.calls.is_empty());
     }
 
     #[test]
     fn console_buffers_are_translated_or_refused() {
         let mut h = Host::default();
-        let mut g = guest(&mut h, None, ALL);
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, ALL);
         let dbcn = 0x4442_434e;
         // Inside: forwarded with the host-physical address.
         assert_eq!(g.call(dbcn, 0, [5, 0x8000_1000, 0, 0, 0, 0]), ok(5));
@@ -341,7 +436,8 @@ mod tests {
             answer: Some(RET_ERR_FAILED),
             ..Host::default()
         };
-        let mut g = guest(&mut h, None, ALL);
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, ALL);
         let srst = 0x5352_5354;
         assert_eq!(g.call(srst, 0, [0, 1, 0, 0, 0, 0]), err(RET_ERR_FAILED));
         assert_eq!(
@@ -349,5 +445,69 @@ mod tests {
             err(RET_ERR_NOT_SUPPORTED)
         );
         assert_eq!(h.calls, [(srst, 0, [0, 1, 0, 0, 0, 0])]);
+    }
+
+    #[test]
+    fn one_vcpu_hsm_ipi_and_rfence() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
+        let (hsm, ipi, rfnc) = (0x48534d, 0x735049, 0x52464e43);
+        assert_eq!(g.call(hsm, 2, [0, 0, 0, 0, 0, 0]), ok(0)); // STARTED
+        assert_eq!(
+            g.call(hsm, 2, [1, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(hsm, 0, [0, 0x8020_0000, 0, 0, 0, 0]),
+            err(RET_ERR_ALREADY_AVAILABLE)
+        );
+        assert_eq!(
+            g.call(hsm, 0, [3, 0x8020_0000, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(g.call(hsm, 1, [0; 6]), err(RET_ERR_FAILED));
+        assert_eq!(g.call(hsm, 3, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        // IPI: hart 0 (mask 1 base 0, or base -1), nobody (mask 0), others refused.
+        assert_eq!(g.call(ipi, 0, [1, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(ipi, 0, [0, usize::MAX, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(ipi, 0, [0, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(
+            g.call(ipi, 0, [3, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(ipi, 0, [1, 1, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(ipi, 1, [1, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        // RFENCE: fence.i, the two sfence.vma kinds; hfence kinds refused.
+        assert_eq!(g.call(rfnc, 0, [1, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(rfnc, 1, [1, 0, 0x1000, 0x1000, 0, 0]), ok(0));
+        assert_eq!(g.call(rfnc, 2, [0, usize::MAX, 0, 0, 7, 0]), ok(0));
+        assert_eq!(
+            g.call(rfnc, 1, [2, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        for fid in 3..=7 {
+            assert_eq!(
+                g.call(rfnc, fid, [1, 0, 0, 0, 0, 0]),
+                err(RET_ERR_NOT_SUPPORTED)
+            );
+        }
+        assert!(h.calls.is_empty());
+        assert_eq!(
+            t.0,
+            [
+                ("ipi", 0),
+                ("ipi", 0),
+                ("fence.i", 0),
+                ("hfence.vvma", 0),
+                ("hfence.vvma", 0)
+            ]
+        );
     }
 }

@@ -5,11 +5,11 @@
 //! `trap::hv_trap` (which makes the one `&mut` of the trap), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
 
-use crate::csr::csr_write;
+use crate::csr::{csr_set, csr_write};
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
-use rvpmu_hv::sbi::{GuestSbi, VsTimer};
+use rvpmu_hv::sbi::{GuestSbi, VsHart};
 
 /// The guest's general registers and pc, as the trap vector saves them.
 #[repr(C)]
@@ -26,13 +26,28 @@ pub const PC_OFFSET: usize = offset_of!(GuestRegs, pc);
 pub const A0: usize = 10;
 pub const A1: usize = 11;
 
-/// The guest's timer: `vstimecmp`, compared by the hart with
-/// time + htimedelta (0), which raises VSTIP for the guest itself.
-pub struct VsTimecmp;
+/// The guest's hart as this hart's VS CSRs: the timer is `vstimecmp`
+/// (compared by the hart with time + htimedelta, 0, raising VSTIP for the
+/// guest itself), the software interrupt hvip.VSSIP (the guest clears it
+/// through its own sip), fences run here.
+pub struct VsCsrs;
 
-impl VsTimer for VsTimecmp {
+impl VsHart for VsCsrs {
     fn set_timer(&mut self, stime_value: u64) {
         csr_write!(0x24d, stime_value as usize);
+    }
+    fn send_ipi(&mut self) {
+        csr_set!(0x645, 1 << 2);
+    }
+    fn fence_i(&mut self) {
+        // SAFETY: a fence; no memory effects beyond ordering.
+        unsafe { core::arch::asm!("fence.i") };
+    }
+    fn flush_guest_tlb(&mut self) {
+        // hfence.vvma zero, zero: every VS-stage translation of the VMID
+        // in hgatp (the guest's), encoded for an assembler without H.
+        // SAFETY: a fence; it only invalidates cached translations.
+        unsafe { core::arch::asm!(".word 0x22000073") };
     }
 }
 
@@ -41,7 +56,7 @@ impl VsTimer for VsTimecmp {
 #[repr(C)]
 pub struct Vcpu {
     pub regs: GuestRegs,
-    pub sbi: GuestSbi<Ecall, VsTimecmp>,
+    pub sbi: GuestSbi<Ecall, VsCsrs>,
 }
 
 struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);

@@ -28,6 +28,7 @@ mod guest {
     use srt::{console, println, runtime};
 
     static TIMER_IRQS: AtomicUsize = AtomicUsize::new(0);
+    static SOFT_IRQS: AtomicUsize = AtomicUsize::new(0);
     static EXCEPTIONS: AtomicUsize = AtomicUsize::new(0);
     static LAST_CAUSE: AtomicUsize = AtomicUsize::new(0);
     static LAST_TVAL: AtomicUsize = AtomicUsize::new(0);
@@ -45,9 +46,18 @@ mod guest {
                 out(reg) cause, out(reg) epc, out(reg) tval);
         }
         if (cause as isize) < 0 {
-            if cause & 0xff == 5 {
-                sbi().set_timer(u64::MAX);
-                TIMER_IRQS.fetch_add(1, SeqCst);
+            match cause & 0xff {
+                1 => {
+                    // SAFETY: clears sip.SSIP (hvip.VSSIP underneath), a
+                    // pending bit; no memory.
+                    unsafe { core::arch::asm!("csrc sip, {0}", in(reg) 2usize) };
+                    SOFT_IRQS.fetch_add(1, SeqCst);
+                }
+                5 => {
+                    sbi().set_timer(u64::MAX);
+                    TIMER_IRQS.fetch_add(1, SeqCst);
+                }
+                _ => {}
             }
             return;
         }
@@ -156,9 +166,9 @@ mod guest {
             (EID_SRST, 1),
             (sbi_spec::pmu::EID_PMU, 0),
             (sbi_spec::sta::EID_STA, 0),
-            (sbi_spec::hsm::EID_HSM, 0),
-            (sbi_spec::spi::EID_SPI, 0),
-            (sbi_spec::rfnc::EID_RFNC, 0),
+            (sbi_spec::hsm::EID_HSM, 1),
+            (sbi_spec::spi::EID_SPI, 1),
+            (sbi_spec::rfnc::EID_RFNC, 1),
             (0x1234_5678, 0),
         ] {
             let r = sbi().base_probe_extension(eid);
@@ -221,6 +231,48 @@ mod guest {
                 TIMER_IRQS.load(SeqCst)
             ),
         );
+
+        // HSM, IPI, RFENCE for the one vCPU.
+        let started = sbi_spec::hsm::hart_state::STARTED;
+        ret(
+            "hart 0 started",
+            sbi().hart_get_status(0),
+            RET_SUCCESS,
+            Some(started),
+        );
+        ret(
+            "no hart 1",
+            sbi().hart_get_status(1),
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
+        let r = sbi().hart_start(0, 0x8020_0000, 0);
+        ret(
+            "hart 0 already started",
+            r,
+            sbi_spec::binary::RET_ERR_ALREADY_AVAILABLE,
+            None,
+        );
+        // SAFETY: enables the software interrupt, which the handler serves.
+        unsafe { core::arch::asm!("csrs sie, {0}", "csrsi sstatus, 2", in(reg) 2usize) };
+        ret("ipi to hart 0", sbi().send_ipi(1, 0), RET_SUCCESS, None);
+        // SAFETY: interrupts off again.
+        unsafe { core::arch::asm!("csrci sstatus, 2") };
+        check(
+            "ipi delivered once",
+            SOFT_IRQS.load(SeqCst) == 1,
+            format_args!("{} interrupts", SOFT_IRQS.load(SeqCst)),
+        );
+        ret(
+            "ipi to hart 1",
+            sbi().send_ipi(2, 0),
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
+        let rf = |fid| sbi().remote_fence(fid, 1, 0, 0, usize::MAX, 0);
+        ret("remote fence.i", rf(0), RET_SUCCESS, None);
+        ret("remote sfence.vma", rf(1), RET_SUCCESS, None);
+        ret("remote hfence.gvma", rf(4), RET_ERR_NOT_SUPPORTED, None);
 
         // Exceptions: the counters read directly, without a trap.
         let before = EXCEPTIONS.load(SeqCst);
