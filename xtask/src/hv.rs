@@ -277,3 +277,38 @@ pub fn test() -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "rvpmu-hv: guest RAM 0x80000000..0x84000000 at host 0x80400000; kernel 1 bytes\n\
+        vs-check: hart 0, guest RAM 0x80000000..0x84000000, bootargs \"vs-check.end=fault\"\n\
+        vs-check: dbcn write forwarded\n\
+        vs-check: dbcn byte forwarded\n\
+        vs-check: all 65 checks passed\n\
+        rvpmu-hv: guest load page fault at guest-physical 0x10000000 (outside the guest's RAM); pc 0x80201000: stopping the guest\n";
+
+    #[test]
+    fn the_check_accepts_a_good_run_and_names_what_is_wrong() {
+        let run = |text: &str, code| Run {
+            text: text.into(),
+            code,
+        };
+        assert_eq!(
+            check_vs_check(&run(GOOD, Some(83)), "fault"),
+            Vec::<String>::new()
+        );
+        // Wrong exit status, a guest line missing, a failed check.
+        assert_eq!(check_vs_check(&run(GOOD, Some(0)), "fault").len(), 1);
+        let missing = GOOD.replace("vs-check: dbcn byte forwarded\n", "");
+        assert_eq!(check_vs_check(&run(&missing, Some(83)), "fault").len(), 1);
+        let failed = format!("{GOOD}vs-check: FAIL x: got 1\n");
+        assert_eq!(check_vs_check(&run(&failed, Some(83)), "fault").len(), 1);
+        // A shutdown run must not contain a stop, and must exit 0.
+        let shut = GOOD.replace("end=fault", "end=shutdown");
+        let p = check_vs_check(&run(&shut, Some(0)), "shutdown");
+        assert_eq!(p, ["the hypervisor stopped the guest"]);
+        assert_eq!(check_vs_check(&run("", None), "shutdown").len(), 6);
+    }
+}
