@@ -21,10 +21,15 @@ const PROFILE: &str = "fw";
 /// H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
 /// every machine the project tests.
 pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true";
-/// Host RAM: the firmware, the hypervisor, the bundle (QEMU puts the
-/// initrd 128 MiB after the kernel), the guest's RAM after it, the DTB at
+/// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
+/// the bundle (QEMU puts the initrd 128 MiB after the kernel), the DTB at
 /// the top.
 pub const HOST_MEMORY: &str = "512M";
+/// Host RAM for Linux: its bundle holds the 150 MB uncompressed
+/// initramfs, and its guest RAM (as much as a native run's 1 GiB) goes
+/// after the bundle; with more than 1 GiB QEMU puts the host DTB below
+/// 3 GiB, and the window goes after it.
+pub const HOST_MEMORY_LINUX: &str = "2G";
 /// vs-check's guest RAM.
 const VS_CHECK_RAM: u64 = 64 << 20;
 
@@ -139,10 +144,10 @@ pub struct Run {
 }
 
 /// Boot the hypervisor with a bundle.
-pub fn boot(images: &Images, bundle: &Path, timeout: Duration) -> Result<Run> {
+pub fn boot(images: &Images, bundle: &Path, memory: &str, timeout: Duration) -> Result<Run> {
     let mut q = crate::qemu::Qemu::virt(1);
     q.cpu = CPU.into();
-    q.memory = HOST_MEMORY.into();
+    q.memory = memory.into();
     q.bios = Some(images.firmware.clone());
     q.kernel = Some(images.hypervisor.clone());
     q.initrd = Some(bundle.to_path_buf());
@@ -165,11 +170,12 @@ fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
         &kernel,
         &[],
     )?;
-    boot(images, &bundle, Duration::from_secs(60))
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60))
 }
 
-/// Linux's guest RAM.
-const LINUX_RAM: u64 = 256 << 20;
+/// Linux's guest RAM: what a native run gets (1 GiB), the initramfs
+/// (150 MB, unpacked into RAM again) needs most of it.
+const LINUX_RAM: u64 = 1 << 30;
 /// Linux's command line under the hypervisor: the console is SBI DBCN,
 /// early (earlycon=sbi) and late (hvc0).
 const LINUX_CONSOLE: &str = "earlycon=sbi console=hvc0";
@@ -191,7 +197,7 @@ pub fn run_linux(images: &Images, args: &str) -> Result<Run> {
         &std::fs::read(&initrd.archive)?,
     )?;
     step("booting Linux 7.2 in VS-mode under rvpmu-hv");
-    boot(images, &bundle, Duration::from_secs(300))
+    boot(images, &bundle, HOST_MEMORY_LINUX, Duration::from_secs(300))
 }
 
 /// What is wrong with a vs-check run that should end with `end`.
@@ -249,8 +255,9 @@ fn check_vs_check(run: &Run, end: &str) -> Vec<String> {
 }
 
 /// The hypervisor's QEMU test: vs-check ending with a shutdown (exit 0)
-/// and with an unmapped load (the hypervisor reports it, exit 83), each
-/// run twice: under icount the two runs must print the same text.
+/// and with an unmapped load (the hypervisor reports it, exit 83), and
+/// Linux 7.2 booting to /init; each run twice: under icount the two runs
+/// must print the same text.
 pub fn test() -> Result<()> {
     let images = build()?;
     let mut failures = Vec::new();
@@ -272,10 +279,68 @@ pub fn test() -> Result<()> {
             failures.push(end);
         }
     }
+    step("hypervisor + Linux 7.2 and the guest userland (rvpmu.mode=boot)");
+    let first = run_linux(&images, "rvpmu.mode=boot")?;
+    let mut problems = check_linux(&first);
+    let second = run_linux(&images, "rvpmu.mode=boot")?;
+    if second.text != first.text || second.code != first.code {
+        problems.push("two identical runs printed different output".into());
+    }
+    if problems.is_empty() {
+        eprintln!("    ok ({})", exit::describe(first.code));
+    } else {
+        eprintln!("--- output ---\n{}--- end ---", first.text);
+        for p in &problems {
+            eprintln!("    FAIL: {p}");
+        }
+        failures.push("linux");
+    }
     if !failures.is_empty() {
         bail!("hypervisor tests failed: {}", failures.join(", "));
     }
     Ok(())
+}
+
+/// What is wrong with a Linux boot under the hypervisor: the kernel must
+/// see our SBI (3.0, rvhv, the extensions offered and no PMU), our DT (the
+/// model, 1 GiB at 0x80000000, Sstc), switch to hvc0, and run /init to
+/// its end; the power-off is SBI SRST (exit 0).
+fn check_linux(run: &Run) -> Vec<String> {
+    let mut p = Vec::new();
+    let want = [
+        "Machine model: rvpmu-hv guest",
+        "SBI specification v3.0 detected",
+        "SBI implementation ID=0x72766876 Version=0x100",
+        "SBI TIME extension detected",
+        "SBI IPI extension detected",
+        "SBI RFENCE extension detected",
+        "SBI SRST extension detected",
+        "SBI DBCN extension detected",
+        "SBI HSM extension detected",
+        "node   0: [mem 0x0000000080000000-0x00000000bfffffff]",
+        "Timer interrupt in S-mode is available via sstc extension",
+        "printk: legacy console [hvc0] enabled",
+        "Run /init as init process",
+        "rvpmu /init: mode boot (1 CPUs online)",
+        "RVPMU-DONE ok",
+        "reboot: Power down",
+    ];
+    for w in want {
+        if !run.text.contains(w) {
+            p.push(format!("missing: {w:?}"));
+        }
+    }
+    // No PMU is offered yet (phase 2): the kernel must not find one.
+    if run.text.contains("SBI PMU extension is available") {
+        p.push("the kernel found a PMU".into());
+    }
+    if run.code != Some(exit::POWER_OFF) {
+        p.push(format!("{}, want 0", exit::describe(run.code)));
+    }
+    if run.text.contains("stopping the guest") {
+        p.push("the hypervisor stopped the guest".into());
+    }
+    p
 }
 
 #[cfg(test)]
