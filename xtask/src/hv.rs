@@ -22,7 +22,7 @@ const PROFILE: &str = "fw";
 /// every machine the project tests.
 pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true";
 /// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
-/// the bundle (QEMU puts the initrd 128 MiB after the kernel), the DTB at
+/// the bundle (QEMU 10.0 puts -initrd 256 MiB after the kernel here), the DTB at
 /// the top.
 pub const HOST_MEMORY: &str = "512M";
 /// Host RAM for Linux: its bundle holds the 150 MB uncompressed

@@ -117,6 +117,13 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         rvpmu_hv::sbi::IMPL_ID
     );
     let host = read_host_dt(hartid, dtb);
+    hvprintln!(
+        "host RAM {:#x}..{:#x}, DTB at {dtb:#x}, guest bundle at {:#x}..{:#x}",
+        host.mem.0,
+        host.mem.1,
+        host.bundle.0,
+        host.bundle.1
+    );
     // SAFETY: QEMU loaded the bundle at [start, end) of host RAM (checked
     // against the memory node); the hypervisor only reads it, and the
     // guest's window is placed clear of it.

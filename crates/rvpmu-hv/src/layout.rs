@@ -174,9 +174,10 @@ mod tests {
 
     const M: u64 = 1 << 20;
 
-    /// QEMU virt with -m 512M: firmware at 0x80000000 (reserved), the
-    /// hypervisor at 0x80200000, the bundle at 0x88200000 (QEMU puts the
-    /// initrd 128 MiB after the kernel), the DTB at the top 2 MiB.
+    /// A machine shaped like QEMU virt with -m 512M: firmware at
+    /// 0x80000000 (reserved), the hypervisor at 0x80200000, a bundle in
+    /// the middle of RAM (at 0x88200000 here, to leave room on both sides),
+    /// the DTB in the top 2 MiB.
     fn qemu_512m(bundle_len: u64) -> Reserved {
         let mut r = Reserved::default();
         assert!(r.add(0x8000_0000, 0x8004_0000));
