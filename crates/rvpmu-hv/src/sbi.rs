@@ -5,7 +5,7 @@
 //! | extension | how |
 //! |---|---|
 //! | BASE | answered here: spec 3.0, [`IMPL_ID`], the crate version, machine ids 0 |
-//! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsTimer`]; needs Sstc with `henvcfg.STCE`) |
+//! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsHart`]; needs Sstc with `henvcfg.STCE`) |
 //! | DBCN | `console_write`/`console_read` forwarded to the host firmware after the guest-physical buffer is translated and bounds-checked against the guest's RAM ([`GuestRam::translate`]); `console_write_byte` forwarded |
 //! | SRST | forwarded (the host firmware checks type and reason; a shutdown ends the machine) |
 //! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED (no idle states are described) |
