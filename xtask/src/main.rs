@@ -8,6 +8,7 @@ mod debian;
 mod dtcheck;
 mod fibcheck;
 mod firmware;
+mod hv;
 mod linux;
 mod qemu;
 mod setup;
@@ -41,6 +42,9 @@ enum Cmd {
     DtCheck(dtcheck::DtCheckArgs),
     /// Build the M-mode firmware; prints the path of the raw -bios image last.
     Firmware(firmware::FirmwareArgs),
+    /// Build and run the HS-mode hypervisor (rvpmu-hv) on our firmware
+    /// with its VS-mode test guest.
+    Hv(hv::HvArgs),
     /// Run the S-mode SBI conformance suite against a firmware.
     Conformance(conformance::ConformanceArgs),
     /// Per-call SBI cost benchmark, ours against OpenSBI.
@@ -58,6 +62,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Setup => setup::ensure_host(),
         Cmd::DtCheck(a) => dtcheck::run(a),
         Cmd::Firmware(a) => firmware::cmd(a),
+        Cmd::Hv(a) => hv::cmd(a),
         Cmd::Conformance(a) => conformance::run(a),
         Cmd::Bench(a) => conformance::bench(a),
         Cmd::Cabi(a) => trace::cabi(a),

@@ -60,6 +60,7 @@ pub fn run(args: TestArgs) -> Result<()> {
         return Ok(());
     }
     crate::firmware::test()?;
+    crate::hv::test()?;
     let kernels = match args.kernel {
         Some(k) => vec![k],
         None => crate::linux::kernel::Version::ALL.to_vec(),
@@ -136,7 +137,7 @@ fn lint() -> Result<()> {
             // which has the same cfgs (no debug assertions).
             format!(
                 "clippy -D warnings, {BARE_TARGET}: rvpmu (no_std), rvpmu-fw (firmware, \
-                 sbi-check), conformance"
+                 sbi-check), rvpmu-hv (hypervisor, vs-check), conformance"
             ),
             vec![clippy(
                 Some(BARE_TARGET),
@@ -147,6 +148,8 @@ fn lint() -> Result<()> {
                     "rvpmu",
                     "-p",
                     "rvpmu-fw",
+                    "-p",
+                    "rvpmu-hv",
                     "-p",
                     "conformance",
                 ],
@@ -183,14 +186,16 @@ fn lint() -> Result<()> {
         // library, and its documentation would overwrite the library's
         // (cargo issue 6313).
         (
-            "rustdoc -D warnings, host: rvpmu, hpmtrace, xtask".to_string(),
-            vec![rustdoc(None, &["rvpmu", "hpmtrace", "xtask"])],
+            "rustdoc -D warnings, host: rvpmu, rvpmu-hv, hpmtrace, xtask".to_string(),
+            vec![rustdoc(None, &["rvpmu", "rvpmu-hv", "hpmtrace", "xtask"])],
         ),
         (
-            format!("rustdoc -D warnings, {BARE_TARGET}: rvpmu, srt, rvpmu-fw, conformance"),
+            format!(
+                "rustdoc -D warnings, {BARE_TARGET}: rvpmu, srt, rvpmu-fw, rvpmu-hv, conformance"
+            ),
             vec![rustdoc(
                 Some(BARE_TARGET),
-                &["rvpmu", "srt", "rvpmu-fw", "conformance"],
+                &["rvpmu", "srt", "rvpmu-fw", "rvpmu-hv", "conformance"],
             )],
         ),
         (

@@ -1,0 +1,268 @@
+//! Boot: read the host device tree, find the guest bundle, place and map
+//! the guest's RAM, load the guest, set up the H CSRs, enter VS-mode.
+//! Any failure is reported and ends the machine with "system failure".
+
+use crate::console::hvprintln;
+use crate::csr::*;
+use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, A0, A1};
+use core::cell::UnsafeCell;
+use rvpmu::mem::SupervisorMemory;
+use rvpmu::supervisor::sbi;
+use rvpmu_hv::bundle::Bundle;
+use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
+use rvpmu_hv::gstage::{self, GStage};
+use rvpmu_hv::layout::{self, Reserved};
+use rvpmu_hv::ram::{GuestMemory, GuestRam};
+use rvpmu_hv::sbi::{GuestSbi, HostExtensions};
+use sbi_spec::{dbcn, srst};
+
+/// VMID of the one guest.
+const VMID: u16 = 1;
+
+struct Tables(UnsafeCell<GStage>);
+// SAFETY: written once by the boot path before the guest runs, read only
+// by the hardware afterwards.
+unsafe impl Sync for Tables {}
+static GSTAGE: Tables = Tables(UnsafeCell::new(GStage::new()));
+
+extern "C" {
+    static _hv_start: u8;
+    static _hv_end: u8;
+}
+
+fn fail(what: &str) -> ! {
+    hvprintln!("boot failed: {what}");
+    crate::trap::shutdown_failure()
+}
+
+/// What the host device tree says.
+struct Host {
+    isa: &'static str,
+    timebase: u32,
+    mem: (u64, u64),
+    bundle: (u64, u64),
+    reserved: Reserved,
+}
+
+fn read_host_dt(hartid: usize, dtb: usize) -> Host {
+    // SAFETY: a1 from the firmware points at the host DTB, which stays in
+    // place (the firmware reserved it) and is only read.
+    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+        Ok(f) => f,
+        Err(_) => fail("no valid host device tree at a1"),
+    };
+    let me = fdt
+        .cpus()
+        .find(|c| c.ids().first() == hartid)
+        .unwrap_or_else(|| fail("this hart is not in the host device tree"));
+    let isa: &'static str = me
+        .property("riscv,isa")
+        .and_then(|p| p.as_str())
+        .unwrap_or("");
+    if !rvpmu_hv::isa_has_letter(isa, b'h') {
+        fail("the hart has no H extension (QEMU: -cpu rv64,h=true)");
+    }
+    let hv = (&raw const _hv_start as u64, &raw const _hv_end as u64);
+    let mem = fdt
+        .memory()
+        .regions()
+        .filter_map(|r| Some((r.starting_address as u64, r.size? as u64)))
+        .map(|(b, s)| (b, b + s))
+        .find(|&(b, e)| b <= hv.0 && hv.1 <= e)
+        .unwrap_or_else(|| fail("the hypervisor is not in a memory node's range"));
+    let chosen = fdt
+        .find_node("/chosen")
+        .unwrap_or_else(|| fail("no /chosen in the host device tree"));
+    let cell = |name| chosen.property(name).and_then(|p| p.as_usize());
+    let (Some(start), Some(end)) = (cell("linux,initrd-start"), cell("linux,initrd-end")) else {
+        fail("no guest bundle: give it to QEMU with -initrd (cargo xtask hv does)")
+    };
+    let bundle = (start as u64, end as u64);
+    if bundle.0 >= bundle.1 || bundle.0 < mem.0 || bundle.1 > mem.1 {
+        fail("the guest bundle is not inside host RAM");
+    }
+    let mut reserved = Reserved::default();
+    let mut ok = reserved.add(hv.0, hv.1)
+        && reserved.add(bundle.0, bundle.1)
+        && reserved.add(dtb as u64, dtb as u64 + fdt.total_size() as u64);
+    for r in fdt.memory_reservations() {
+        ok &= reserved.add(r.address() as u64, r.address() as u64 + r.size() as u64);
+    }
+    if let Some(rm) = fdt.find_node("/reserved-memory") {
+        for child in rm.children() {
+            for r in child.reg().into_iter().flatten() {
+                let (b, s) = (r.starting_address as u64, r.size.unwrap_or(0) as u64);
+                ok &= reserved.add(b, b + s);
+            }
+        }
+    }
+    if !ok {
+        fail("more reserved host memory ranges than the hypervisor keeps");
+    }
+    Host {
+        isa,
+        timebase: me.timebase_frequency() as u32,
+        mem,
+        bundle,
+        reserved,
+    }
+}
+
+/// Rust entry from `_start`: a0 = hartid, a1 = host DTB.
+#[no_mangle]
+extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
+    hvprintln!(
+        "{} on hart {hartid}: one VS-mode guest, SBI 3.0 (impl id {:#x})",
+        env!("CARGO_PKG_VERSION"),
+        rvpmu_hv::sbi::IMPL_ID
+    );
+    let host = read_host_dt(hartid, dtb);
+    hvprintln!(
+        "host RAM {:#x}..{:#x}, DTB at {dtb:#x}, guest bundle at {:#x}..{:#x}",
+        host.mem.0,
+        host.mem.1,
+        host.bundle.0,
+        host.bundle.1
+    );
+    // SAFETY: QEMU loaded the bundle at [start, end) of host RAM (checked
+    // against the memory node); the hypervisor only reads it, and the
+    // guest's window is placed clear of it.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(
+            host.bundle.0 as *const u8,
+            (host.bundle.1 - host.bundle.0) as usize,
+        )
+    };
+    let bundle = Bundle::parse(bytes).unwrap_or_else(|e| fail(e.as_str()));
+    let ram = layout::place_window(host.mem.0, host.mem.1, &host.reserved, bundle.ram_size)
+        .unwrap_or_else(|e| fail(e.as_str()));
+    let guest = layout::guest_layout(
+        &ram,
+        layout::kernel_footprint(bundle.kernel),
+        bundle.initrd.len() as u64,
+    )
+    .unwrap_or_else(|e| fail(e.as_str()));
+    // SAFETY: the window is host RAM clear of the hypervisor, the bundle,
+    // the host DTB and reserved memory (place_window), given to the guest
+    // alone; no Rust object lives there.
+    let mut mem = unsafe { GuestMemory::new(ram) };
+    load(&mut mem, guest.kernel, bundle.kernel);
+    load(&mut mem, guest.initrd.0, bundle.initrd);
+
+    let root = map_guest(&ram);
+    let timer = setup_h_csrs(root);
+    let isa = GuestIsa::from_host(host.isa, timer);
+    let mut dt = [0u8; 8192];
+    let dt_len = guest_dt(
+        &mut dt,
+        &GuestDt {
+            ram,
+            layout: guest,
+            timebase: host.timebase,
+            isa: &isa,
+            bootargs: bundle.cmdline,
+        },
+    )
+    .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));
+    load(&mut mem, guest.dtb, &dt[..dt_len]);
+    let host_ext = HostExtensions {
+        dbcn: sbi().base_probe_extension(dbcn::EID_DBCN).value != 0,
+        srst: sbi().base_probe_extension(srst::EID_SRST).value != 0,
+    };
+    hvprintln!(
+        "guest RAM {:#x}..{:#x} at host {:#x}; kernel {} bytes at {:#x}, initrd {} bytes, DTB at {:#x}{}",
+        ram.gpa(),
+        ram.gpa_end(),
+        ram.hpa(),
+        bundle.kernel.len(),
+        guest.kernel,
+        bundle.initrd.len(),
+        guest.dtb,
+        if timer {
+            "; timer: Sstc vstimecmp"
+        } else {
+            "; no timer (no Sstc)"
+        }
+    );
+    let mut regs = GuestRegs {
+        x: [0; 32],
+        pc: guest.kernel as usize,
+    };
+    regs.x[A0] = 0; // the guest's hart id
+    regs.x[A1] = guest.dtb as usize;
+    let vcpu = Vcpu {
+        regs,
+        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram),
+    };
+    // SAFETY: once, before the guest runs; the pointer goes to the trap
+    // vector only.
+    let v = unsafe { crate::vcpu::install(vcpu) };
+    // SAFETY: the CSRs are set for VS-mode with the G-stage in place.
+    unsafe { crate::entry::run_guest(v) }
+}
+
+fn load(mem: &mut GuestMemory, gpa: u64, data: &[u8]) {
+    if mem.write(gpa, data).is_err() {
+        fail("a guest image does not fit guest RAM");
+    }
+}
+
+/// Map the guest's RAM in the G-stage table; returns the root's address.
+fn map_guest(ram: &GuestRam) -> u64 {
+    // SAFETY: the only borrow of the tables, before the guest runs; after
+    // it only the hardware reads them (through hgatp).
+    let g = unsafe { &mut *GSTAGE.0.get() };
+    if let Err(e) = g.map(ram) {
+        hvprintln!("G-stage: {e:?}");
+        fail("cannot map the guest's RAM");
+    }
+    g.root.0.as_ptr() as u64
+}
+
+/// Delegation, counters, timer and translation for the guest; returns
+/// whether the guest has its timer (henvcfg.STCE sticks only when the
+/// hart has Sstc and the firmware set menvcfg.STCE).
+fn setup_h_csrs(root: u64) -> bool {
+    // Exceptions the guest handles itself, straight from the hardware:
+    // those the firmware delegates to HS-mode (medeleg) and that are the
+    // guest's own. The rest the firmware redirects here (`trap.rs`).
+    csr_write!(
+        0x602,
+        1 << CAUSE_MISALIGNED_FETCH
+            | 1 << CAUSE_BREAKPOINT
+            | 1 << CAUSE_USER_ECALL
+            | 1 << CAUSE_FETCH_PAGE_FAULT
+            | 1 << CAUSE_LOAD_PAGE_FAULT
+            | 1 << CAUSE_STORE_PAGE_FAULT
+    );
+    csr_write!(0x603, VS_INTERRUPTS);
+    csr_write!(0x645, 0); // hvip: nothing injected
+    csr_write!(0x604, 0); // hie: the guest enables its own (vsie)
+    csr_write!(0x606, COUNTEREN_CY_TM_IR);
+    csr_write!(0x605, 0); // htimedelta: the guest's time is the host's
+    csr_write!(0x60a, HENVCFG_STCE);
+    let timer = csr_read!(0x60a) & HENVCFG_STCE != 0;
+    if timer {
+        csr_write!(0x24d, usize::MAX); // no timer event until the guest asks
+    }
+    csr_write!(0x280, 0); // vsatp: the guest starts untranslated
+                          // The guest's FP state starts as a native supervisor's would (what
+                          // the firmware gave this hart); HS-mode's own FS must be on for VS
+                          // FP to work at all (the hypervisor itself uses no FP registers).
+    let fs = csr_read!(sstatus) & SSTATUS_FS;
+    csr_write!(0x200, fs);
+    csr_set!(sstatus, SSTATUS_FS);
+    csr_write!(0x680, gstage::hgatp(root, VMID) as usize);
+    if csr_read!(0x680) >> 60 != gstage::HGATP_MODE_SV39X4 as usize {
+        fail("the hart does not offer Sv39x4 G-stage translation");
+    }
+    hfence_gvma_all();
+    // sret enters VS-mode: SPV = 1 (virtual), SPP = 1 (supervisor),
+    // interrupts off in VS-mode until the guest enables them; no traps of
+    // wfi, sret or satp accesses (VTW, VTSR, VTVM), no HU.
+    let hs = csr_read!(0x600) & !(HSTATUS_VTW | HSTATUS_VTSR | HSTATUS_VTVM | HSTATUS_HU);
+    csr_write!(0x600, hs | HSTATUS_SPV | HSTATUS_SPVP);
+    let s = csr_read!(sstatus) & !(SSTATUS_SIE | SSTATUS_SPIE);
+    csr_write!(sstatus, s | SSTATUS_SPP);
+    timer
+}

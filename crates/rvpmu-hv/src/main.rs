@@ -1,0 +1,40 @@
+//! rvpmu-hv: a minimal HS-mode hypervisor, loaded by rvpmu-fw as its
+//! S-mode payload (QEMU `-kernel`, at 0x80200000, `-cpu rv64,h=true`),
+//! running one VS-mode guest from a bundle given as `-initrd`.
+//! Design, memory layout and trap flow: `docs/hypervisor.md`; the
+//! decisions made from guest input live in the `rvpmu_hv` library
+//! (`src/lib.rs`), tested on the host.
+//!
+//! | module | what | uses |
+//! |---|---|---|
+//! | `csr`, `console` | CSR access and bits; the hypervisor's messages through the host's DBCN | - |
+//! | `vcpu` | the one vCPU: registers and its SBI, in one static | csr |
+//! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
+//! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
+//! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs | all |
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(target_os = "none")]
+mod boot;
+#[cfg(target_os = "none")]
+mod console;
+#[cfg(target_os = "none")]
+mod csr;
+#[cfg(target_os = "none")]
+mod entry;
+#[cfg(target_os = "none")]
+mod trap;
+#[cfg(target_os = "none")]
+mod vcpu;
+
+#[cfg(target_os = "none")]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    console::hvprintln!("panic: {info}");
+    trap::shutdown_failure()
+}
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!("this is a bare-metal program; run it with `cargo xtask hv`");
+}

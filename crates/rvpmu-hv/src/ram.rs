@@ -1,0 +1,184 @@
+//! The guest's RAM: one window of host RAM, seen by the guest at
+//! [`GUEST_RAM_BASE`](crate::layout::GUEST_RAM_BASE). Every guest-physical
+//! address the guest hands the hypervisor (SBI buffers, later the PMU
+//! snapshot and STA records) goes through [`GuestRam::translate`], which
+//! refuses anything not wholly inside the window, so a guest can never
+//! make the hypervisor touch host memory outside it.
+
+use rvpmu::mem::{MemFault, SupervisorMemory};
+
+/// Granule of the window: the G-stage maps it with 2 MiB pages.
+pub const GRANULE: u64 = 2 << 20;
+
+/// A guest-physical window `[gpa, gpa + size)` backed by host-physical
+/// `[hpa, hpa + size)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuestRam {
+    gpa: u64,
+    hpa: u64,
+    size: u64,
+}
+
+impl GuestRam {
+    /// A window; `None` unless both bases and the size are multiples of
+    /// [`GRANULE`], the size is not zero and neither range wraps.
+    pub const fn new(gpa: u64, hpa: u64, size: u64) -> Option<GuestRam> {
+        if size == 0 || !(gpa | hpa | size).is_multiple_of(GRANULE) {
+            return None;
+        }
+        if gpa.checked_add(size).is_none() || hpa.checked_add(size).is_none() {
+            return None;
+        }
+        Some(GuestRam { gpa, hpa, size })
+    }
+
+    /// First guest-physical address.
+    pub const fn gpa(&self) -> u64 {
+        self.gpa
+    }
+    /// First host-physical address.
+    pub const fn hpa(&self) -> u64 {
+        self.hpa
+    }
+    /// Size in bytes.
+    pub const fn size(&self) -> u64 {
+        self.size
+    }
+    /// One past the last guest-physical address.
+    pub const fn gpa_end(&self) -> u64 {
+        self.gpa + self.size
+    }
+
+    /// Whether `[gpa, gpa + len)` is inside the window (`len` > 0, no
+    /// wrap-around).
+    pub fn contains(&self, gpa: u64, len: u64) -> bool {
+        let Some(end) = gpa.checked_add(len) else {
+            return false;
+        };
+        len != 0 && gpa >= self.gpa && end <= self.gpa_end()
+    }
+
+    /// The host-physical address of guest-physical `[gpa, gpa + len)`, if
+    /// the whole range is inside the window.
+    pub fn translate(&self, gpa: u64, len: u64) -> Option<u64> {
+        self.contains(gpa, len).then(|| gpa - self.gpa + self.hpa)
+    }
+}
+
+/// The guest's RAM as `rvpmu`'s [`SupervisorMemory`]: addresses are
+/// guest-physical, accesses are plain host-physical loads and stores
+/// (the hypervisor runs with translation off) after [`GuestRam::translate`].
+#[derive(Debug)]
+pub struct GuestMemory {
+    ram: GuestRam,
+}
+
+impl GuestMemory {
+    /// # Safety
+    ///
+    /// The host-physical range of `ram` is memory the caller may read and
+    /// write with plain loads and stores for as long as the value lives
+    /// (given to the guest, mapped by nothing else of the hypervisor's),
+    /// and no Rust object lives in it.
+    pub const unsafe fn new(ram: GuestRam) -> GuestMemory {
+        GuestMemory { ram }
+    }
+
+    /// The window.
+    pub const fn ram(&self) -> &GuestRam {
+        &self.ram
+    }
+}
+
+impl SupervisorMemory for GuestMemory {
+    fn owns(&self, addr: u64, len: u64) -> bool {
+        self.ram.contains(addr, len)
+    }
+
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let hpa = self
+            .ram
+            .translate(addr, buf.len() as u64)
+            .ok_or(MemFault { addr })?;
+        // SAFETY: [hpa, hpa + len) is inside the window (translate), which
+        // the constructor's contract makes readable and free of Rust
+        // objects; `buf` is a distinct Rust object, so they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping(hpa as *const u8, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let hpa = self
+            .ram
+            .translate(addr, data.len() as u64)
+            .ok_or(MemFault { addr })?;
+        // SAFETY: as in `read`, writable by the constructor's contract.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), hpa as *mut u8, data.len()) };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: u64 = 1 << 20;
+
+    #[test]
+    fn window_needs_granule_alignment_and_no_wrap() {
+        assert!(GuestRam::new(0x8000_0000, 0x8840_0000, 64 * M).is_some());
+        assert!(GuestRam::new(0x8000_0000, 0x8840_1000, 64 * M).is_none());
+        assert!(GuestRam::new(0x8000_0000, 0x8840_0000, 64 * M + 4096).is_none());
+        assert!(GuestRam::new(0x8000_0000, 0x8840_0000, 0).is_none());
+        assert!(GuestRam::new(u64::MAX - GRANULE + 1, 0, 2 * GRANULE).is_none());
+    }
+
+    #[test]
+    fn translate_refuses_anything_not_wholly_inside() {
+        let r = GuestRam::new(0x8000_0000, 0x8840_0000, 64 * M).unwrap();
+        assert_eq!(r.translate(0x8000_0000, 1), Some(0x8840_0000));
+        assert_eq!(r.translate(0x8000_1234, 16), Some(0x8840_1234));
+        assert_eq!(r.translate(0x8400_0000 - 8, 8), Some(0x8c40_0000 - 8));
+        // Straddling either end, outside, empty, wrapping.
+        assert_eq!(r.translate(0x8400_0000 - 8, 9), None);
+        assert_eq!(r.translate(0x7fff_ffff, 2), None);
+        assert_eq!(r.translate(0x8400_0000, 1), None);
+        assert_eq!(r.translate(0x1000_0000, 1), None);
+        assert_eq!(r.translate(0x8000_0000, 0), None);
+        assert_eq!(r.translate(0x8000_0000, u64::MAX), None);
+        assert_eq!(r.translate(u64::MAX, 2), None);
+    }
+
+    #[test]
+    fn guest_memory_reads_and_writes_only_the_window() {
+        // A host buffer stands in for host RAM: the window is its first
+        // 2 MiB-aligned 4 MiB.
+        let mut host = vec![0u8; 8 << 20];
+        let base = (host.as_mut_ptr() as u64).div_ceil(GRANULE) * GRANULE;
+        let ram = GuestRam::new(0x8000_0000, base, 2 * GRANULE).unwrap();
+        // SAFETY: [base, base + 4 MiB) lies inside `host`, which outlives
+        // `mem` and is touched only through it below.
+        let mut mem = unsafe { GuestMemory::new(ram) };
+        mem.write_u64(0x8000_0008, 0x1122_3344_5566_7788).unwrap();
+        assert_eq!(mem.read_u64(0x8000_0008), Ok(0x1122_3344_5566_7788));
+        let off = (base - host.as_ptr() as u64) as usize;
+        assert_eq!(host[off + 8], 0x88);
+        // SAFETY: as above (the first `mem` is no longer used).
+        let mut mem = unsafe { GuestMemory::new(ram) };
+        let end = ram.gpa_end();
+        assert_eq!(mem.write_u32(end - 2, 1), Err(MemFault { addr: end - 2 }));
+        assert_eq!(
+            mem.read_u32(0x7fff_fffe),
+            Err(MemFault { addr: 0x7fff_fffe })
+        );
+        assert!(mem.owns(0x8000_0000, 4 * M) && !mem.owns(0x8000_0000, 4 * M + 1));
+        assert_eq!(mem.zero(end - 64, 64), Ok(()));
+        assert_eq!(mem.zero(end - 64, 65), Err(MemFault { addr: end }));
+    }
+}

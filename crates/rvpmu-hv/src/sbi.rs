@@ -1,0 +1,513 @@
+//! The guest's SBI calls (ecall from VS-mode, scause 10). One table,
+//! [`GuestSbi::extension`], drives both the dispatch and
+//! `probe_extension`, so a probe is true exactly for what is served:
+//!
+//! | extension | how |
+//! |---|---|
+//! | BASE | answered here: spec 3.0, [`IMPL_ID`], the crate version, machine ids 0 |
+//! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsHart`]; needs Sstc with `henvcfg.STCE`) |
+//! | DBCN | `console_write`/`console_read` forwarded to the host firmware after the guest-physical buffer is translated and bounds-checked against the guest's RAM ([`GuestRam::translate`]); `console_write_byte` forwarded |
+//! | SRST | forwarded (the host firmware checks type and reason; a shutdown ends the machine) |
+//! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED (no idle states are described) |
+//! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
+//! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
+//!
+//! Forwarded extensions are offered only when the host firmware offers
+//! them ([`HostExtensions`]). Every other EID, and every unknown FID, is
+//! `SBI_ERR_NOT_SUPPORTED`. EID and FID are the low 32 bits of a7 and a6
+//! (the spec's binary encoding makes them signed 32-bit integers).
+
+use crate::ram::GuestRam;
+use rvpmu::supervisor::{SbiCall, Supervisor};
+use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
+use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
+use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
+
+/// SBI specification version the guest sees: 3.0.
+pub const SPEC_VERSION: usize = 3 << 24;
+/// Implementation ID: "rvhv", far outside the SBI registry's 0..=11 (and
+/// not rvpmu-fw's "rvpm", so a guest can tell which one answers).
+pub const IMPL_ID: usize = 0x7276_6876;
+/// Implementation version: the crate version, major << 16 | minor << 8 | patch.
+pub const IMPL_VERSION: usize = {
+    const fn num(s: &str) -> usize {
+        let b = s.as_bytes();
+        let mut i = 0;
+        let mut v = 0;
+        while i < b.len() {
+            v = v * 10 + (b[i] - b'0') as usize;
+            i += 1;
+        }
+        v
+    }
+    num(env!("CARGO_PKG_VERSION_MAJOR")) << 16
+        | num(env!("CARGO_PKG_VERSION_MINOR")) << 8
+        | num(env!("CARGO_PKG_VERSION_PATCH"))
+};
+
+/// What the calls here do to the guest's hart (its VS CSRs and fences):
+/// the seam between the SBI semantics and the hardware.
+pub trait VsHart {
+    /// Program the next timer event at `stime_value` (the guest's time
+    /// base), which also clears a pending one if it lies in the future.
+    fn set_timer(&mut self, stime_value: u64);
+    /// Make the guest's supervisor software interrupt pending.
+    fn send_ipi(&mut self);
+    /// Make the guest's instruction fetches see its earlier stores.
+    fn fence_i(&mut self);
+    /// Forget every guest-virtual translation of the guest.
+    fn flush_guest_tlb(&mut self);
+}
+
+/// The guest's only hart id.
+pub const GUEST_HART: usize = 0;
+
+/// Whether the hart set (`hart_mask`, `hart_mask_base`) holds the guest's
+/// hart, or INVALID_PARAM if it names any other (SBI "Hart list"; a base
+/// of -1 means every hart).
+fn names_our_hart(mask: usize, base: usize) -> Result<bool, SbiRet> {
+    if base == usize::MAX {
+        return Ok(true);
+    }
+    if mask == 0 {
+        return Ok(false);
+    }
+    if base > GUEST_HART || mask >> (GUEST_HART - base) != 1 {
+        return Err(err(RET_ERR_INVALID_PARAM));
+    }
+    Ok(true)
+}
+
+/// What the host firmware offers that the guest's calls are forwarded to
+/// (probed once at boot).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostExtensions {
+    /// DBCN.
+    pub dbcn: bool,
+    /// SRST.
+    pub srst: bool,
+}
+
+/// The extensions served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extension {
+    /// BASE.
+    Base,
+    /// TIME.
+    Time,
+    /// DBCN, forwarded.
+    Dbcn,
+    /// SRST, forwarded.
+    Srst,
+    /// HSM, for the one vCPU.
+    Hsm,
+    /// IPI, to the one vCPU.
+    Ipi,
+    /// RFENCE, on the one vCPU.
+    Rfence,
+}
+
+const fn ok(value: usize) -> SbiRet {
+    SbiRet {
+        error: RET_SUCCESS,
+        value,
+    }
+}
+const fn err(error: usize) -> SbiRet {
+    SbiRet { error, value: 0 }
+}
+
+/// The SBI implementation one guest sees.
+pub struct GuestSbi<C: SbiCall, T: VsHart> {
+    /// The host firmware, through the one S-mode client.
+    pub host: Supervisor<C>,
+    /// The guest's hart.
+    pub hart: T,
+    /// Whether the hart gives the guest `vstimecmp` (else TIME is not
+    /// offered).
+    timer: bool,
+    ram: GuestRam,
+    host_ext: HostExtensions,
+}
+
+impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
+    /// The SBI of a guest whose RAM is `ram`, on `hart`, which has the
+    /// guest timer when `timer`.
+    pub fn new(
+        host: Supervisor<C>,
+        host_ext: HostExtensions,
+        hart: T,
+        timer: bool,
+        ram: GuestRam,
+    ) -> Self {
+        GuestSbi {
+            host,
+            hart,
+            timer,
+            ram,
+            host_ext,
+        }
+    }
+
+    /// The extension serving `eid` (low 32 bits), if offered.
+    pub fn extension(&self, eid: usize) -> Option<Extension> {
+        let eid = eid as u32 as usize;
+        match eid {
+            base::EID_BASE => Some(Extension::Base),
+            time::EID_TIME if self.timer => Some(Extension::Time),
+            hsm::EID_HSM => Some(Extension::Hsm),
+            spi::EID_SPI => Some(Extension::Ipi),
+            rfnc::EID_RFNC => Some(Extension::Rfence),
+            dbcn::EID_DBCN if self.host_ext.dbcn => Some(Extension::Dbcn),
+            srst::EID_SRST if self.host_ext.srst => Some(Extension::Srst),
+            _ => None,
+        }
+    }
+
+    /// Answer one call: `eid` from a7, `fid` from a6, `a` from a0..a5.
+    pub fn call(&mut self, eid: usize, fid: usize, a: [usize; 6]) -> SbiRet {
+        let fid = fid as u32 as usize;
+        match self.extension(eid) {
+            Some(Extension::Base) => self.base(fid, a[0]),
+            Some(Extension::Time) if fid == time::SET_TIMER => {
+                self.hart.set_timer(a[0] as u64);
+                ok(0)
+            }
+            Some(Extension::Hsm) => self.hsm(fid, a),
+            Some(Extension::Ipi) if fid == spi::SEND_IPI => match names_our_hart(a[0], a[1]) {
+                Ok(ours) => {
+                    if ours {
+                        self.hart.send_ipi();
+                    }
+                    ok(0)
+                }
+                Err(e) => e,
+            },
+            Some(Extension::Rfence) => self.rfence(fid, a),
+            Some(Extension::Dbcn) => self.dbcn(fid, a),
+            Some(Extension::Srst) if fid == srst::SYSTEM_RESET => {
+                // Returns only when the host refused (its error is the
+                // guest's answer) or, under test, never acted.
+                self.host.system_reset(a[0], a[1])
+            }
+            Some(Extension::Srst | Extension::Time | Extension::Ipi) | None => {
+                err(RET_ERR_NOT_SUPPORTED)
+            }
+        }
+    }
+
+    fn base(&self, fid: usize, a0: usize) -> SbiRet {
+        match fid {
+            base::GET_SBI_SPEC_VERSION => ok(SPEC_VERSION),
+            base::GET_SBI_IMPL_ID => ok(IMPL_ID),
+            base::GET_SBI_IMPL_VERSION => ok(IMPL_VERSION),
+            base::PROBE_EXTENSION => ok(self.extension(a0).is_some() as usize),
+            // 0 is always a legal value of these CSRs; a guest learns
+            // nothing about the host's machine.
+            base::GET_MVENDORID | base::GET_MARCHID | base::GET_MIMPID => ok(0),
+            _ => err(RET_ERR_NOT_SUPPORTED),
+        }
+    }
+
+    fn hsm(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        match fid {
+            hsm::HART_START | hsm::HART_GET_STATUS if a[0] != GUEST_HART => {
+                err(RET_ERR_INVALID_PARAM)
+            }
+            hsm::HART_START => err(RET_ERR_ALREADY_AVAILABLE),
+            hsm::HART_GET_STATUS => ok(hsm::hart_state::STARTED),
+            // The only hart cannot stop ("Failed to stop execution of the
+            // current hart"): there would be nothing left to start it.
+            hsm::HART_STOP => err(RET_ERR_FAILED),
+            _ => err(RET_ERR_NOT_SUPPORTED),
+        }
+    }
+
+    fn rfence(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        let flush = match fid {
+            rfnc::REMOTE_FENCE_I => false,
+            rfnc::REMOTE_SFENCE_VMA | rfnc::REMOTE_SFENCE_VMA_ASID => true,
+            _ => return err(RET_ERR_NOT_SUPPORTED),
+        };
+        match names_our_hart(a[0], a[1]) {
+            Ok(true) if flush => self.hart.flush_guest_tlb(),
+            Ok(true) => self.hart.fence_i(),
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+        ok(0)
+    }
+
+    /// DBCN: a buffer is guest-physical `base_hi:base_lo`, `num_bytes`
+    /// long. Anything not wholly inside the guest's RAM is refused with
+    /// SBI_ERR_INVALID_PARAM, as the spec's "Debug Console Write/Read
+    /// Errors" tables say for memory that does not satisfy the shared
+    /// memory requirements (no host access is made then).
+    fn dbcn(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        let (len, lo, hi) = (a[0], a[1], a[2]);
+        match fid {
+            dbcn::CONSOLE_WRITE | dbcn::CONSOLE_READ => {
+                if len == 0 {
+                    return ok(0);
+                }
+                if hi != 0 {
+                    return err(RET_ERR_INVALID_PARAM);
+                }
+                let Some(hpa) = self.ram.translate(lo as u64, len as u64) else {
+                    return err(RET_ERR_INVALID_PARAM);
+                };
+                if fid == dbcn::CONSOLE_WRITE {
+                    self.host.console_write(len, hpa as usize, 0)
+                } else {
+                    self.host.console_read(len, hpa as usize, 0)
+                }
+            }
+            // `uint8_t byte`: only the low 8 bits count.
+            dbcn::CONSOLE_WRITE_BYTE => self.host.console_write_byte(a[0] as u8),
+            _ => err(RET_ERR_NOT_SUPPORTED),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sbi_spec::binary::RET_ERR_FAILED;
+
+    /// Records every call that reaches the "host" and answers success with
+    /// the byte count (or the error set in `answer`).
+    #[derive(Default)]
+    struct Host {
+        calls: Vec<(usize, usize, [usize; 6])>,
+        answer: Option<usize>,
+    }
+    impl SbiCall for &mut Host {
+        fn call(&mut self, eid: usize, fid: usize, args: [usize; 6]) -> SbiRet {
+            self.calls.push((eid, fid, args));
+            match self.answer {
+                Some(e) => err(e),
+                None => ok(args[0]),
+            }
+        }
+    }
+    /// What the calls did to the hart.
+    #[derive(Debug, Default, PartialEq)]
+    struct Hart(Vec<(&'static str, u64)>);
+    impl VsHart for &mut Hart {
+        fn set_timer(&mut self, v: u64) {
+            self.0.push(("timer", v));
+        }
+        fn send_ipi(&mut self) {
+            self.0.push(("ipi", 0));
+        }
+        fn fence_i(&mut self) {
+            self.0.push(("fence.i", 0));
+        }
+        fn flush_guest_tlb(&mut self) {
+            self.0.push(("hfence.vvma", 0));
+        }
+    }
+
+    const RAM: (u64, u64, u64) = (0x8000_0000, 0x8840_0000, 64 << 20);
+
+    fn guest<'a>(
+        host: &'a mut Host,
+        hart: &'a mut Hart,
+        timer: bool,
+        ext: HostExtensions,
+    ) -> GuestSbi<&'a mut Host, &'a mut Hart> {
+        let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
+        GuestSbi::new(Supervisor(host), ext, hart, timer, ram)
+    }
+    const ALL: HostExtensions = HostExtensions {
+        dbcn: true,
+        srst: true,
+    };
+
+    #[test]
+    fn base_answers_and_probes_truthfully() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
+        assert_eq!(g.call(0x10, 0, [0; 6]), ok(3 << 24));
+        assert_eq!(g.call(0x10, 1, [0; 6]), ok(0x7276_6876));
+        assert_eq!(g.call(0x10, 2, [0; 6]), ok(0x000100));
+        for fid in 4..=6 {
+            assert_eq!(g.call(0x10, fid, [0; 6]), ok(0));
+        }
+        assert_eq!(g.call(0x10, 7, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        let probe = |g: &mut GuestSbi<_, _>, eid| g.call(0x10, 3, [eid, 0, 0, 0, 0, 0]).value;
+        for eid in [
+            0x10,
+            0x5449_4d45,
+            0x4442_434e,
+            0x5352_5354,
+            0x48534d,
+            0x735049,
+            0x52464e43,
+        ] {
+            assert_eq!(probe(&mut g, eid), 1, "{eid:#x}");
+            // The EID is the low 32 bits.
+            assert_eq!(probe(&mut g, eid | 1 << 32), 1, "{eid:#x}");
+        }
+        // Not (yet) served: PMU, STA, legacy, unknown.
+        for eid in [0x504d55, 0x535441, 1, 8, 0x1234_5678] {
+            assert_eq!(probe(&mut g, eid), 0, "{eid:#x}");
+            assert_eq!(g.call(eid, 0, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        }
+        assert!(h.calls.is_empty(), "BASE never reaches the host");
+    }
+
+    #[test]
+    fn what_the_host_lacks_is_not_offered() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, HostExtensions::default());
+        for eid in [0x5449_4d45, 0x4442_434e, 0x5352_5354] {
+            assert_eq!(g.call(0x10, 3, [eid, 0, 0, 0, 0, 0]).value, 0);
+            assert_eq!(
+                g.call(eid, 0, [1, 0x8000_0000, 0, 0, 0, 0]),
+                err(RET_ERR_NOT_SUPPORTED)
+            );
+        }
+        assert!(h.calls.is_empty());
+    }
+
+    #[test]
+    fn set_timer_writes_vstimecmp() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
+        assert_eq!(g.call(0x5449_4d45, 0, [12345, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(0x5449_4d45, 0, [usize::MAX, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(
+            g.call(0x5449_4d45, 1, [1, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        assert_eq!(t.0, [("timer", 12345), ("timer", u64::MAX)]);
+        assert!(h.calls.is_empty());
+    }
+
+    #[test]
+    fn console_buffers_are_translated_or_refused() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, ALL);
+        let dbcn = 0x4442_434e;
+        // Inside: forwarded with the host-physical address.
+        assert_eq!(g.call(dbcn, 0, [5, 0x8000_1000, 0, 0, 0, 0]), ok(5));
+        assert_eq!(g.call(dbcn, 1, [7, 0x83ff_fff9, 0, 0, 0, 0]), ok(7));
+        assert_eq!(g.call(dbcn, 2, [0x141, 0, 0, 0, 0, 0]), ok(0x41));
+        // Zero bytes: nothing to check or do.
+        assert_eq!(g.call(dbcn, 0, [0, 0x10, 0, 0, 0, 0]), ok(0));
+        // Outside, straddling the end or the start, high word, wrapping:
+        // refused, nothing forwarded.
+        for (len, lo, hi) in [
+            (1, 0x1000_0000, 0),
+            (8, 0x83ff_fff9, 0),
+            (2, 0x7fff_ffff, 0),
+            (1, 0x8000_0000, 1),
+            (usize::MAX, 0x8000_0000, 0),
+            (2, usize::MAX, 0),
+            (1, 0x8400_0000, 0),
+        ] {
+            for fid in [0, 1] {
+                assert_eq!(
+                    g.call(dbcn, fid, [len, lo, hi, 0, 0, 0]),
+                    err(RET_ERR_INVALID_PARAM),
+                    "fid {fid} len {len:#x} at {hi:#x}:{lo:#x}"
+                );
+            }
+        }
+        assert_eq!(g.call(dbcn, 3, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        assert_eq!(
+            h.calls,
+            [
+                (0x4442_434e, 0, [5, 0x8840_1000, 0, 0, 0, 0]),
+                (0x4442_434e, 1, [7, 0x8c3f_fff9, 0, 0, 0, 0]),
+                (0x4442_434e, 2, [0x41, 0, 0, 0, 0, 0]),
+            ]
+        );
+    }
+
+    #[test]
+    fn system_reset_is_forwarded_with_the_hosts_answer() {
+        let mut h = Host {
+            answer: Some(RET_ERR_FAILED),
+            ..Host::default()
+        };
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, false, ALL);
+        let srst = 0x5352_5354;
+        assert_eq!(g.call(srst, 0, [0, 1, 0, 0, 0, 0]), err(RET_ERR_FAILED));
+        assert_eq!(
+            g.call(srst, 1, [0, 1, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        assert_eq!(h.calls, [(srst, 0, [0, 1, 0, 0, 0, 0])]);
+    }
+
+    #[test]
+    fn one_vcpu_hsm_ipi_and_rfence() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
+        let (hsm, ipi, rfnc) = (0x48534d, 0x735049, 0x52464e43);
+        assert_eq!(g.call(hsm, 2, [0, 0, 0, 0, 0, 0]), ok(0)); // STARTED
+        assert_eq!(
+            g.call(hsm, 2, [1, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(hsm, 0, [0, 0x8020_0000, 0, 0, 0, 0]),
+            err(RET_ERR_ALREADY_AVAILABLE)
+        );
+        assert_eq!(
+            g.call(hsm, 0, [3, 0x8020_0000, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(g.call(hsm, 1, [0; 6]), err(RET_ERR_FAILED));
+        assert_eq!(g.call(hsm, 3, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        // IPI: hart 0 (mask 1 base 0, or base -1), nobody (mask 0), others refused.
+        assert_eq!(g.call(ipi, 0, [1, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(ipi, 0, [0, usize::MAX, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(ipi, 0, [0, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(
+            g.call(ipi, 0, [3, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(ipi, 0, [1, 1, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        assert_eq!(
+            g.call(ipi, 1, [1, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        // RFENCE: fence.i, the two sfence.vma kinds; hfence kinds refused.
+        assert_eq!(g.call(rfnc, 0, [1, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(rfnc, 1, [1, 0, 0x1000, 0x1000, 0, 0]), ok(0));
+        assert_eq!(g.call(rfnc, 2, [0, usize::MAX, 0, 0, 7, 0]), ok(0));
+        assert_eq!(
+            g.call(rfnc, 1, [2, 0, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        for fid in 3..=7 {
+            assert_eq!(
+                g.call(rfnc, fid, [1, 0, 0, 0, 0, 0]),
+                err(RET_ERR_NOT_SUPPORTED)
+            );
+        }
+        assert!(h.calls.is_empty());
+        assert_eq!(
+            t.0,
+            [
+                ("ipi", 0),
+                ("ipi", 0),
+                ("fence.i", 0),
+                ("hfence.vvma", 0),
+                ("hfence.vvma", 0)
+            ]
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! What a trap from the guest leads to. Every trap from VS/VU-mode that
+//! reaches HS-mode comes here:
+//!
+//! | scause | what |
+//! |---|---|
+//! | 10, ecall from VS | an SBI call: `rvpmu_hv::sbi`, answer in a0/a1, pc += 4 |
+//! | 20, 21, 23, guest page faults | the guest touched a guest-physical address outside its RAM (nothing else is mapped): reported, the guest is stopped |
+//! | 22, virtual instruction | reflected into the guest as an illegal instruction (what the same instruction does on a hart without the feature) |
+//! | other exceptions | the guest's own (illegal instructions and access faults the firmware redirected, anything hedeleg did not send straight to VS): reflected into the guest |
+//! | interrupts | none are enabled in sie: reported, the guest is stopped |
+//!
+//! "Stopped" means an SBI SRST shutdown with reason "system failure"
+//! through the host firmware, which makes QEMU exit with status 83.
+
+use crate::console::hvprintln;
+use crate::csr::*;
+use crate::vcpu::{Vcpu, A0, A1};
+use rvpmu::supervisor::sbi;
+use sbi_spec::srst::{RESET_REASON_SYSTEM_FAILURE, RESET_TYPE_SHUTDOWN};
+
+/// Called by the trap vector with the vCPU whose registers it saved;
+/// returns the vCPU to resume.
+#[no_mangle]
+extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
+    // SAFETY: `v` is the vCPU installed by `vcpu::install`, passed by the
+    // trap vector from sscratch; this is the only reference to it for the
+    // trap (traps do not nest: HS-mode runs with interrupts off, and a
+    // trap in HS-mode goes to `hv_self_trap`, which never touches it).
+    let vcpu = unsafe { &mut *v };
+    let scause = csr_read!(scause);
+    let stval = csr_read!(stval);
+    if (scause as isize) < 0 {
+        stop(
+            vcpu,
+            format_args!(
+                "unexpected interrupt {} while the guest ran",
+                scause & !(1 << 63)
+            ),
+        );
+    }
+    match scause {
+        CAUSE_VS_ECALL => {
+            let x = &mut vcpu.regs.x;
+            let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
+            let r = vcpu.sbi.call(x[17], x[16], args);
+            x[A0] = r.error;
+            x[A1] = r.value;
+            vcpu.regs.pc = vcpu.regs.pc.wrapping_add(4);
+        }
+        CAUSE_FETCH_GUEST_PAGE_FAULT
+        | CAUSE_LOAD_GUEST_PAGE_FAULT
+        | CAUSE_STORE_GUEST_PAGE_FAULT => {
+            // htval holds the guest-physical address >> 2; its low bits
+            // are those of the guest-virtual address in stval.
+            let gpa = csr_read!(0x643) << 2 | stval & 3;
+            let kind = match scause {
+                CAUSE_FETCH_GUEST_PAGE_FAULT => "fetch",
+                CAUSE_LOAD_GUEST_PAGE_FAULT => "load",
+                _ => "store",
+            };
+            stop(
+                vcpu,
+                format_args!(
+                    "guest {kind} page fault at guest-physical {gpa:#x} (outside the guest's RAM)"
+                ),
+            );
+        }
+        CAUSE_VIRTUAL_INSN => reflect(vcpu, CAUSE_ILLEGAL_INSN, stval),
+        c if c < 16 && c != 9 && c != 11 => reflect(vcpu, c, stval),
+        c => stop(
+            vcpu,
+            format_args!("unexpected exception {c} (stval {stval:#x})"),
+        ),
+    }
+    v
+}
+
+/// Deliver exception `cause` to the guest as the hardware would if it
+/// were delegated to VS-mode: vsepc, vscause, vstval, vsstatus's SPP/SPIE/SIE,
+/// then resume at vstvec's base in VS-mode.
+fn reflect(vcpu: &mut Vcpu, cause: usize, tval: usize) {
+    let from_vs = csr_read!(0x600) & HSTATUS_SPVP != 0;
+    let old = csr_read!(0x200);
+    let mut s = old & !(SSTATUS_SPP | SSTATUS_SPIE | SSTATUS_SIE);
+    if from_vs {
+        s |= SSTATUS_SPP;
+    }
+    if old & SSTATUS_SIE != 0 {
+        s |= SSTATUS_SPIE;
+    }
+    csr_write!(0x200, s);
+    csr_write!(0x241, vcpu.regs.pc);
+    csr_write!(0x242, cause);
+    csr_write!(0x243, tval);
+    vcpu.regs.pc = csr_read!(0x205) & !3;
+    // The guest's handler runs in VS-mode even when the trap came from VU.
+    csr_set!(sstatus, SSTATUS_SPP);
+    csr_set!(0x600, HSTATUS_SPVP);
+}
+
+/// Report why the guest stops and shut the machine down with reason
+/// "system failure" (QEMU exits 83 under rvpmu-fw).
+fn stop(vcpu: &Vcpu, why: core::fmt::Arguments<'_>) -> ! {
+    hvprintln!("{why}; pc {:#x}: stopping the guest", vcpu.regs.pc);
+    shutdown_failure()
+}
+
+/// SRST shutdown with reason "system failure"; if the host refuses, park.
+pub fn shutdown_failure() -> ! {
+    sbi().system_reset(
+        RESET_TYPE_SHUTDOWN as usize,
+        RESET_REASON_SYSTEM_FAILURE as usize,
+    );
+    loop {
+        // SAFETY: wfi only stalls the hart.
+        unsafe { core::arch::asm!("wfi") };
+    }
+}
+
+/// A trap taken in HS-mode: a hypervisor bug, never the guest's doing.
+#[no_mangle]
+extern "C" fn hv_self_trap() -> ! {
+    hvprintln!(
+        "trap in the hypervisor itself: scause {:#x} sepc {:#x} stval {:#x}",
+        csr_read!(scause),
+        csr_read!(sepc),
+        csr_read!(stval)
+    );
+    shutdown_failure()
+}
