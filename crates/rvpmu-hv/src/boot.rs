@@ -4,7 +4,8 @@
 
 use crate::console::hvprintln;
 use crate::csr::*;
-use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, A0, A1};
+use crate::counters::HsCounters;
+use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::supervisor::sbi;
@@ -14,6 +15,11 @@ use rvpmu_hv::gstage::{self, GStage};
 use rvpmu_hv::layout::{self, Reserved};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
 use rvpmu_hv::sbi::{GuestSbi, HostExtensions};
+use rvpmu_hv::vpmu::{load_guest_event_map, HostHpm};
+use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::event::FwEvent;
+use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::{Pmu, PmuConfig};
 use sbi_spec::{dbcn, srst};
 
 /// VMID of the one guest.
@@ -24,6 +30,13 @@ struct Tables(UnsafeCell<GStage>);
 // by the hardware afterwards.
 unsafe impl Sync for Tables {}
 static GSTAGE: Tables = Tables(UnsafeCell::new(GStage::new()));
+
+struct MapSlot(UnsafeCell<EventMap>);
+// SAFETY: written once by `guest_pmu` before the guest runs (nothing
+// refers to it then), only read through a shared reference afterwards.
+unsafe impl Sync for MapSlot {}
+/// The guest's event map (about 25 KiB: a static, not the stack).
+static GUEST_MAP: MapSlot = MapSlot(UnsafeCell::new(EventMap::empty()));
 
 extern "C" {
     static _hv_start: u8;
@@ -38,6 +51,11 @@ fn fail(what: &str) -> ! {
 /// What the host device tree says.
 struct Host {
     isa: &'static str,
+    /// The host's `riscv,pmu` node, for the guest's event map.
+    pmu_props: Option<PmuProps<'static>>,
+    /// The host counts an event on one HPM counter only (the platform
+    /// quirk table or the node's property).
+    one_counter_per_event: bool,
     timebase: u32,
     mem: (u64, u64),
     bundle: (u64, u64),
@@ -99,8 +117,13 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     if !ok {
         fail("more reserved host memory ranges than the hypervisor keeps");
     }
+    let pmu_props = PmuProps::find(&fdt);
+    let one_counter_per_event = pmu_props.is_some_and(|p| p.one_counter_per_event == Some(&[]))
+        || rvpmu::dt::platform_quirk_of(&fdt).is_some_and(|q| q.one_counter_per_event);
     Host {
         isa,
+        pmu_props,
+        one_counter_per_event,
         timebase: me.timebase_frequency() as u32,
         mem,
         bundle,
@@ -151,7 +174,8 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
 
     let root = map_guest(&ram);
     let timer = setup_h_csrs(root);
-    let isa = GuestIsa::from_host(host.isa, timer);
+    let pmu = guest_pmu(&host, ram);
+    let isa = GuestIsa::from_host(host.isa, timer, pmu.is_some());
     let mut dt = [0u8; 8192];
     let dt_len = guest_dt(
         &mut dt,
@@ -192,13 +216,66 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     regs.x[A1] = guest.dtb as usize;
     let vcpu = Vcpu {
         regs,
-        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram),
+        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram, pmu),
     };
     // SAFETY: once, before the guest runs; the pointer goes to the trap
     // vector only.
     let v = unsafe { crate::vcpu::install(vcpu) };
     // SAFETY: the CSRs are set for VS-mode with the G-stage in place.
     unsafe { crate::entry::run_guest(v) }
+}
+
+/// The guest's PMU, if the host can give it one: Sscofpmf (the host
+/// counters must filter modes) and host HPM counters through the host
+/// firmware's PMU. hcounteren then lets the guest read those counters.
+fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
+    if !host.isa.split('_').any(|e| e == "sscofpmf") {
+        hvprintln!("no PMU for the guest: the hart has no Sscofpmf");
+        return None;
+    }
+    let Some(hw) = HostHpm::probe(sbi(), HsCounters) else {
+        hvprintln!("no PMU for the guest: the host firmware gives no HPM counters");
+        return None;
+    };
+    let present = hw.present();
+    // SAFETY: the one write, at boot: the guest has not run and nothing
+    // refers to the map yet; after this block it is only shared.
+    let map: &'static EventMap = unsafe {
+        let map = &mut *GUEST_MAP.0.get();
+        if !load_guest_event_map(map, host.pmu_props, present, host.one_counter_per_event) {
+            hvprintln!("warning: the host's riscv,pmu node was rejected; the guest counts firmware events only");
+        }
+        map
+    };
+    csr_set!(0x606, present as usize);
+    hvprintln!(
+        "guest PMU: host counters {present:#x} (CSR = host's), modes VS/VU only{}, firmware event SET_TIMER",
+        if host.one_counter_per_event {
+            ", one counter per event"
+        } else {
+            ""
+        }
+    );
+    let cfg = PmuConfig {
+        map,
+        isa: IsaFeatures {
+            sscofpmf: true,
+            smcntrpmf: false,
+            h: false,
+        },
+        fw_events: FwEventSet {
+            standard: 1 << FwEvent::SetTimer as u32,
+            ..FwEventSet::without_h()
+        },
+        snapshot: true,
+        // Linux's snapshot restart (counter_idx_base 4096), as on rvpmu-fw.
+        alias_window: true,
+    };
+    // SAFETY: the window is the guest's RAM, which the hypervisor reads
+    // and writes with plain accesses and where no Rust object lives; the
+    // engine keeps this value as long as the vCPU lives.
+    let mem = unsafe { GuestMemory::new(ram) };
+    Some(Pmu::new(cfg, hw, mem, present))
 }
 
 fn load(mem: &mut GuestMemory, gpa: u64, data: &[u8]) {

@@ -182,8 +182,9 @@ impl<'a> FdtWriter<'a> {
 /// Multi-letter extensions a guest may be told about when the host has
 /// them: unprivileged ones that need nothing from the hypervisor. Not
 /// listed (the hypervisor does not give them to guests yet): `h`, the
-/// counters beyond cycle/time/instret (zihpm, sscofpmf: no PMU), cache
-/// block operations (henvcfg does not enable them), Svpbmt/Svadu.
+/// counters beyond cycle/time/instret (zihpm, sscofpmf: added only with
+/// the virtual PMU), cache block operations (henvcfg does not enable
+/// them), Svpbmt/Svadu.
 const GUEST_EXTENSIONS: &[&str] = &[
     "zicntr",
     "zicsr",
@@ -203,8 +204,10 @@ const GUEST_EXTENSIONS: &[&str] = &[
 ];
 
 /// The guest's ISA string: the host's single letters without `h`, then the
-/// host's extensions from the allowed list, then `sstc` when the guest
-/// has vstimecmp.
+/// host's extensions from the allowed list, then `zihpm` and `sscofpmf`
+/// when the guest has the virtual PMU (its counters are host HPM counters
+/// with Sscofpmf's filters; Linux's riscv_pmu_sbi offers mode filters
+/// only with `sscofpmf`), then `sstc` when the guest has vstimecmp.
 pub struct GuestIsa {
     buf: [u8; 256],
     len: usize,
@@ -212,7 +215,7 @@ pub struct GuestIsa {
 
 impl GuestIsa {
     /// Derive it from the host hart's `riscv,isa`.
-    pub fn from_host(host: &str, sstc: bool) -> GuestIsa {
+    pub fn from_host(host: &str, sstc: bool, pmu: bool) -> GuestIsa {
         let mut g = GuestIsa {
             buf: [0; 256],
             len: 0,
@@ -225,6 +228,9 @@ impl GuestIsa {
         for e in parts.filter(|e| GUEST_EXTENSIONS.contains(e)) {
             g.push(b"_");
             g.push(e.as_bytes());
+        }
+        if pmu {
+            g.push(b"_zihpm_sscofpmf");
         }
         if sstc {
             g.push(b"_sstc");
@@ -364,7 +370,7 @@ mod tests {
 
     #[test]
     fn guest_isa_drops_what_the_guest_does_not_get() {
-        let isa = GuestIsa::from_host(QEMU_ISA, true);
+        let isa = GuestIsa::from_host(QEMU_ISA, true, false);
         assert_eq!(
             isa.as_str(),
             "rv64imafdc_zicntr_zicsr_zifencei_zihintpause_zba_zbb_zbs_sstc"
@@ -385,8 +391,12 @@ mod tests {
             ]
         );
         assert_eq!(
-            GuestIsa::from_host("rv64imafdch_sstc", false).as_str(),
+            GuestIsa::from_host("rv64imafdch_sstc", false, false).as_str(),
             "rv64imafdc"
+        );
+        assert_eq!(
+            GuestIsa::from_host("rv64imafdch_sscofpmf_sstc", true, true).as_str(),
+            "rv64imafdc_zihpm_sscofpmf_sstc"
         );
     }
 
@@ -394,7 +404,7 @@ mod tests {
     fn the_guest_tree_parses_and_says_what_the_guest_has() {
         let ram = GuestRam::new(0x8000_0000, 0x9000_0000, 256 << 20).unwrap();
         let layout = guest_layout(&ram, 8 << 20, 12345).unwrap();
-        let isa = GuestIsa::from_host(QEMU_ISA, true);
+        let isa = GuestIsa::from_host(QEMU_ISA, true, false);
         let mut buf = vec![0u8; 4096];
         let n = guest_dt(
             &mut buf,
@@ -467,7 +477,7 @@ mod tests {
     fn a_small_buffer_is_an_error_not_a_panic() {
         let ram = GuestRam::new(0x8000_0000, 0x9000_0000, 64 << 20).unwrap();
         let layout = guest_layout(&ram, 1 << 20, 0).unwrap();
-        let isa = GuestIsa::from_host(QEMU_ISA, true);
+        let isa = GuestIsa::from_host(QEMU_ISA, true, false);
         let g = GuestDt {
             ram,
             layout,

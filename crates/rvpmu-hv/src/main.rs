@@ -8,6 +8,7 @@
 //! | module | what | uses |
 //! |---|---|---|
 //! | `csr`, `console` | CSR access and bits; the hypervisor's messages through the host's DBCN | - |
+//! | `counters` | the host counter CSRs the guest's PMU backend reads | csr |
 //! | `vcpu` | the one vCPU: registers and its SBI, in one static | csr |
 //! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
 //! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
@@ -18,6 +19,8 @@
 mod boot;
 #[cfg(target_os = "none")]
 mod console;
+#[cfg(target_os = "none")]
+mod counters;
 #[cfg(target_os = "none")]
 mod csr;
 #[cfg(target_os = "none")]

@@ -11,6 +11,7 @@
 //! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED (no idle states are described) |
 //! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
 //! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
+//! | PMU | the `rvpmu` engine ([`GuestPmu`], built by the hypervisor over [`crate::vpmu::HostHpm`]) when there is one; SET_TIMER is its firmware event |
 //!
 //! Forwarded extensions are offered only when the host firmware offers
 //! them ([`HostExtensions`]). Every other EID, and every unknown FID, is
@@ -21,7 +22,39 @@ use crate::ram::GuestRam;
 use rvpmu::supervisor::{SbiCall, Supervisor};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
-use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
+use rvpmu::event::FwEvent;
+use rvpmu::hw::Hpm;
+use rvpmu::mem::SupervisorMemory;
+use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, time};
+
+/// The guest's PMU extension as the dispatch sees it.
+pub trait GuestPmu {
+    /// One PMU call: `fid` (low 32 bits count), a0..a5.
+    fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet;
+    /// Count one standard firmware event the hypervisor served.
+    fn record(&mut self, ev: FwEvent);
+}
+
+impl<H: Hpm, M: SupervisorMemory> GuestPmu for rvpmu::Pmu<'_, H, M> {
+    fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+        rvpmu::ecall::pmu(self, fid, a)
+    }
+    fn record(&mut self, ev: FwEvent) {
+        rvpmu::Pmu::record(self, ev)
+    }
+}
+
+/// No PMU for the guest (the type of `GuestSbi` without one).
+pub enum NoPmu {}
+
+impl GuestPmu for NoPmu {
+    fn call(&mut self, _: usize, _: [usize; 6]) -> SbiRet {
+        match *self {}
+    }
+    fn record(&mut self, _: FwEvent) {
+        match *self {}
+    }
+}
 
 /// SBI specification version the guest sees: 3.0.
 pub const SPEC_VERSION: usize = 3 << 24;
@@ -105,6 +138,8 @@ pub enum Extension {
     Ipi,
     /// RFENCE, on the one vCPU.
     Rfence,
+    /// PMU, the engine over host counters.
+    Pmu,
 }
 
 const fn ok(value: usize) -> SbiRet {
@@ -118,7 +153,7 @@ const fn err(error: usize) -> SbiRet {
 }
 
 /// The SBI implementation one guest sees.
-pub struct GuestSbi<C: SbiCall, T: VsHart> {
+pub struct GuestSbi<C: SbiCall, T: VsHart, P: GuestPmu = NoPmu> {
     /// The host firmware, through the one S-mode client.
     pub host: Supervisor<C>,
     /// The guest's hart.
@@ -128,17 +163,20 @@ pub struct GuestSbi<C: SbiCall, T: VsHart> {
     timer: bool,
     ram: GuestRam,
     host_ext: HostExtensions,
+    /// The guest's PMU, when the host can give it one.
+    pub pmu: Option<P>,
 }
 
-impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
+impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
     /// The SBI of a guest whose RAM is `ram`, on `hart`, which has the
-    /// guest timer when `timer`.
+    /// guest timer when `timer`, and the PMU `pmu` if any.
     pub fn new(
         host: Supervisor<C>,
         host_ext: HostExtensions,
         hart: T,
         timer: bool,
         ram: GuestRam,
+        pmu: Option<P>,
     ) -> Self {
         GuestSbi {
             host,
@@ -146,6 +184,7 @@ impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
             timer,
             ram,
             host_ext,
+            pmu,
         }
     }
 
@@ -160,6 +199,7 @@ impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
             rfnc::EID_RFNC => Some(Extension::Rfence),
             dbcn::EID_DBCN if self.host_ext.dbcn => Some(Extension::Dbcn),
             srst::EID_SRST if self.host_ext.srst => Some(Extension::Srst),
+            pmu::EID_PMU if self.pmu.is_some() => Some(Extension::Pmu),
             _ => None,
         }
     }
@@ -171,8 +211,15 @@ impl<C: SbiCall, T: VsHart> GuestSbi<C, T> {
             Some(Extension::Base) => self.base(fid, a[0]),
             Some(Extension::Time) if fid == time::SET_TIMER => {
                 self.hart.set_timer(a[0] as u64);
+                if let Some(p) = &mut self.pmu {
+                    p.record(FwEvent::SetTimer);
+                }
                 ok(0)
             }
+            Some(Extension::Pmu) => match &mut self.pmu {
+                Some(p) => p.call(fid, a),
+                None => err(RET_ERR_NOT_SUPPORTED),
+            },
             Some(Extension::Hsm) => self.hsm(fid, a),
             Some(Extension::Ipi) if fid == spi::SEND_IPI => match names_our_hart(a[0], a[1]) {
                 Ok(ours) => {
@@ -317,7 +364,7 @@ mod tests {
         ext: HostExtensions,
     ) -> GuestSbi<&'a mut Host, &'a mut Hart> {
         let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
-        GuestSbi::new(Supervisor(host), ext, hart, timer, ram)
+        GuestSbi::new(Supervisor(host), ext, hart, timer, ram, None)
     }
     const ALL: HostExtensions = HostExtensions {
         dbcn: true,
@@ -350,7 +397,7 @@ mod tests {
             // The EID is the low 32 bits.
             assert_eq!(probe(&mut g, eid | 1 << 32), 1, "{eid:#x}");
         }
-        // Not (yet) served: PMU, STA, legacy, unknown.
+        // Not served: PMU (without one), STA, legacy, unknown.
         for eid in [0x504d55, 0x535441, 1, 8, 0x1234_5678] {
             assert_eq!(probe(&mut g, eid), 0, "{eid:#x}");
             assert_eq!(g.call(eid, 0, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
@@ -509,5 +556,37 @@ mod tests {
                 ("hfence.vvma", 0)
             ]
         );
+    }
+
+    /// A PMU that records what reaches it.
+    #[derive(Default)]
+    struct FakePmu {
+        calls: Vec<(usize, [usize; 6])>,
+        events: Vec<FwEvent>,
+    }
+    impl GuestPmu for &mut FakePmu {
+        fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+            self.calls.push((fid, a));
+            ok(fid + 100)
+        }
+        fn record(&mut self, ev: FwEvent) {
+            self.events.push(ev);
+        }
+    }
+
+    #[test]
+    fn with_a_pmu_it_is_probed_served_and_hears_set_timer() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut p = FakePmu::default();
+        let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
+        let mut g = GuestSbi::new(Supervisor(&mut h), ALL, &mut t, true, ram, Some(&mut p));
+        let pmu = 0x504d55;
+        assert_eq!(g.call(0x10, 3, [pmu, 0, 0, 0, 0, 0]), ok(1));
+        assert_eq!(g.call(pmu | 1 << 32, 2 | 1 << 32, [1, 2, 3, 4, 5, 6]), ok(102));
+        assert_eq!(g.call(0x5449_4d45, 0, [5, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(p.calls, [(2, [1, 2, 3, 4, 5, 6])]);
+        assert_eq!(p.events, [FwEvent::SetTimer]);
+        assert!(h.calls.is_empty());
     }
 }

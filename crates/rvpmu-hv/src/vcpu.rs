@@ -9,7 +9,14 @@ use crate::csr::{csr_set, csr_write};
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
+use crate::counters::HsCounters;
+use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
+use rvpmu_hv::vpmu::HostHpm;
+
+/// The guest's PMU: the engine over host counters, its shared memory
+/// guest-physical.
+pub type GuestPmu = rvpmu::Pmu<'static, HostHpm<Ecall, HsCounters>, GuestMemory>;
 
 /// The guest's general registers and pc, as the trap vector saves them.
 #[repr(C)]
@@ -56,7 +63,7 @@ impl VsHart for VsCsrs {
 #[repr(C)]
 pub struct Vcpu {
     pub regs: GuestRegs,
-    pub sbi: GuestSbi<Ecall, VsCsrs>,
+    pub sbi: GuestSbi<Ecall, VsCsrs, GuestPmu>,
 }
 
 struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);

@@ -4,7 +4,11 @@
 //! guest RAM refused), TIME (a vstimecmp interrupt), SRST (forwarded: the
 //! host firmware's own answer), and exceptions reflected into the guest
 //! (an illegal instruction the firmware redirects, a virtual-instruction
-//! trap turned into an illegal instruction). Prints one line per failed
+//! trap turned into an illegal instruction), and the virtual PMU
+//! (`pmu_checks`: counters, get_info, config_matching, start/stop, direct
+//! CSR reads of an exact loop, fw_read of SET_TIMER, snapshot and
+//! event_get_info in guest memory, error paths, what a host counter given
+//! to the guest does not count, and the cost of each call). Prints one line per failed
 //! check and a summary, then ends as `/chosen/bootargs` asks:
 //! `vs-check.end=shutdown` (default) an SRST shutdown ("system failure"
 //! if a check failed), `vs-check.end=fault` a load from guest-physical
@@ -137,6 +141,307 @@ mod guest {
         (ram, fdt.chosen().bootargs().unwrap_or(""))
     }
 
+    /// The guest's PMU counters: 16 HPM counters (QEMU's 3..=18, the host's
+    /// own indices) and 16 firmware counters, behind the alias window.
+    const HPM_BASE: usize = 3;
+    const HPM_MASK: usize = 0xffff;
+    const FW_BASE: usize = 19;
+    const NUM_COUNTERS: usize = 4096 + FW_BASE + 16;
+
+    /// hpmcounter3 before and after `n` (>= 1) iterations of a
+    /// 2-instruction loop.
+    #[inline(never)]
+    fn loop_delta(n: usize) -> u64 {
+        let (a, b): (u64, u64);
+        // SAFETY: reads hpmcounter3 (hcounteren lets it through) around a
+        // register-only loop.
+        unsafe {
+            core::arch::asm!("csrr {a}, 0xc03", "mv t0, {n}", "1: addi t0, t0, -1", "bnez t0, 1b",
+                "csrr {b}, 0xc03", a = out(reg) a, b = out(reg) b, n = in(reg) n, out("t0") _,
+                options(nostack, nomem));
+        }
+        b.wrapping_sub(a)
+    }
+
+    /// hpmcounter3 and instret deltas around a PMU num_counters call
+    /// (`call`) or around nothing.
+    #[inline(never)]
+    fn bracket(call: bool) -> (u64, u64) {
+        let (g0, g1, i0, i1): (u64, u64, u64, u64);
+        if call {
+            // SAFETY: an SBI call (num_counters: no memory) between counter
+            // reads; a0 and a1 are the answer, every other register kept.
+            unsafe {
+                core::arch::asm!("csrr {g0}, 0xc03", "csrr {i0}, instret", "ecall",
+                    "csrr {g1}, 0xc03", "csrr {i1}, instret",
+                    g0 = out(reg) g0, g1 = out(reg) g1, i0 = out(reg) i0, i1 = out(reg) i1,
+                    in("a7") sbi_spec::pmu::EID_PMU, in("a6") sbi_spec::pmu::NUM_COUNTERS,
+                    inlateout("a0") 0usize => _, lateout("a1") _, options(nostack));
+            }
+        } else {
+            // SAFETY: counter reads only.
+            unsafe {
+                core::arch::asm!("csrr {g0}, 0xc03", "csrr {i0}, instret", "nop",
+                    "csrr {g1}, 0xc03", "csrr {i1}, instret",
+                    g0 = out(reg) g0, g1 = out(reg) g1, i0 = out(reg) i0, i1 = out(reg) i1,
+                    options(nostack, nomem));
+            }
+        }
+        (g1.wrapping_sub(g0), i1.wrapping_sub(i0))
+    }
+
+    fn hpm3() -> u64 {
+        let v: u64;
+        // SAFETY: reads hpmcounter3 (hcounteren lets it through).
+        unsafe { core::arch::asm!("csrr {0}, 0xc03", out(reg) v) };
+        v
+    }
+
+    /// The snapshot page and an event_get_info array, in guest RAM
+    /// (satp is 0: their addresses are guest-physical).
+    #[repr(C, align(4096))]
+    struct Shared {
+        snapshot: [u64; 512],
+        info: [[u32; 4]; 4],
+    }
+    static mut SHARED: Shared = Shared {
+        snapshot: [0; 512],
+        info: [[0; 4]; 4],
+    };
+
+    /// What one guest PMU call costs: instret (every mode) around the
+    /// ecall, the empty bracket subtracted.
+    fn cost(fid: usize, a: [usize; 6]) -> (u64, rvpmu::ecall::SbiRet) {
+        let (d, (error, value)) =
+            rvpmu::supervisor::ecall_counted(sbi_spec::pmu::EID_PMU, fid, a);
+        let r = rvpmu::ecall::SbiRet {
+            error: error as usize,
+            value,
+        };
+        (d - rvpmu::supervisor::empty_bracket(), r)
+    }
+
+    fn pmu_checks(ram: (usize, usize)) {
+        use rvpmu::counter::CounterInfo;
+        use rvpmu::supervisor::{
+            CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop,
+        };
+        use sbi_spec::binary::{
+            RET_ERR_ALREADY_STARTED, RET_ERR_ALREADY_STOPPED, RET_ERR_INVALID_ADDRESS,
+        };
+        use sbi_spec::pmu::{event_type, firmware_event, hardware_event};
+        let instructions = hardware_event::INSTRUCTIONS;
+        let set_timer = event_type::FIRMWARE << 16 | firmware_event::SET_TIMER;
+
+        let n = sbi().pmu_num_counters();
+        check(
+            "num_counters: 16 HPM + 16 firmware, alias window",
+            n == NUM_COUNTERS,
+            format_args!("{n}"),
+        );
+        let r = sbi().pmu_counter_get_info(HPM_BASE);
+        check(
+            "counter 3 is hpmcounter3, 64 bits",
+            r.error == RET_SUCCESS
+                && CounterInfo::decode(r.value as u64)
+                    == CounterInfo::Hardware {
+                        csr: 0xC03,
+                        width: 64,
+                    },
+            format_args!("({}, {:#x})", r.error as isize, r.value),
+        );
+        let r = sbi().pmu_counter_get_info(FW_BASE);
+        check(
+            "counter 19 is a firmware counter",
+            r.error == RET_SUCCESS
+                && CounterInfo::decode(r.value as u64) == CounterInfo::Firmware { width: 64 },
+            format_args!("({}, {:#x})", r.error as isize, r.value),
+        );
+        for i in [0, 1, 2, FW_BASE + 16] {
+            let r = sbi().pmu_counter_get_info(i);
+            ret("get_info of cycle/time/instret/beyond", r, RET_ERR_INVALID_PARAM, None);
+        }
+
+        // Instructions in VS-mode only (UINH): the guest's own loop.
+        let vs_only = Cfg::CLEAR_VALUE | Cfg::SET_UINH;
+        let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, vs_only, instructions, 0);
+        ret("config_matching instructions -> counter 3", r, RET_SUCCESS, Some(3));
+        let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, vs_only, instructions, 0);
+        ret(
+            "a second instructions counter (one counter per event)",
+            r,
+            RET_ERR_NOT_SUPPORTED,
+            None,
+        );
+        let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::INIT_VALUE, 1000);
+        ret("start counter 3 at 1000", r, RET_SUCCESS, None);
+        let v = hpm3();
+        check(
+            "hpmcounter3 read directly after start at 1000",
+            (1000..1100).contains(&v),
+            format_args!("{v}"),
+        );
+        let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::empty(), 0);
+        ret("start again", r, RET_ERR_ALREADY_STARTED, None);
+        let (d1, d2) = (loop_delta(1000), loop_delta(2000));
+        check(
+            "1000 more loop iterations count 2000 more guest instructions",
+            d2.wrapping_sub(d1) == 2000,
+            format_args!("{d1} and {d2}"),
+        );
+        let (g_call, i_call) = bracket(true);
+        let (g_none, i_none) = bracket(false);
+        check(
+            "the guest's counter does not count the hypervisor or firmware",
+            g_call <= g_none + 1 && i_call > i_none + 100,
+            format_args!("guest {g_call} vs {g_none}, all modes {i_call} vs {i_none}"),
+        );
+        println!(
+            "vs-check: across one PMU call the guest's counter advanced {g_call} ({g_none} without the call), instret (every mode) {i_call} ({i_none})"
+        );
+
+        // Stop: the value holds.
+        let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::empty());
+        ret("stop counter 3", r, RET_SUCCESS, None);
+        let (a, b) = (hpm3(), {
+            loop_delta(100);
+            hpm3()
+        });
+        check("a stopped counter holds", a == b, format_args!("{a} then {b}"));
+        let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::empty());
+        ret("stop again", r, RET_ERR_ALREADY_STOPPED, None);
+
+        // Snapshot in guest memory.
+        let shared = &raw mut SHARED;
+        // SAFETY: the address of our own static (guest-physical: satp 0).
+        let page = unsafe { (&raw mut (*shared).snapshot) as usize };
+        let r = sbi().pmu_snapshot_set_shmem(Some(0x1000_0000));
+        ret("snapshot outside guest RAM", r, RET_ERR_INVALID_ADDRESS, None);
+        let r = sbi().pmu_snapshot_set_shmem(Some(page as u64 + 8));
+        ret("snapshot not page-aligned", r, RET_ERR_INVALID_PARAM, None);
+        let r = sbi().pmu_snapshot_set_shmem(Some((ram.1 - 4096) as u64));
+        ret("snapshot in the last guest page", r, RET_SUCCESS, None);
+        let r = sbi().pmu_snapshot_set_shmem(Some(page as u64));
+        ret("snapshot in guest RAM", r, RET_SUCCESS, None);
+        let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::empty(), 0);
+        ret("start counter 3 again", r, RET_SUCCESS, None);
+        let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::TAKE_SNAPSHOT);
+        ret("stop with TAKE_SNAPSHOT", r, RET_SUCCESS, None);
+        // SAFETY: the hypervisor wrote it during the call, nobody since.
+        let snap = unsafe { core::ptr::read_volatile(&raw const (*shared).snapshot[1]) };
+        let now = hpm3();
+        check(
+            "the snapshot holds the stopped counter's value",
+            snap == now && now > 1000,
+            format_args!("{snap} vs {now}"),
+        );
+
+        // event_get_info in guest memory: instructions yes, raw no (the
+        // guest gets no raw rows), SET_TIMER yes, ILLEGAL_INSN no.
+        // SAFETY: the address of our own static.
+        let info = unsafe { (&raw mut (*shared).info) as usize };
+        let entries: [[u32; 4]; 4] = [
+            [instructions as u32, 0, 0, 0],
+            [0x20000, 0, 5, 0],
+            [set_timer as u32, 0, 0, 0],
+            [(event_type::FIRMWARE << 16 | firmware_event::ILLEGAL_INSN) as u32, 7, 0, 0],
+        ];
+        // SAFETY: our own static, not referenced elsewhere.
+        unsafe { core::ptr::write_volatile(&raw mut (*shared).info, entries) };
+        let r = sbi().pmu_event_get_info(info as u64, 4);
+        ret("event_get_info", r, RET_SUCCESS, None);
+        // SAFETY: written by the hypervisor during the call.
+        let out = unsafe { core::ptr::read_volatile(&raw const (*shared).info) };
+        let supported = out.map(|e| e[1]);
+        check(
+            "event_get_info: instructions, SET_TIMER supported; raw, ILLEGAL_INSN not",
+            supported == [1, 0, 1, 0],
+            format_args!("{supported:?}"),
+        );
+        let r = sbi().pmu_event_get_info(0x1000_0000, 1);
+        ret("event_get_info outside guest RAM", r, RET_ERR_INVALID_ADDRESS, None);
+        let r = sbi().pmu_event_get_info(info as u64 + 8, 1);
+        ret("event_get_info misaligned", r, RET_ERR_INVALID_PARAM, None);
+
+        // A firmware counter: SET_TIMER, read with fw_read.
+        let r = sbi().pmu_counter_config_matching(
+            FW_BASE,
+            0xffff,
+            Cfg::CLEAR_VALUE | Cfg::AUTO_START,
+            set_timer,
+            0,
+        );
+        ret("config_matching SET_TIMER -> counter 19", r, RET_SUCCESS, Some(FW_BASE));
+        for _ in 0..3 {
+            sbi().set_timer(u64::MAX);
+        }
+        let r = sbi().pmu_counter_fw_read(FW_BASE);
+        ret("fw_read SET_TIMER after 3 calls", r, RET_SUCCESS, Some(3));
+        let r = sbi().pmu_counter_fw_read_hi(FW_BASE);
+        ret("fw_read_hi", r, RET_SUCCESS, Some(0));
+        let r = sbi().pmu_counter_fw_read(HPM_BASE);
+        ret("fw_read of a hardware counter", r, RET_ERR_INVALID_PARAM, None);
+
+        // Malformed calls: the spec's errors.
+        let r = sbi().pmu_counter_config_matching(HPM_BASE, 0, Cfg::empty(), instructions, 0);
+        ret("config_matching with an empty set", r, RET_ERR_INVALID_PARAM, None);
+        let bad_flag = rvpmu::supervisor::ecall(
+            sbi_spec::pmu::EID_PMU,
+            sbi_spec::pmu::COUNTER_CONFIG_MATCHING,
+            [HPM_BASE, HPM_MASK, 1 << 8, instructions, 0, 0],
+        );
+        check(
+            "config_matching with a reserved flag bit",
+            bad_flag.0 as usize == RET_ERR_INVALID_PARAM,
+            format_args!("{}", bad_flag.0),
+        );
+        let r = sbi().pmu_counter_config_matching(1, 1, Cfg::empty(), instructions, 0);
+        ret("config_matching on time (a hole)", r, RET_ERR_INVALID_PARAM, None);
+        let r = sbi().pmu_counter_config_matching(usize::MAX, 3, Cfg::empty(), instructions, 0);
+        ret("config_matching with a wrapping set", r, RET_ERR_INVALID_PARAM, None);
+        let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, Cfg::empty(), 0x20000, 5);
+        ret("config_matching of a raw event", r, RET_ERR_NOT_SUPPORTED, None);
+        let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, Cfg::empty(), 1 << 20 | 2, 0);
+        ret("config_matching with reserved event_idx bits", r, RET_ERR_INVALID_PARAM, None);
+        for (fid, what) in [
+            (sbi_spec::pmu::COUNTER_START, "start with a reserved flag bit"),
+            (sbi_spec::pmu::COUNTER_STOP, "stop with a reserved flag bit"),
+        ] {
+            let (e, _) = rvpmu::supervisor::ecall(sbi_spec::pmu::EID_PMU, fid, [HPM_BASE, 1, 1 << 2, 0, 0, 0]);
+            check(what, e as usize == RET_ERR_INVALID_PARAM, format_args!("{e}"));
+        }
+        let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::INIT_VALUE | Start::INIT_SNAPSHOT, 0);
+        ret("start with INIT_VALUE and INIT_SNAPSHOT", r, RET_ERR_INVALID_PARAM, None);
+        let r = sbi().pmu_counter_start(HPM_BASE + 1, 1, Start::empty(), 0);
+        ret("start of an unconfigured counter", r, RET_ERR_INVALID_PARAM, None);
+        let r = sbi().pmu_counter_start(NUM_COUNTERS, 1, Start::empty(), 0);
+        ret("start beyond the counters", r, RET_ERR_INVALID_PARAM, None);
+
+        // Release, then the cost of each call (every mode, icount-exact).
+        let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::RESET);
+        ret("stop with RESET (already stopped)", r, RET_ERR_ALREADY_STOPPED, None);
+        let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::empty(), 0);
+        ret("a released counter cannot start", r, RET_ERR_INVALID_PARAM, None);
+        let cfg = (Cfg::CLEAR_VALUE | Cfg::SET_UINH).bits();
+        let calls: [(&str, usize, [usize; 6], usize); 8] = [
+            ("num_counters", 0, [0; 6], RET_SUCCESS),
+            ("get_info", 1, [HPM_BASE, 0, 0, 0, 0, 0], RET_SUCCESS),
+            ("config_matching", 2, [HPM_BASE, HPM_MASK, cfg, instructions, 0, 0], RET_SUCCESS),
+            ("start_value", 3, [HPM_BASE, 1, 1, 0, 0, 0], RET_SUCCESS),
+            ("stop", 4, [HPM_BASE, 1, 0, 0, 0, 0], RET_SUCCESS),
+            ("start_current", 3, [HPM_BASE, 1, 0, 0, 0, 0], RET_SUCCESS),
+            ("stop_reset", 4, [HPM_BASE, 1, 1, 0, 0, 0], RET_SUCCESS),
+            ("fw_read", 5, [FW_BASE, 0, 0, 0, 0, 0], RET_SUCCESS),
+        ];
+        let mut line = rvpmu::text::Text::<256>::new();
+        for (name, fid, a, want) in calls {
+            let (d, r) = cost(fid, a);
+            ret(name, r, want, None);
+            let _ = core::fmt::Write::write_fmt(&mut line, format_args!(" {name} {d}"));
+        }
+        println!("vs-check: guest PMU call cost in instructions (every mode):{}", line.as_str());
+    }
+
     #[no_mangle]
     extern "C" fn kmain(hartid: usize, dtb: usize, _instret: u64) -> ! {
         console::init();
@@ -164,7 +469,7 @@ mod guest {
             (EID_TIME, 1),
             (EID_DBCN, 1),
             (EID_SRST, 1),
-            (sbi_spec::pmu::EID_PMU, 0),
+            (sbi_spec::pmu::EID_PMU, 1),
             (sbi_spec::sta::EID_STA, 0),
             (sbi_spec::hsm::EID_HSM, 1),
             (sbi_spec::spi::EID_SPI, 1),
@@ -311,6 +616,8 @@ mod guest {
                 LAST_TVAL.load(SeqCst)
             ),
         );
+
+        pmu_checks(ram);
 
         // SRST with a reserved reset type: the host firmware's answer.
         let r = sbi().system_reset(0x1000_0000, 0);
