@@ -9,6 +9,7 @@
 //! host device tree, where the hypervisor finds it.
 
 use crate::firmware::exit;
+use crate::linux::perftool::{parse_stat_csv, CmdResult, Plan};
 use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
 use rvpmu_hv::bundle::{Header, HEADER_LEN};
@@ -46,6 +47,10 @@ pub struct HvArgs {
     /// address (the hypervisor must report it and stop the guest).
     #[arg(long)]
     pub fault: bool,
+    /// With --linux: run Debian's perf stat in the guest (the test's
+    /// plan: instructions:u of `rvpmu-work alu`) instead of the boot mode.
+    #[arg(long, requires = "linux")]
+    pub perf: bool,
 }
 
 pub fn cmd(a: HvArgs) -> Result<()> {
@@ -54,6 +59,17 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         return test();
     }
     let images = build()?;
+    if a.linux && a.perf {
+        let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()))?;
+        print!("{}", run.text);
+        println!("({})", exit::describe(run.code));
+        let (problems, v) = check_perf(&run);
+        println!("perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
+        for p in problems {
+            println!("problem: {p}");
+        }
+        return Ok(());
+    }
     if a.linux {
         let run = run_linux(&images, "rvpmu.mode=boot")?;
         print!("{}", run.text);
@@ -183,18 +199,32 @@ const LINUX_CONSOLE: &str = "earlycon=sbi console=hvc0";
 /// Boot the project's Linux 7.2 with its initramfs as the guest, /init
 /// reading `args`.
 pub fn run_linux(images: &Images, args: &str) -> Result<Run> {
+    run_linux_with(images, args, None)
+}
+
+/// [`run_linux`], with `plan` (e2e-init's `rvpmu.mode=plan`) as
+/// /rvpmu/plan in the initramfs when given.
+fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>) -> Result<Run> {
     use crate::linux::{initramfs, kernel};
     let k = kernel::build(kernel::Version::V7_2)?;
     let initrd = initramfs::build(&k)?;
+    let archive = match plan {
+        Some(p) => initrd.with_plan(&k, &p.text())?,
+        None => initrd.archive.clone(),
+    };
     let dir = root().join("target").join("hv");
     std::fs::create_dir_all(&dir)?;
-    let bundle = dir.join("linux.bundle");
+    let bundle = dir.join(if plan.is_some() {
+        "linux-plan.bundle"
+    } else {
+        "linux.bundle"
+    });
     write_bundle(
         &bundle,
         LINUX_RAM,
         &format!("{LINUX_CONSOLE} {args}"),
         &std::fs::read(&k.image)?,
-        &std::fs::read(&initrd.archive)?,
+        &std::fs::read(&archive)?,
     )?;
     step("booting Linux 7.2 in VS-mode under rvpmu-hv");
     boot(images, &bundle, HOST_MEMORY_LINUX, Duration::from_secs(300))
@@ -213,6 +243,15 @@ fn check_vs_check(run: &Run, end: &str) -> Vec<String> {
     if !lines.iter().any(|l| l.starts_with(&ram)) {
         p.push(format!("no hypervisor line starting {ram:?}"));
     }
+    // The guest's PMU: QEMU's 16 HPM counters, the host's quirk.
+    for start in [
+        "rvpmu-hv: guest PMU: host counters 0x7fff8 (CSR = host's), modes VS/VU only, one counter per event",
+        "vs-check: guest PMU call cost in instructions (every mode): num_counters ",
+    ] {
+        if !lines.iter().any(|l| l.starts_with(start)) {
+            p.push(format!("no line starting {start:?}"));
+        }
+    }
     for l in [
         format!(
             "vs-check: hart 0, guest RAM 0x80000000..{:#x}, bootargs \"vs-check.end={end}\"",
@@ -221,7 +260,7 @@ fn check_vs_check(run: &Run, end: &str) -> Vec<String> {
         // The guest's own DBCN calls, forwarded to the host console.
         "vs-check: dbcn write forwarded".into(),
         "vs-check: dbcn byte forwarded".into(),
-        "vs-check: all 65 checks passed".into(),
+        "vs-check: all 118 checks passed".into(),
     ] {
         if !has(&l) {
             p.push(format!("line missing: {l:?}"));
@@ -295,6 +334,28 @@ pub fn test() -> Result<()> {
         }
         failures.push("linux");
     }
+    step("hypervisor + Linux 7.2: Debian's perf stat in the guest (rvpmu.mode=plan)");
+    let plan = perf_plan();
+    let first = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
+    let (mut problems, v) = check_perf(&first);
+    let second = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
+    if second.text != first.text || second.code != first.code {
+        problems.push("two identical runs printed different output".into());
+    }
+    if problems.is_empty() {
+        let [n, n2, all] = v.map(|x| x.unwrap_or(0));
+        eprintln!(
+            "    ok: instructions:u alu {ALU_N} = {n}, alu {} = {n2} (difference {}, exactly 2N); instructions (VU + VS) alu {ALU_N} = {all}",
+            2 * ALU_N,
+            n2 - n
+        );
+    } else {
+        eprintln!("--- output ---\n{}--- end ---", first.text);
+        for p in &problems {
+            eprintln!("    FAIL: {p}");
+        }
+        failures.push("linux-perf");
+    }
     if !failures.is_empty() {
         bail!("hypervisor tests failed: {}", failures.join(", "));
     }
@@ -302,9 +363,11 @@ pub fn test() -> Result<()> {
 }
 
 /// What is wrong with a Linux boot under the hypervisor: the kernel must
-/// see our SBI (3.0, rvhv, the extensions offered and no PMU), our DT (the
+/// see our SBI (3.0, rvhv, the extensions offered, the PMU with 16
+/// hardware and 16 firmware counters and the snapshot), our DT (the
 /// model, 1 GiB at 0x80000000, Sstc), switch to hvc0, and run /init to
-/// its end; the power-off is SBI SRST (exit 0).
+/// its end (its boot mode counts a loop's user instructions through
+/// perf_event_open); the power-off is SBI SRST (exit 0).
 fn check_linux(run: &Run) -> Vec<String> {
     let mut p = Vec::new();
     let want = [
@@ -319,9 +382,13 @@ fn check_linux(run: &Run) -> Vec<String> {
         "SBI HSM extension detected",
         "node   0: [mem 0x0000000080000000-0x00000000bfffffff]",
         "Timer interrupt in S-mode is available via sstc extension",
+        "riscv-pmu-sbi: SBI PMU extension is available",
+        "riscv-pmu-sbi: 16 firmware and 16 hardware counters",
+        "riscv-pmu-sbi: SBI PMU snapshot detected",
         "printk: legacy console [hvc0] enabled",
         "Run /init as init process",
         "rvpmu /init: mode boot (1 CPUs online)",
+        "16 firmware + 16 hardware counters; 1000-iteration loop: ",
         "RVPMU-DONE ok",
         "reboot: Power down",
     ];
@@ -329,10 +396,6 @@ fn check_linux(run: &Run) -> Vec<String> {
         if !run.text.contains(w) {
             p.push(format!("missing: {w:?}"));
         }
-    }
-    // No PMU is offered yet (phase 2): the kernel must not find one.
-    if run.text.contains("SBI PMU extension is available") {
-        p.push("the kernel found a PMU".into());
     }
     if run.code != Some(exit::POWER_OFF) {
         p.push(format!("{}, want 0", exit::describe(run.code)));
@@ -343,6 +406,95 @@ fn check_linux(run: &Run) -> Vec<String> {
     p
 }
 
+/// Iterations of `rvpmu-work alu` (2 user instructions each) in the
+/// guest's perf runs; N and 2N have the same number of digits, so the
+/// counts differ by exactly 2N (crates/e2e-init).
+const ALU_N: u64 = 1_000_000;
+
+/// Debian's perf in the guest: `instructions:u` of `alu N` and `alu 2N`,
+/// then unfiltered `instructions` (the guest's user and kernel, i.e. VU
+/// and VS) of `alu N`; address-space randomisation off first, as the
+/// native suite does.
+fn perf_plan() -> Plan {
+    let mut p = Plan::exact();
+    p.cmd(
+        "alu-n",
+        &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {ALU_N}"),
+    );
+    p.cmd(
+        "alu-2n",
+        &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {}", 2 * ALU_N),
+    );
+    p.cmd(
+        "alu-all",
+        &format!("perf stat -x, -e instructions -- rvpmu-work alu {ALU_N}"),
+    );
+    p
+}
+
+/// The plan commands' results (`RVPMU-RESULT` lines of scenario `cmd`).
+fn plan_results(text: &str) -> Vec<CmdResult> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
+        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .filter(|v| v["scenario"] == "cmd")
+        .map(|v| CmdResult::from_json(&v))
+        .collect()
+}
+
+/// The guest's perf counts: (instructions:u of alu N, of alu 2N,
+/// instructions of alu N), each only if perf counted it on a counter the
+/// whole time; and what is wrong.
+fn check_perf(run: &Run) -> (Vec<String>, [Option<u64>; 3]) {
+    let mut p = Vec::new();
+    let r = plan_results(&run.text);
+    let value = |name: &str, event: &str| -> Option<u64> {
+        let c = r.iter().find(|c| c.name == name)?;
+        let l = parse_stat_csv(&c.stderr)
+            .into_iter()
+            .find(|l| l.event == event)?;
+        (c.ok() && l.running_pct == Some(100.0)).then_some(l.value?)
+    };
+    let v = [
+        value("alu-n", "instructions:u"),
+        value("alu-2n", "instructions:u"),
+        value("alu-all", "instructions"),
+    ];
+    match v {
+        [Some(n), Some(n2), Some(all)] => {
+            if n2.checked_sub(n) != Some(2 * ALU_N) {
+                p.push(format!(
+                    "instructions:u of alu {} - alu {ALU_N} = {} - {n}, want exactly {}",
+                    2 * ALU_N,
+                    n2,
+                    2 * ALU_N
+                ));
+            }
+            if all <= n {
+                p.push(format!(
+                    "instructions (user + kernel) {all} not above instructions:u {n}"
+                ));
+            }
+        }
+        _ => p.push(format!(
+            "perf stat did not count all three at 100% running: {v:?}; commands: {:?}",
+            r.iter()
+                .map(|c| (c.name.as_str(), c.status, c.stderr.as_str()))
+                .collect::<Vec<_>>()
+        )),
+    }
+    if !run.text.contains("RVPMU-DONE ok") {
+        p.push("no RVPMU-DONE ok".into());
+    }
+    if run.code != Some(exit::POWER_OFF) {
+        p.push(format!("{}, want 0", exit::describe(run.code)));
+    }
+    if run.text.contains("stopping the guest") {
+        p.push("the hypervisor stopped the guest".into());
+    }
+    (p, v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,7 +503,9 @@ mod tests {
         vs-check: hart 0, guest RAM 0x80000000..0x84000000, bootargs \"vs-check.end=fault\"\n\
         vs-check: dbcn write forwarded\n\
         vs-check: dbcn byte forwarded\n\
-        vs-check: all 65 checks passed\n\
+        rvpmu-hv: guest PMU: host counters 0x7fff8 (CSR = host's), modes VS/VU only, one counter per event, firmware event SET_TIMER\n\
+        vs-check: guest PMU call cost in instructions (every mode): num_counters 1\n\
+        vs-check: all 118 checks passed\n\
         rvpmu-hv: guest load page fault at guest-physical 0x10000000 (outside the guest's RAM); pc 0x80201000: stopping the guest\n";
 
     #[test]
@@ -374,6 +528,6 @@ mod tests {
         let shut = GOOD.replace("end=fault", "end=shutdown");
         let p = check_vs_check(&run(&shut, Some(0)), "shutdown");
         assert_eq!(p, ["the hypervisor stopped the guest"]);
-        assert_eq!(check_vs_check(&run("", None), "shutdown").len(), 6);
+        assert_eq!(check_vs_check(&run("", None), "shutdown").len(), 8);
     }
 }

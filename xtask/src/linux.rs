@@ -7,7 +7,7 @@ mod dt;
 mod e2e;
 pub(crate) mod initramfs;
 pub mod kernel;
-mod perftool;
+pub(crate) mod perftool;
 mod qemu;
 pub mod shell;
 pub mod trace;
