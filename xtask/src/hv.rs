@@ -51,6 +51,10 @@ pub struct HvArgs {
     /// plan: instructions:u of `rvpmu-work alu`) instead of the boot mode.
     #[arg(long, requires = "linux")]
     pub perf: bool,
+    /// Run the project's S-mode conformance kernel (crates/conformance)
+    /// as the guest instead of vs-check.
+    #[arg(long, conflicts_with_all = ["linux", "fault"])]
+    pub conformance: bool,
 }
 
 pub fn cmd(a: HvArgs) -> Result<()> {
@@ -59,6 +63,12 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         return test();
     }
     let images = build()?;
+    if a.conformance {
+        let run = run_conformance(&images)?;
+        print!("{}", run.text);
+        println!("({})", exit::describe(run.code));
+        return Ok(());
+    }
     if a.linux && a.perf {
         let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()))?;
         print!("{}", run.text);
@@ -187,6 +197,18 @@ fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
         &[],
     )?;
     boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60))
+}
+
+/// The conformance kernel (crates/conformance, built as for `cargo xtask
+/// conformance`) as the guest, with vs-check's RAM.
+fn run_conformance(images: &Images) -> Result<Run> {
+    let elf = crate::conformance::build_kernel()?;
+    let kernel = std::fs::read(objcopy(&elf)?)?;
+    let dir = root().join("target").join("hv");
+    std::fs::create_dir_all(&dir)?;
+    let bundle = dir.join("conformance.bundle");
+    write_bundle(&bundle, VS_CHECK_RAM, "", &kernel, &[])?;
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120))
 }
 
 /// Linux's guest RAM: what a native run gets (1 GiB), the initramfs
@@ -423,7 +445,10 @@ fn perf_plan() -> Plan {
     );
     p.cmd(
         "alu-2n",
-        &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {}", 2 * ALU_N),
+        &format!(
+            "perf stat -x, -e instructions:u -- rvpmu-work alu {}",
+            2 * ALU_N
+        ),
     );
     p.cmd(
         "alu-all",

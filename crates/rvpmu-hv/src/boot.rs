@@ -3,12 +3,16 @@
 //! Any failure is reported and ends the machine with "system failure".
 
 use crate::console::hvprintln;
-use crate::csr::*;
 use crate::counters::HsCounters;
+use crate::csr::*;
 use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
+use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::event::FwEvent;
+use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::supervisor::sbi;
+use rvpmu::{Pmu, PmuConfig};
 use rvpmu_hv::bundle::Bundle;
 use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
 use rvpmu_hv::gstage::{self, GStage};
@@ -16,10 +20,6 @@ use rvpmu_hv::layout::{self, Reserved};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
 use rvpmu_hv::sbi::{GuestSbi, HostExtensions};
 use rvpmu_hv::vpmu::{load_guest_event_map, HostHpm};
-use rvpmu::dt::{EventMap, PmuProps};
-use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
-use rvpmu::{Pmu, PmuConfig};
 use sbi_spec::{dbcn, srst};
 
 /// VMID of the one guest.

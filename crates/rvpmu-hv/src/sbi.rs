@@ -8,7 +8,7 @@
 //! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsHart`]; needs Sstc with `henvcfg.STCE`) |
 //! | DBCN | `console_write`/`console_read` forwarded to the host firmware after the guest-physical buffer is translated and bounds-checked against the guest's RAM ([`GuestRam::translate`]); `console_write_byte` forwarded |
 //! | SRST | forwarded (the host firmware checks type and reason; a shutdown ends the machine) |
-//! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED (no idle states are described) |
+//! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED for the two default types (no idle states are described), INVALID_PARAM for reserved and platform-specific types |
 //! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
 //! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
 //! | PMU | the `rvpmu` engine ([`GuestPmu`], built by the hypervisor over [`crate::vpmu::HostHpm`]) when there is one; SET_TIMER is its firmware event |
@@ -19,12 +19,12 @@
 //! (the spec's binary encoding makes them signed 32-bit integers).
 
 use crate::ram::GuestRam;
-use rvpmu::supervisor::{SbiCall, Supervisor};
-use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
-use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use rvpmu::event::FwEvent;
 use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
+use rvpmu::supervisor::{SbiCall, Supervisor};
+use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
+use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, time};
 
 /// The guest's PMU extension as the dispatch sees it.
@@ -266,6 +266,15 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
             // The only hart cannot stop ("Failed to stop execution of the
             // current hart"): there would be nothing left to start it.
             hsm::HART_STOP => err(RET_ERR_FAILED),
+            // suspend_type is 32 bits wide. The two default types are not
+            // reserved but not offered (no idle states are described):
+            // NOT_SUPPORTED; every other value is reserved or platform
+            // specific and unimplemented: INVALID_PARAM (spec, HSM
+            // "Hart suspend" errors).
+            hsm::HART_SUSPEND => match a[0] as u32 {
+                0 | 0x8000_0000 => err(RET_ERR_NOT_SUPPORTED),
+                _ => err(RET_ERR_INVALID_PARAM),
+            },
             _ => err(RET_ERR_NOT_SUPPORTED),
         }
     }
@@ -515,6 +524,24 @@ mod tests {
         );
         assert_eq!(g.call(hsm, 1, [0; 6]), err(RET_ERR_FAILED));
         assert_eq!(g.call(hsm, 3, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
+        assert_eq!(
+            g.call(hsm, 3, [0xffff_ffff_8000_0000, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        for kind in [
+            1,
+            0x1000_0000,
+            0x8000_0001,
+            0x9000_0000,
+            0xffff_ffff_0000_0001,
+        ] {
+            assert_eq!(
+                g.call(hsm, 3, [kind, 0, 0, 0, 0, 0]),
+                err(RET_ERR_INVALID_PARAM),
+                "{kind:#x}"
+            );
+        }
+        assert_eq!(g.call(hsm, 4, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
         // IPI: hart 0 (mask 1 base 0, or base -1), nobody (mask 0), others refused.
         assert_eq!(g.call(ipi, 0, [1, 0, 0, 0, 0, 0]), ok(0));
         assert_eq!(g.call(ipi, 0, [0, usize::MAX, 0, 0, 0, 0]), ok(0));
@@ -583,7 +610,10 @@ mod tests {
         let mut g = GuestSbi::new(Supervisor(&mut h), ALL, &mut t, true, ram, Some(&mut p));
         let pmu = 0x504d55;
         assert_eq!(g.call(0x10, 3, [pmu, 0, 0, 0, 0, 0]), ok(1));
-        assert_eq!(g.call(pmu | 1 << 32, 2 | 1 << 32, [1, 2, 3, 4, 5, 6]), ok(102));
+        assert_eq!(
+            g.call(pmu | 1 << 32, 2 | 1 << 32, [1, 2, 3, 4, 5, 6]),
+            ok(102)
+        );
         assert_eq!(g.call(0x5449_4d45, 0, [5, 0, 0, 0, 0, 0]), ok(0));
         assert_eq!(p.calls, [(2, [1, 2, 3, 4, 5, 6])]);
         assert_eq!(p.events, [FwEvent::SetTimer]);

@@ -5,11 +5,11 @@
 //! `trap::hv_trap` (which makes the one `&mut` of the trap), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
 
+use crate::counters::HsCounters;
 use crate::csr::{csr_set, csr_write};
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
-use crate::counters::HsCounters;
 use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
 use rvpmu_hv::vpmu::HostHpm;

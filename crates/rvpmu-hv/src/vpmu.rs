@@ -22,17 +22,21 @@
 //!   its VSINH/VUINH are vacuous (the guest has no H: the engine is built
 //!   with `h: false` and drops them).
 //! - **What reaches the firmware.** `write_event` with a new selector:
-//!   config_matching on exactly that host counter (after a stop with
-//!   RESET if it held another); a selector of 0 (release): stop with
-//!   RESET; `uninhibit`: start (SET_INIT_VALUE when the engine wrote a
-//!   value while it was stopped); `inhibit`: stop; `write_counter` on a
-//!   running counter: stop then start with the value. Reads are the CSRs
+//!   config_matching with CLEAR_VALUE on exactly that host counter (after
+//!   a stop with RESET if it held another), so a guest's CLEAR_VALUE
+//!   costs nothing more and its direct CSR read sees the 0; a selector of
+//!   0 (release): stop with RESET; `uninhibit`: start (SET_INIT_VALUE when the engine wrote a
+//!   value while it was stopped, other than the 0 it already holds after
+//!   config_matching); `inhibit`: stop; `write_counter` on a running
+//!   counter: stop then start with the value. Reads are the CSRs
 //!   (`HostCounters`), never a call.
 
 use rvpmu::counter::{CounterInfo, CSR_CYCLE};
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::hw::{bits, Hpm};
-use rvpmu::supervisor::{CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor};
+use rvpmu::supervisor::{
+    CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
+};
 
 /// HPM counters (3..=31).
 pub const HPM_COUNTERS: u32 = !0b111;
@@ -109,6 +113,10 @@ pub struct HostHpm<C: SbiCall, R: HostCounters> {
     /// A value the engine wrote while the counter was stopped: the next
     /// start gives it (SET_INIT_VALUE).
     pending: [Option<u64>; 32],
+    /// Host counters known to hold 0: configured with CLEAR_VALUE and not
+    /// started since (a 0 written then needs no host call, and the
+    /// guest's direct CSR read already sees it).
+    zero: u32,
     failures: u32,
 }
 
@@ -147,6 +155,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             configured: 0,
             running: 0,
             pending: [None; 32],
+            zero: 0,
             failures: 0,
         })
     }
@@ -182,6 +191,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
                 .host
                 .pmu_counter_start(i, 1, CounterStartFlags::empty(), 0),
         };
+        self.zero &= !(1 << i);
         if self.ok(r) {
             self.running |= 1 << i;
         }
@@ -208,6 +218,10 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
     fn write_counter(&mut self, i: usize, v: u64) {
         let i = i % 32;
         if self.present & (1 << i) == 0 {
+            return;
+        }
+        if v == 0 && self.zero & (1 << i) != 0 {
+            self.pending[i] = None;
             return;
         }
         self.pending[i] = Some(v);
@@ -245,18 +259,23 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
             self.configured &= !(1 << i);
             self.running &= !(1 << i);
         }
+        self.zero &= !(1 << i);
         self.event[i] = v;
         self.pending[i] = None;
         if v & SELECT != 0 {
+            // Always from 0: without CLEAR_VALUE the spec leaves the
+            // value open, and a counter the guest clears (Linux always
+            // does) then needs no second call.
             let r = self.host.pmu_counter_config_matching(
                 i,
                 1,
-                host_flags(v),
+                host_flags(v) | CounterCfgFlags::CLEAR_VALUE,
                 (v & SELECT) as usize,
                 0,
             );
             if r.error == 0 && r.value == i {
                 self.configured |= 1 << i;
+                self.zero |= 1 << i;
             } else {
                 self.failures += 1;
             }
@@ -366,8 +385,8 @@ mod tests {
     fn qemu_map() -> &'static EventMap {
         // QEMU virt's riscv,event-to-mhpmcounters (FACTS 3).
         let rows: [u32; 15] = [
-            0x01, 0x01, 0x7fff9, 0x02, 0x02, 0x7fffc, 0x10019, 0x10019, 0x7fff8, 0x1001b,
-            0x1001b, 0x7fff8, 0x10021, 0x10021, 0x7fff8,
+            0x01, 0x01, 0x7fff9, 0x02, 0x02, 0x7fffc, 0x10019, 0x10019, 0x7fff8, 0x1001b, 0x1001b,
+            0x7fff8, 0x10021, 0x10021, 0x7fff8,
         ];
         let bytes: Vec<u8> = rows.iter().flat_map(|c| c.to_be_bytes()).collect();
         let mut map = EventMap::empty();
@@ -403,7 +422,12 @@ mod tests {
             snapshot: true,
             alias_window: true,
         };
-        Pmu::new(cfg, hw, BufMemory::new(0x8000_0000, 0x1_0000, 0x8000_0000, 0x1_0000), present)
+        Pmu::new(
+            cfg,
+            hw,
+            BufMemory::new(0x8000_0000, 0x1_0000, 0x8000_0000, 0x1_0000),
+            present,
+        )
     }
 
     fn call(g: &mut Engine<'_>, fid: usize, a: [usize; 5]) -> SbiRet {
@@ -419,7 +443,10 @@ mod tests {
         // 16 HPM counters + 16 firmware counters, behind the alias window.
         assert_eq!(call(&mut g, 0, [0; 5]).value, 4096 + 19 + 16);
         for i in [0, 1, 2, 19 + 16] {
-            assert_eq!(call(&mut g, 1, [i, 0, 0, 0, 0]).error, RET_ERR_INVALID_PARAM);
+            assert_eq!(
+                call(&mut g, 1, [i, 0, 0, 0, 0]).error,
+                RET_ERR_INVALID_PARAM
+            );
         }
         let info = call(&mut g, 1, [3, 0, 0, 0, 0]);
         assert_eq!(
@@ -444,7 +471,8 @@ mod tests {
             | CounterCfgFlags::SET_VUINH)
             .bits();
         assert_eq!(call(&mut g, 2, [3, 0xffff, flags, 2, 0]).value, 3);
-        let mminh = (CounterCfgFlags::SET_MINH
+        let mminh = (CounterCfgFlags::CLEAR_VALUE
+            | CounterCfgFlags::SET_MINH
             | CounterCfgFlags::SET_SINH
             | CounterCfgFlags::SET_UINH)
             .bits();
@@ -452,14 +480,21 @@ mod tests {
         assert_eq!(
             host.calls.take(),
             [(2, [3, 1, mminh | vs, 2])],
-            "config_matching of counter 3 alone, event_idx 2, M/HS/U and VS inhibited"
+            "config_matching of counter 3 alone, event_idx 2, from 0, M/HS/U and VS inhibited"
         );
+        // The guest's CLEAR_VALUE cost no call and left no pending value:
+        // reads go to the host CSR (here the fake's 1000 + i; on a real
+        // host 0, from the host's own CLEAR_VALUE).
+        assert_eq!(g.hw().read_counter(3), 1003);
         // Start with a value, read through the CSR, stop, stop again.
         assert_eq!(call(&mut g, 3, [3, 1, 1, 77, 0]).error, RET_SUCCESS);
         assert_eq!(host.calls.take(), [(3, [3, 1, 1, 77])]);
         assert_eq!(g.hw().host_state(), (1 << 3, 1 << 3));
         // Snapshot area, then stop with TAKE_SNAPSHOT: the CSR's value.
-        assert_eq!(call(&mut g, 7, [0x8000_1000, 0, 0, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(
+            call(&mut g, 7, [0x8000_1000, 0, 0, 0, 0]).error,
+            RET_SUCCESS
+        );
         assert_eq!(call(&mut g, 4, [3, 1, 2, 0, 0]).error, RET_SUCCESS);
         assert_eq!(host.calls.take(), [(4, [3, 1, 0, 0])]);
         let snap = rvpmu::snapshot::read_value(g.mem(), 0x8000_1000, 0).unwrap();
@@ -475,10 +510,18 @@ mod tests {
         assert_eq!(g.hw().host_state(), (0, 0));
         // A released counter cannot be started: the engine says so, the
         // host hears nothing.
-        assert_eq!(call(&mut g, 3, [3, 1, 0, 0, 0]).error, RET_ERR_INVALID_PARAM);
+        assert_eq!(
+            call(&mut g, 3, [3, 1, 0, 0, 0]).error,
+            RET_ERR_INVALID_PARAM
+        );
         // Kernel-only cycles: UINH -> VUINH.
         assert_eq!(
-            call(&mut g, 2, [3, 0xffff, CounterCfgFlags::SET_UINH.bits(), 1, 0]).value,
+            call(
+                &mut g,
+                2,
+                [3, 0xffff, CounterCfgFlags::SET_UINH.bits(), 1, 0]
+            )
+            .value,
             3
         );
         let vu = CounterCfgFlags::SET_VUINH.bits();
@@ -543,10 +586,7 @@ mod tests {
         struct NoPmu;
         impl SbiCall for NoPmu {
             fn call(&mut self, _: usize, _: usize, _: [usize; 6]) -> SbiRet {
-                SbiRet {
-                    error: 0,
-                    value: 0,
-                }
+                SbiRet { error: 0, value: 0 }
             }
         }
         assert!(HostHpm::probe(Supervisor(NoPmu), Csr).is_none());

@@ -212,8 +212,7 @@ mod guest {
     /// What one guest PMU call costs: instret (every mode) around the
     /// ecall, the empty bracket subtracted.
     fn cost(fid: usize, a: [usize; 6]) -> (u64, rvpmu::ecall::SbiRet) {
-        let (d, (error, value)) =
-            rvpmu::supervisor::ecall_counted(sbi_spec::pmu::EID_PMU, fid, a);
+        let (d, (error, value)) = rvpmu::supervisor::ecall_counted(sbi_spec::pmu::EID_PMU, fid, a);
         let r = rvpmu::ecall::SbiRet {
             error: error as usize,
             value,
@@ -259,13 +258,23 @@ mod guest {
         );
         for i in [0, 1, 2, FW_BASE + 16] {
             let r = sbi().pmu_counter_get_info(i);
-            ret("get_info of cycle/time/instret/beyond", r, RET_ERR_INVALID_PARAM, None);
+            ret(
+                "get_info of cycle/time/instret/beyond",
+                r,
+                RET_ERR_INVALID_PARAM,
+                None,
+            );
         }
 
         // Instructions in VS-mode only (UINH): the guest's own loop.
         let vs_only = Cfg::CLEAR_VALUE | Cfg::SET_UINH;
         let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, vs_only, instructions, 0);
-        ret("config_matching instructions -> counter 3", r, RET_SUCCESS, Some(3));
+        ret(
+            "config_matching instructions -> counter 3",
+            r,
+            RET_SUCCESS,
+            Some(3),
+        );
         let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, vs_only, instructions, 0);
         ret(
             "a second instructions counter (one counter per event)",
@@ -307,7 +316,11 @@ mod guest {
             loop_delta(100);
             hpm3()
         });
-        check("a stopped counter holds", a == b, format_args!("{a} then {b}"));
+        check(
+            "a stopped counter holds",
+            a == b,
+            format_args!("{a} then {b}"),
+        );
         let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::empty());
         ret("stop again", r, RET_ERR_ALREADY_STOPPED, None);
 
@@ -316,7 +329,12 @@ mod guest {
         // SAFETY: the address of our own static (guest-physical: satp 0).
         let page = unsafe { (&raw mut (*shared).snapshot) as usize };
         let r = sbi().pmu_snapshot_set_shmem(Some(0x1000_0000));
-        ret("snapshot outside guest RAM", r, RET_ERR_INVALID_ADDRESS, None);
+        ret(
+            "snapshot outside guest RAM",
+            r,
+            RET_ERR_INVALID_ADDRESS,
+            None,
+        );
         let r = sbi().pmu_snapshot_set_shmem(Some(page as u64 + 8));
         ret("snapshot not page-aligned", r, RET_ERR_INVALID_PARAM, None);
         let r = sbi().pmu_snapshot_set_shmem(Some((ram.1 - 4096) as u64));
@@ -344,7 +362,12 @@ mod guest {
             [instructions as u32, 0, 0, 0],
             [0x20000, 0, 5, 0],
             [set_timer as u32, 0, 0, 0],
-            [(event_type::FIRMWARE << 16 | firmware_event::ILLEGAL_INSN) as u32, 7, 0, 0],
+            [
+                (event_type::FIRMWARE << 16 | firmware_event::ILLEGAL_INSN) as u32,
+                7,
+                0,
+                0,
+            ],
         ];
         // SAFETY: our own static, not referenced elsewhere.
         unsafe { core::ptr::write_volatile(&raw mut (*shared).info, entries) };
@@ -359,7 +382,12 @@ mod guest {
             format_args!("{supported:?}"),
         );
         let r = sbi().pmu_event_get_info(0x1000_0000, 1);
-        ret("event_get_info outside guest RAM", r, RET_ERR_INVALID_ADDRESS, None);
+        ret(
+            "event_get_info outside guest RAM",
+            r,
+            RET_ERR_INVALID_ADDRESS,
+            None,
+        );
         let r = sbi().pmu_event_get_info(info as u64 + 8, 1);
         ret("event_get_info misaligned", r, RET_ERR_INVALID_PARAM, None);
 
@@ -371,7 +399,12 @@ mod guest {
             set_timer,
             0,
         );
-        ret("config_matching SET_TIMER -> counter 19", r, RET_SUCCESS, Some(FW_BASE));
+        ret(
+            "config_matching SET_TIMER -> counter 19",
+            r,
+            RET_SUCCESS,
+            Some(FW_BASE),
+        );
         for _ in 0..3 {
             sbi().set_timer(u64::MAX);
         }
@@ -380,11 +413,21 @@ mod guest {
         let r = sbi().pmu_counter_fw_read_hi(FW_BASE);
         ret("fw_read_hi", r, RET_SUCCESS, Some(0));
         let r = sbi().pmu_counter_fw_read(HPM_BASE);
-        ret("fw_read of a hardware counter", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "fw_read of a hardware counter",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
 
         // Malformed calls: the spec's errors.
         let r = sbi().pmu_counter_config_matching(HPM_BASE, 0, Cfg::empty(), instructions, 0);
-        ret("config_matching with an empty set", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "config_matching with an empty set",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let bad_flag = rvpmu::supervisor::ecall(
             sbi_spec::pmu::EID_PMU,
             sbi_spec::pmu::COUNTER_CONFIG_MATCHING,
@@ -396,37 +439,93 @@ mod guest {
             format_args!("{}", bad_flag.0),
         );
         let r = sbi().pmu_counter_config_matching(1, 1, Cfg::empty(), instructions, 0);
-        ret("config_matching on time (a hole)", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "config_matching on time (a hole)",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let r = sbi().pmu_counter_config_matching(usize::MAX, 3, Cfg::empty(), instructions, 0);
-        ret("config_matching with a wrapping set", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "config_matching with a wrapping set",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, Cfg::empty(), 0x20000, 5);
-        ret("config_matching of a raw event", r, RET_ERR_NOT_SUPPORTED, None);
+        ret(
+            "config_matching of a raw event",
+            r,
+            RET_ERR_NOT_SUPPORTED,
+            None,
+        );
         let r = sbi().pmu_counter_config_matching(HPM_BASE, HPM_MASK, Cfg::empty(), 1 << 20 | 2, 0);
-        ret("config_matching with reserved event_idx bits", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "config_matching with reserved event_idx bits",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         for (fid, what) in [
-            (sbi_spec::pmu::COUNTER_START, "start with a reserved flag bit"),
+            (
+                sbi_spec::pmu::COUNTER_START,
+                "start with a reserved flag bit",
+            ),
             (sbi_spec::pmu::COUNTER_STOP, "stop with a reserved flag bit"),
         ] {
-            let (e, _) = rvpmu::supervisor::ecall(sbi_spec::pmu::EID_PMU, fid, [HPM_BASE, 1, 1 << 2, 0, 0, 0]);
-            check(what, e as usize == RET_ERR_INVALID_PARAM, format_args!("{e}"));
+            let (e, _) = rvpmu::supervisor::ecall(
+                sbi_spec::pmu::EID_PMU,
+                fid,
+                [HPM_BASE, 1, 1 << 2, 0, 0, 0],
+            );
+            check(
+                what,
+                e as usize == RET_ERR_INVALID_PARAM,
+                format_args!("{e}"),
+            );
         }
         let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::INIT_VALUE | Start::INIT_SNAPSHOT, 0);
-        ret("start with INIT_VALUE and INIT_SNAPSHOT", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "start with INIT_VALUE and INIT_SNAPSHOT",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let r = sbi().pmu_counter_start(HPM_BASE + 1, 1, Start::empty(), 0);
-        ret("start of an unconfigured counter", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "start of an unconfigured counter",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let r = sbi().pmu_counter_start(NUM_COUNTERS, 1, Start::empty(), 0);
         ret("start beyond the counters", r, RET_ERR_INVALID_PARAM, None);
 
         // Release, then the cost of each call (every mode, icount-exact).
         let r = sbi().pmu_counter_stop(HPM_BASE, 1, Stop::RESET);
-        ret("stop with RESET (already stopped)", r, RET_ERR_ALREADY_STOPPED, None);
+        ret(
+            "stop with RESET (already stopped)",
+            r,
+            RET_ERR_ALREADY_STOPPED,
+            None,
+        );
         let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::empty(), 0);
-        ret("a released counter cannot start", r, RET_ERR_INVALID_PARAM, None);
+        ret(
+            "a released counter cannot start",
+            r,
+            RET_ERR_INVALID_PARAM,
+            None,
+        );
         let cfg = (Cfg::CLEAR_VALUE | Cfg::SET_UINH).bits();
         let calls: [(&str, usize, [usize; 6], usize); 8] = [
             ("num_counters", 0, [0; 6], RET_SUCCESS),
             ("get_info", 1, [HPM_BASE, 0, 0, 0, 0, 0], RET_SUCCESS),
-            ("config_matching", 2, [HPM_BASE, HPM_MASK, cfg, instructions, 0, 0], RET_SUCCESS),
+            (
+                "config_matching",
+                2,
+                [HPM_BASE, HPM_MASK, cfg, instructions, 0, 0],
+                RET_SUCCESS,
+            ),
             ("start_value", 3, [HPM_BASE, 1, 1, 0, 0, 0], RET_SUCCESS),
             ("stop", 4, [HPM_BASE, 1, 0, 0, 0, 0], RET_SUCCESS),
             ("start_current", 3, [HPM_BASE, 1, 0, 0, 0, 0], RET_SUCCESS),
@@ -439,7 +538,10 @@ mod guest {
             ret(name, r, want, None);
             let _ = core::fmt::Write::write_fmt(&mut line, format_args!(" {name} {d}"));
         }
-        println!("vs-check: guest PMU call cost in instructions (every mode):{}", line.as_str());
+        println!(
+            "vs-check: guest PMU call cost in instructions (every mode):{}",
+            line.as_str()
+        );
     }
 
     #[no_mangle]
