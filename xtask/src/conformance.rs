@@ -331,6 +331,29 @@ fn parse(text: &str) -> Report {
     r
 }
 
+/// The verdicts of one run's output (QEMU's exit status `status` settles
+/// the last, PENDING check): each check's id and `PASS`, `FAIL` or
+/// `N/A`, in order; the kernel's RESULT line (passed, failed, n/a), and
+/// a check that never finished, if any. For other runners of the same
+/// kernel (`cargo xtask hv`, which boots it as a VS-mode guest).
+pub(crate) fn verdicts(
+    text: &str,
+    status: Option<i32>,
+) -> (
+    Vec<(String, &'static str)>,
+    Option<(usize, usize, usize)>,
+    Option<String>,
+) {
+    let mut r = parse(text);
+    r.settle(status);
+    let v = r
+        .checks
+        .iter()
+        .map(|c| (c.id.clone(), c.status.label()))
+        .collect();
+    (v, r.result, r.unfinished)
+}
+
 /// Runs the suite on `fw`, repeating the run without any check that hung
 /// or crashed the machine, so one bad answer does not hide the rest.
 fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report> {
