@@ -331,27 +331,31 @@ fn parse(text: &str) -> Report {
     r
 }
 
+/// What [`verdicts`] finds in one run.
+pub(crate) struct Verdicts {
+    /// Each check's id and `PASS`, `FAIL` or `N/A`, in order.
+    pub checks: Vec<(String, &'static str)>,
+    /// The kernel's RESULT line: passed, failed, n/a.
+    pub result: Option<(usize, usize, usize)>,
+    /// A check announced that never printed its result.
+    pub unfinished: Option<String>,
+}
+
 /// The verdicts of one run's output (QEMU's exit status `status` settles
-/// the last, PENDING check): each check's id and `PASS`, `FAIL` or
-/// `N/A`, in order; the kernel's RESULT line (passed, failed, n/a), and
-/// a check that never finished, if any. For other runners of the same
-/// kernel (`cargo xtask hv`, which boots it as a VS-mode guest).
-pub(crate) fn verdicts(
-    text: &str,
-    status: Option<i32>,
-) -> (
-    Vec<(String, &'static str)>,
-    Option<(usize, usize, usize)>,
-    Option<String>,
-) {
+/// the last, PENDING check). For other runners of the same kernel
+/// (`cargo xtask hv`, which boots it as a VS-mode guest).
+pub(crate) fn verdicts(text: &str, status: Option<i32>) -> Verdicts {
     let mut r = parse(text);
     r.settle(status);
-    let v = r
-        .checks
-        .iter()
-        .map(|c| (c.id.clone(), c.status.label()))
-        .collect();
-    (v, r.result, r.unfinished)
+    Verdicts {
+        checks: r
+            .checks
+            .iter()
+            .map(|c| (c.id.clone(), c.status.label()))
+            .collect(),
+        result: r.result,
+        unfinished: r.unfinished,
+    }
 }
 
 /// Runs the suite on `fw`, repeating the run without any check that hung

@@ -244,7 +244,11 @@ const CONFORMANCE_MIN: usize = 200;
 /// (passed, failed, n/a).
 fn check_conformance(run: &Run) -> (Vec<String>, (usize, usize, usize)) {
     let mut p = Vec::new();
-    let (checks, result, unfinished) = crate::conformance::verdicts(&run.text, run.code);
+    let crate::conformance::Verdicts {
+        checks,
+        result,
+        unfinished,
+    } = crate::conformance::verdicts(&run.text, run.code);
     let ids = |label: &str| -> Vec<&str> {
         checks
             .iter()

@@ -131,7 +131,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
         }
         let mut present = 0u32;
         let mut width = [0u8; 32];
-        for i in 3..32 {
+        for (i, slot) in width.iter_mut().enumerate().skip(3) {
             let r = host.pmu_counter_get_info(i);
             if r.error != 0 {
                 continue;
@@ -139,7 +139,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             if let CounterInfo::Hardware { csr, width: w } = CounterInfo::decode(r.value as u64) {
                 if csr == CSR_CYCLE + i as u16 {
                     present |= 1 << i;
-                    width[i] = w;
+                    *slot = w;
                 }
             }
         }
