@@ -177,7 +177,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
     fn ok(&mut self, r: sbi_spec::binary::SbiRet) -> bool {
         let ok = r.error == 0;
         if !ok {
-            self.failures += 1;
+            self.failures = self.failures.saturating_add(1);
         }
         ok
     }
@@ -254,7 +254,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
             let r = self.host.pmu_counter_stop(i, 1, CounterStopFlags::RESET);
             // Already stopped is the usual case (the engine stops first).
             if r.error != 0 && r.error != sbi_spec::binary::RET_ERR_ALREADY_STOPPED {
-                self.failures += 1;
+                self.failures = self.failures.saturating_add(1);
             }
             self.configured &= !(1 << i);
             self.running &= !(1 << i);
@@ -277,7 +277,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
                 self.configured |= 1 << i;
                 self.zero |= 1 << i;
             } else {
-                self.failures += 1;
+                self.failures = self.failures.saturating_add(1);
             }
         }
     }
