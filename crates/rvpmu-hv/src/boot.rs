@@ -228,6 +228,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
 /// The guest's PMU, if the host can give it one: Sscofpmf (the host
 /// counters must filter modes) and host HPM counters through the host
 /// firmware's PMU. hcounteren then lets the guest read those counters.
+/// Called once, at boot (it fills `GUEST_MAP`).
 fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
     if !host.isa.split('_').any(|e| e == "sscofpmf") {
         hvprintln!("no PMU for the guest: the hart has no Sscofpmf");
@@ -238,8 +239,9 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
         return None;
     };
     let present = hw.present();
-    // SAFETY: the one write, at boot: the guest has not run and nothing
-    // refers to the map yet; after this block it is only shared.
+    // SAFETY: `guest_pmu` runs once, from `hv_main` before the guest
+    // runs, so this is the one write and nothing refers to the map yet;
+    // after this block it is only shared.
     let map: &'static EventMap = unsafe {
         let map = &mut *GUEST_MAP.0.get();
         if !load_guest_event_map(map, host.pmu_props, present, host.one_counter_per_event) {
