@@ -11,11 +11,18 @@
 //! own published fill level.
 //!
 //! Encoding (Delta/DeltaXOR state, Nexus framing into the trace buffer)
-//! happens later, with the bytes encoding at once would give: when the
-//! staging buffer fills (on the recording thread), and for every thread at
-//! trace-off and when the trace is read or written. Each stream's encoder
-//! sits behind its own mutex; the owning thread only takes it to drain a
-//! full staging buffer.
+//! happens off the recording thread, with the bytes encoding at once would
+//! give. The staging buffer is a ring of [`STAGE_CHUNKS`] chunks: the
+//! owning thread fills one, publishes it and moves on to the next, and one
+//! process-wide encoder thread encodes published chunks in order. When
+//! every chunk is still waiting to be encoded (the encoder thread is
+//! behind, or the machine gives it no CPU) the recording thread encodes
+//! the waiting chunks itself before it goes on: it never waits for the
+//! encoder thread, loses no record, and in the worst case costs what
+//! encoding on the recording thread always cost. Trace-off and reading or
+//! writing the trace encode whatever is left, every thread's chunks and
+//! the partly filled one. Each stream's encoder sits behind its own mutex,
+//! so chunks are encoded one at a time and in order whoever does it.
 //!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
@@ -36,7 +43,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// How records are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +90,15 @@ pub const DEFAULT_BUFFER_BYTES: usize = 1 << 20;
 /// Bounds of the default staging buffer (see [`Config::stage_bytes`]).
 pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(16 << 20);
 
-/// Smallest staging buffer accepted (a sample has at most 36 words).
+/// Smallest staging buffer accepted (a sample has at most 36 words, and
+/// each of the [`STAGE_CHUNKS`] chunks holds at least one).
 pub const MIN_STAGE_BYTES: usize = 4096;
+
+/// Chunks the staging buffer is divided into: one being filled while the
+/// others wait for, or are in, the encoder. Four keep the recording thread
+/// going while the encoder works through a backlog, and still hand over
+/// chunks big enough that waking the encoder is rare.
+pub const STAGE_CHUNKS: usize = 4;
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
 pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
@@ -144,24 +158,40 @@ struct Collector {
 struct Encoding {
     replay: Replay,
     writer: RtdWriter<VecBuffer>,
-    /// Staged words already encoded.
+    /// Words of chunk `Stream::encoded` already encoded (non-zero only
+    /// after that chunk was read while it was being filled).
     consumed: usize,
 }
 
-/// One thread's trace: its staging buffer (written by the thread alone)
+/// One thread's trace: its staging chunks (written by the thread alone)
 /// and its encoder and trace buffer.
+///
+/// Chunks are numbered in the order the owner fills them (sequence
+/// numbers); number `q` lives in slot `q % STAGE_CHUNKS`. The owner fills
+/// chunk `written`; chunks `encoded..written` are full and wait for the
+/// encoder.
 struct Stream {
     src: u16,
     stage: Box<[UnsafeCell<u64>]>,
-    /// Words of `stage` holding complete samples, published by the owning
-    /// thread with a release store. Reset to 0 only under `enc`'s lock.
-    filled: AtomicUsize,
+    /// Words per chunk.
+    chunk_words: usize,
+    /// Words of complete samples in each slot, published by the owner with
+    /// a release store after every sample. Reset to 0 by the owner before
+    /// it publishes the slot's next chunk in `written`.
+    lens: [AtomicUsize; STAGE_CHUNKS],
+    /// The chunk the owner fills; every earlier one is complete. Written
+    /// by the owner only (release).
+    written: AtomicU64,
+    /// Chunks completely encoded; their slots may be refilled. Written
+    /// only under `enc`'s lock (release).
+    encoded: AtomicU64,
     enc: Mutex<Encoding>,
 }
 
-// SAFETY: words at and past `filled` are written only by the owning
-// thread, words below it are read only under `enc`'s lock and never written
-// until the owner, holding that lock, resets `filled` to 0.
+// SAFETY: a slot's words at and past its published length are written only
+// by the owning thread; words below it are read only under `enc`'s lock
+// and written again only after `encoded` has moved past the chunk, i.e.
+// after every reader is done with them (see `Stream::drain`).
 unsafe impl Sync for Stream {}
 // SAFETY: as for Sync: the stage is plain memory owned by the stream and
 // the rules above hold whichever thread holds it.
@@ -172,26 +202,43 @@ impl Stream {
         self.enc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Encode the published samples not encoded yet. With `reset` (owning
-    /// thread only) the staging buffer is emptied afterwards.
-    fn drain(&self, enc: &mut Encoding, reset: bool) {
-        let filled = self.filled.load(Ordering::Acquire);
-        if filled > enc.consumed {
-            // SAFETY: [consumed, filled) holds published samples the owner
-            // no longer writes (see the Sync impl).
-            let words = unsafe {
-                std::slice::from_raw_parts(
-                    (self.stage.as_ptr() as *const u64).add(enc.consumed),
-                    filled - enc.consumed,
-                )
-            };
-            let Encoding { replay, writer, .. } = enc;
-            let _ = replay.replay(writer, words);
-            enc.consumed = filled;
-        }
-        if reset {
+    /// Encode the complete chunks not encoded yet, in order, and with
+    /// `partial` also the published samples of the chunk being filled.
+    /// Returns whether anything was encoded.
+    fn drain(&self, enc: &mut Encoding, partial: bool) -> bool {
+        let mut any = false;
+        loop {
+            // Only changed under the lock we hold.
+            let e = self.encoded.load(Ordering::Relaxed);
+            let complete = e < self.written.load(Ordering::Acquire);
+            if !complete && !partial {
+                return any;
+            }
+            let slot = (e % STAGE_CHUNKS as u64) as usize;
+            // For a complete chunk the owner stored its final length
+            // before publishing `written`, so this is it.
+            let len = self.lens[slot].load(Ordering::Acquire);
+            if len > enc.consumed {
+                // SAFETY: [consumed, len) of the slot holds published
+                // samples that the owner no longer writes (see the Sync
+                // impl); the slot lies inside the stage.
+                let words = unsafe {
+                    std::slice::from_raw_parts(
+                        (self.stage.as_ptr() as *const u64)
+                            .add(slot * self.chunk_words + enc.consumed),
+                        len - enc.consumed,
+                    )
+                };
+                let Encoding { replay, writer, .. } = enc;
+                let _ = replay.replay(writer, words);
+                any = true;
+            }
+            if !complete {
+                enc.consumed = len;
+                return any;
+            }
             enc.consumed = 0;
-            self.filled.store(0, Ordering::Release);
+            self.encoded.store(e + 1, Ordering::Release);
         }
     }
 }
@@ -201,10 +248,13 @@ struct Local {
     collector: u64,
     /// Generation whose header this thread has staged.
     generation: u64,
-    stage: *mut u64,
-    /// Local copy of `stream.filled`.
+    /// Start of the chunk being filled.
+    chunk: *mut u64,
+    /// Its sequence number (`stream.written`).
+    seq: u64,
+    /// Words filled in it (local copy of its `stream.lens` entry).
     filled: usize,
-    /// Stage capacity, words.
+    /// Chunk capacity, words.
     cap: usize,
     /// Words per sample.
     words: usize,
@@ -218,14 +268,14 @@ impl Local {
     #[inline(always)]
     fn push(&mut self, tag: u64, a0: u64, a1: u64) {
         if self.filled + self.words > self.cap {
-            self.drain_full();
+            self.next_chunk();
         }
         let ts = TraceClock.now();
-        // SAFETY: [filled, filled + words) lies inside the stage (checked
-        // above; cap >= words >= SAMPLE_HEAD_WORDS) and past the published
+        // SAFETY: [filled, filled + words) lies inside the chunk (checked
+        // above; cap >= words >= SAMPLE_HEAD_WORDS) and past its published
         // part, so only this thread touches it.
         let s = unsafe {
-            let p = self.stage.add(self.filled);
+            let p = self.chunk.add(self.filled);
             p.write(tag);
             p.add(1).write(a0);
             p.add(2).write(a1);
@@ -234,16 +284,39 @@ impl Local {
         };
         self.group.read_members(s);
         self.filled += self.words;
-        self.stream.filled.store(self.filled, Ordering::Release);
+        let slot = (self.seq % STAGE_CHUNKS as u64) as usize;
+        self.stream.lens[slot].store(self.filled, Ordering::Release);
     }
 
-    /// The staging buffer is full: encode it (rare, so out of line).
+    /// The chunk is full: hand it to the encoder thread and continue in
+    /// the next slot, after encoding the waiting chunks here if that slot
+    /// is still waiting too (rare, so out of line).
     #[cold]
     #[inline(never)]
-    fn drain_full(&mut self) {
-        let mut enc = self.stream.lock();
-        self.stream.drain(&mut enc, true);
+    fn next_chunk(&mut self) {
+        let s = &*self.stream;
+        let next = self.seq + 1;
+        // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
+        // once that one is encoded.
+        if s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next {
+            // Encoding here, not waiting for the encoder thread: the
+            // thread may get no CPU for a long time, and a signal handler
+            // (the sampling timer) may be the one recording.
+            let mut enc = s.lock();
+            s.drain(&mut enc, true);
+            INLINE_DRAINS.fetch_add(1, Ordering::Relaxed);
+        }
+        let slot = (next % STAGE_CHUNKS as u64) as usize;
+        s.lens[slot].store(0, Ordering::Relaxed);
+        // Publishes the full chunk and the cleared length together.
+        s.written.store(next, Ordering::Release);
+        self.seq = next;
         self.filled = 0;
+        // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
+        self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
+        if let Some(Some(t)) = ENCODER.get() {
+            t.unpark();
+        }
     }
 }
 
@@ -259,6 +332,11 @@ static ON_GEN: AtomicU64 = AtomicU64::new(0);
 static HOOK_GEN: AtomicU64 = AtomicU64::new(0);
 static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
+/// Chunks a recording thread found waiting in the slot it needed.
+static INLINE_DRAINS: AtomicU64 = AtomicU64::new(0);
+/// The encoder thread (started at the first configuration; `None` if it
+/// could not be, and then recording threads encode their full chunks).
+static ENCODER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
 static STREAMS: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 
 thread_local! {
@@ -400,6 +478,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
     COLLECTOR.store(Box::into_raw(Box::new(c)), Ordering::Release);
+    start_encoder();
     if let Mode::Timer { interval_us } = cfg.mode {
         attach_timer_to_current_thread(interval_us)?;
     }
@@ -421,9 +500,9 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     let group = PerfGroup::open(&c.perf_events).ok()?;
     let replay = Replay::new(c.header, c.ts_pos);
     let words = replay.sample_words();
-    let cap = c.stage_words.max(words);
-    let mut stage = Vec::with_capacity(cap);
-    stage.resize_with(cap, || UnsafeCell::new(0u64));
+    let cap = (c.stage_words / STAGE_CHUNKS).max(words);
+    let mut stage = Vec::with_capacity(cap * STAGE_CHUNKS);
+    stage.resize_with(cap * STAGE_CHUNKS, || UnsafeCell::new(0u64));
     // The zeroed allocation may be lazily mapped: touch every page now so
     // page faults happen here, not in the middle of traced code.
     for page in stage.chunks(512) {
@@ -433,7 +512,10 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     let stream = Arc::new(Stream {
         src: src as u16,
         stage: stage.into_boxed_slice(),
-        filled: AtomicUsize::new(0),
+        chunk_words: cap,
+        lens: Default::default(),
+        written: AtomicU64::new(0),
+        encoded: AtomicU64::new(0),
         enc: Mutex::new(Encoding {
             replay,
             writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
@@ -447,7 +529,8 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     Some(Box::new(Local {
         collector: c.id,
         generation: 0,
-        stage: stream.stage.as_ptr() as *mut u64,
+        chunk: stream.stage.as_ptr() as *mut u64,
+        seq: 0,
         filled: 0,
         cap,
         words,
@@ -455,6 +538,49 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         stream,
         timer: None,
     }))
+}
+
+/// Start the encoder thread once per process. Its signals are blocked, so
+/// the program's process-directed signals go to the program's threads.
+fn start_encoder() {
+    ENCODER.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("hpmtrace-enc".into())
+            .spawn(|| {
+                // SAFETY: a zeroed sigset filled by sigfillset, passed to
+                // pthread_sigmask for the calling thread only.
+                unsafe {
+                    let mut all: libc::sigset_t = std::mem::zeroed();
+                    libc::sigfillset(&mut all);
+                    libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+                }
+                encoder_loop()
+            })
+            .ok()
+            .map(|h| h.thread().clone())
+    });
+}
+
+/// The encoder thread: encode every stream's complete chunks, sleep until
+/// a recording thread completes another one. A stream whose lock is taken
+/// is skipped: whoever holds it is encoding it.
+fn encoder_loop() -> ! {
+    loop {
+        let mut any = false;
+        for s in streams_by_src() {
+            let mut enc = match s.enc.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            any |= s.drain(&mut enc, false);
+        }
+        if !any {
+            // A chunk completed since the scan left an unpark token, so
+            // this returns at once then.
+            std::thread::park();
+        }
+    }
 }
 
 /// This thread's state for collector `c`, created (allocating) when
@@ -587,7 +713,7 @@ fn drain_all() {
     exclusive(|| {
         for s in streams_by_src() {
             let mut enc = s.lock();
-            s.drain(&mut enc, false);
+            s.drain(&mut enc, true);
         }
     });
 }
@@ -606,18 +732,23 @@ pub struct Stats {
     pub wide_overflows: u64,
     /// Threads not traced because `max_threads` streams already existed.
     pub untraced_threads: u64,
+    /// Times a recording thread encoded staged samples itself because
+    /// every staging chunk was still waiting for the encoder thread (since
+    /// the process started).
+    pub inline_drains: u64,
 }
 
 /// Current statistics (staged samples are encoded first).
 pub fn stats() -> Stats {
     let mut s = Stats {
         untraced_threads: UNTRACED.load(Ordering::Relaxed),
+        inline_drains: INLINE_DRAINS.load(Ordering::Relaxed),
         ..Default::default()
     };
     exclusive(|| {
         for b in streams_by_src() {
             let mut enc = b.lock();
-            b.drain(&mut enc, false);
+            b.drain(&mut enc, true);
             let e = enc.replay.encoder().stats();
             s.streams += 1;
             s.records += e.records;
@@ -636,7 +767,7 @@ pub fn snapshot() -> Vec<u8> {
     exclusive(|| {
         for b in streams_by_src() {
             let mut enc = b.lock();
-            b.drain(&mut enc, false);
+            b.drain(&mut enc, true);
             out.extend_from_slice(enc.writer.inner().data());
         }
     });

@@ -98,6 +98,149 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
     }
 }
 
+/// The 6-bit slices of `v` (below 2^48), slice k in bits 2..8 of byte k
+/// of the result read little-endian; the MSEO bits are left 0.
+///
+/// Spreading with masks instead of a loop over the slices: the loop's
+/// length depends on the value, and its mispredicted exit was most of the
+/// cost of a message.
+#[inline(always)]
+fn spread_slices(v: u64) -> u64 {
+    // 24-bit halves into 32-bit lanes, 12-bit quarters into 16-bit lanes,
+    // 6-bit slices into bytes, then each slice up past the MSEO bits.
+    let x = (v & 0xff_ffff) | (v & 0xffff_ff00_0000) << 8;
+    let x = (x & 0x0000_0fff_0000_0fff) | (x & 0x00ff_f000_00ff_f000) << 4;
+    let x = (x & 0x003f_003f_003f_003f) | (x & 0x0fc0_0fc0_0fc0_0fc0) << 2;
+    x << 2
+}
+
+/// Slices a variable field takes for a value with `i` leading zero bits
+/// (one for 0): a table, as the division was a long dependency chain.
+const SLICES: [u8; 65] = {
+    let mut t = [1u8; 65];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = (64 - i).div_ceil(6) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// [`push_field`] for a field that starts at a slice boundary: `v` in as
+/// few slices as it needs (at least one), the last closed with `mseo`.
+/// Writes 8 bytes at `*at` whatever the field's length, so `buf` needs 8
+/// bytes past it.
+#[inline(always)]
+fn push_var(buf: &mut [u8], at: &mut usize, v: u64, mseo: u8) {
+    if v >> 48 != 0 {
+        push_field(buf, at, v, 1, mseo);
+        return;
+    }
+    let n = SLICES[v.leading_zeros() as usize] as usize;
+    let x = spread_slices(v) | (mseo as u64) << (8 * (n - 1));
+    buf[*at..*at + 8].copy_from_slice(&x.to_le_bytes());
+    *at += n;
+}
+
+/// For a DQDATA value with `i` leading zero bits (at least 32): the MSEO
+/// bits that end the field in its last slice, then a whole byte that is an
+/// empty TIMESTAMP field ending the message (a message at the timestamp
+/// of the one before it).
+const DATA_THEN_EMPTY_TIMESTAMP: [u64; 65] = {
+    let mut t = [0u64; 65];
+    let mut i = 32;
+    while i <= 64 {
+        let n = SLICES[i] as u32;
+        t[i] = (MSEO_END_FIELD as u64) << (8 * (n - 1)) | (MSEO_END_MESSAGE as u64) << (8 * n);
+        i += 1;
+    }
+    t
+};
+
+/// [`spread_slices`] for a 32-bit value (6 slices): one step fewer.
+#[inline(always)]
+fn spread_slices32(v: u32) -> u64 {
+    let v = v as u64;
+    // 12-bit pieces into 16-bit lanes, then 6-bit slices into bytes,
+    // shifted past the MSEO bits.
+    let x = (v & 0xfff) | (v & 0xff_f000) << 4 | (v & 0xff00_0000) << 8;
+    (x & 0x003f_003f_003f) << 2 | (x & 0x0fc0_0fc0_0fc0) << 4
+}
+
+/// Entries of [`Framer::recent`] (a power of two).
+const RECENT: usize = 256;
+
+/// A framed Data Acquisition message with an empty TIMESTAMP field.
+#[derive(Clone, Copy)]
+struct Framed {
+    /// Size index and value of the write; `u64::MAX` for none.
+    key: u64,
+    /// The message in the low bytes (little-endian), its length in the
+    /// top byte.
+    bytes: u128,
+}
+
+/// How one writer frames Data Acquisition messages.
+struct Framer {
+    /// The messages' first field (TCODE, SRC, IDTAG) for each write size
+    /// ([`size_index`]): constant per writer, packed once (at most 4
+    /// bytes, stored little-endian).
+    first: [u64; 3],
+    first_len: [u8; 3],
+    /// Messages framed recently, by write (direct-mapped). Within a record
+    /// every message after the first has an empty TIMESTAMP field, so
+    /// such a message depends on its write alone, and most writes repeat:
+    /// the addresses of the functions being traced, counters that did not
+    /// move. A repeated one costs a lookup and a copy instead of framing.
+    recent: [Framed; RECENT],
+}
+
+impl Framer {
+    /// Frame the non-empty `writes` of one record into `buf` from `at`,
+    /// the first message with the TIMESTAMP field `field`, the others with
+    /// an empty one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes
+    /// per write plus 16 from `at`.
+    #[inline(always)]
+    fn record(&mut self, buf: &mut [u8], mut at: usize, writes: &[ItcWrite], field: u64) -> usize {
+        let Some((head, rest)) = writes.split_first() else {
+            return at;
+        };
+        let i = size_index(head.size);
+        buf[at..at + 8].copy_from_slice(&self.first[i].to_le_bytes());
+        at += self.first_len[i] as usize;
+        push_var(buf, &mut at, head.value as u64, MSEO_END_FIELD);
+        push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        for w in rest {
+            let i = size_index(w.size);
+            let key = (i as u64) << 32 | w.value as u64;
+            let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT;
+            let e = self.recent[slot];
+            let bytes = if e.key == key {
+                e.bytes
+            } else {
+                let bytes = self.frame_untimed(i, w.value);
+                self.recent[slot] = Framed { key, bytes };
+                bytes
+            };
+            buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
+            at += (bytes >> 120) as usize;
+        }
+        at
+    }
+
+    /// A message for a write of size index `i` with `value` and an empty
+    /// TIMESTAMP field, as [`Framed::bytes`].
+    #[inline(never)]
+    fn frame_untimed(&self, i: usize, value: u32) -> u128 {
+        let lz = value.leading_zeros() as usize + 32;
+        // DQDATA (at most 6 slices) and the one-byte TIMESTAMP field.
+        let data = spread_slices32(value) | DATA_THEN_EMPTY_TIMESTAMP[lz];
+        let plen = self.first_len[i] as usize;
+        let len = plen + SLICES[lz] as usize + 1;
+        self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120
+    }
+}
+
 /// Frames ITC writes of one source as Nexus messages into a [`ByteSink`].
 ///
 /// Messages are staged and passed to the byte sink a whole header or
@@ -110,11 +253,9 @@ pub struct RtdWriter<B> {
     /// `chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
-    /// The Data Acquisition messages' first field (TCODE, SRC, IDTAG) for
-    /// each write size ([`size_index`]): constant per writer, packed once.
-    first: [[u8; 16]; 3],
-    first_len: [u8; 3],
-    /// Staged messages; 16 spare bytes for the whole-array copy of `first`.
+    framer: Framer,
+    /// Staged messages; 16 spare bytes for the 8- and 16-byte stores of
+    /// `put` and `put_record`.
     stage: [u8; STAGE + 16],
     len: usize,
     out: B,
@@ -133,7 +274,7 @@ fn size_index(size: WriteSize) -> usize {
 impl<B: ByteSink> RtdWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
     pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
-        let mut first = [[0u8; 16]; 3];
+        let mut first = [0u64; 3];
         let mut first_len = [0u8; 3];
         for size in [WriteSize::Bits32, WriteSize::Bits16, WriteSize::Bits8] {
             let sb = cfg.src_bits as u32;
@@ -143,15 +284,18 @@ impl<B: ByteSink> RtdWriter<B> {
             let v = TCODE_DATA_ACQUISITION as u64
                 | (src as u64 & width_mask(sb as u8)) << 6
                 | tag << (6 + sb);
+            let mut bytes = [0u8; 16];
             let mut at = 0;
             let i = size_index(size);
             push_field(
-                &mut first[i],
+                &mut bytes,
                 &mut at,
                 v,
                 (6 + sb as usize) / 6 + 1,
                 MSEO_END_FIELD,
             );
+            // TCODE + SRC (<= 8 bits) + IDTAG (<= 7 bits): 4 slices at most.
+            first[i] = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
             first_len[i] = at as u8;
         }
         RtdWriter {
@@ -159,8 +303,14 @@ impl<B: ByteSink> RtdWriter<B> {
             src,
             chain: TimestampChain::default(),
             flushed_chain: TimestampChain::default(),
-            first,
-            first_len,
+            framer: Framer {
+                first,
+                first_len,
+                recent: [Framed {
+                    key: u64::MAX,
+                    bytes: 0,
+                }; RECENT],
+            },
             stage: [0; STAGE + 16],
             len: 0,
             out,
@@ -230,12 +380,43 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let i = size_index(w.size);
         let mut at = self.len;
         // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
-        self.stage[at..at + 16].copy_from_slice(&self.first[i]);
-        at += self.first_len[i] as usize;
-        push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
-        push_field(&mut self.stage, &mut at, field, 1, MSEO_END_MESSAGE);
+        self.stage[at..at + 8].copy_from_slice(&self.framer.first[i].to_le_bytes());
+        at += self.framer.first_len[i] as usize;
+        push_var(&mut self.stage, &mut at, w.value as u64, MSEO_END_FIELD);
+        push_var(&mut self.stage, &mut at, field, MSEO_END_MESSAGE);
         self.len = at;
         Ok(())
+    }
+
+    /// The messages of one record without a call per write, straight
+    /// into the byte sink when it has room for the longest such record
+    /// (no staging copy). After the first message, whose TIMESTAMP field
+    /// carries the change since the previous record, every message has
+    /// the same timestamp and so an empty field (XOR 0). Records that
+    /// would need a sync message in the middle go message by message.
+    #[inline]
+    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        let bound = writes.len() * MAX_MESSAGE;
+        if writes.is_empty() || self.chain.left() <= writes.len() || self.len + bound > STAGE {
+            for w in writes {
+                self.put(*w, ts)?;
+            }
+            return self.flush();
+        }
+        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let field = self.chain.compress(ts);
+        self.chain.advance(writes.len() - 1);
+        if self.len == 0 {
+            // 16 bytes more for the last 16-byte store.
+            if let Some(buf) = self.out.spare(bound + 16) {
+                let n = self.framer.record(buf, 0, writes, field);
+                self.out.commit(n);
+                self.flushed_chain = self.chain;
+                return Ok(());
+            }
+        }
+        self.len = self.framer.record(&mut self.stage, self.len, writes, field);
+        self.flush()
     }
 
     #[inline]
