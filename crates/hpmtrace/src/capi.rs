@@ -128,6 +128,7 @@ unsafe fn init(
         stage_bytes: stage_override(),
         max_threads: cores,
         software_fallback: sw_fallback(),
+        encoder_thread: true,
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {

@@ -71,14 +71,20 @@ pub struct Config {
     /// Trace buffer per thread, bytes; stops on wrap.
     pub buffer_bytes: usize,
     /// Staging buffer per thread for raw samples, bytes (0: the trace
-    /// buffer size, clamped to 64 KiB..16 MiB). Samples are encoded when
-    /// it fills and when the trace is turned off, read or written.
+    /// buffer size, clamped to 64 KiB..16 MiB), in [`STAGE_CHUNKS`]
+    /// chunks. Full chunks are encoded on the encoder thread, the rest
+    /// when the trace is turned off, read or written.
     pub stage_bytes: usize,
     /// Most threads traced at once (sets the SRC field width).
     pub max_threads: u32,
     /// Count software events in place of hardware events the machine
     /// lacks (the header names the software event actually counted).
     pub software_fallback: bool,
+    /// Encode full staging chunks on the process's encoder thread (the
+    /// default). Off, a recording thread encodes its chunks itself when
+    /// its staging buffer is full, as before the thread existed: for a
+    /// program that must not get another thread, and for tests.
+    pub encoder_thread: bool,
     /// Trigger.
     pub mode: Mode,
 }
@@ -149,6 +155,7 @@ struct Collector {
     rtd: RtdConfig,
     buffer_bytes: usize,
     stage_words: usize,
+    encoder_thread: bool,
     max_threads: u32,
     mode: Mode,
     id: u64,
@@ -172,6 +179,8 @@ struct Encoding {
 /// encoder.
 struct Stream {
     src: u16,
+    /// Whether the encoder thread encodes this stream's full chunks.
+    background: bool,
     stage: Box<[UnsafeCell<u64>]>,
     /// Words per chunk.
     chunk_words: usize,
@@ -314,8 +323,10 @@ impl Local {
         self.filled = 0;
         // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
         self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
-        if let Some(Some(t)) = ENCODER.get() {
-            t.unpark();
+        if s.background {
+            if let Some(Some(t)) = ENCODER.get() {
+                t.unpark();
+            }
         }
     }
 }
@@ -334,8 +345,9 @@ static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
 /// Chunks a recording thread found waiting in the slot it needed.
 static INLINE_DRAINS: AtomicU64 = AtomicU64::new(0);
-/// The encoder thread (started at the first configuration; `None` if it
-/// could not be, and then recording threads encode their full chunks).
+/// The encoder thread (started at the first configuration that asks for
+/// it; `None` if it could not be, and then recording threads encode their
+/// full chunks).
 static ENCODER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
 static STREAMS: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 
@@ -469,6 +481,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         },
         buffer_bytes,
         stage_words: stage_bytes / 8,
+        encoder_thread: cfg.encoder_thread,
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -477,8 +490,11 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clear();
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
+    INLINE_DRAINS.store(0, Ordering::Relaxed);
+    if c.encoder_thread {
+        start_encoder();
+    }
     COLLECTOR.store(Box::into_raw(Box::new(c)), Ordering::Release);
-    start_encoder();
     if let Mode::Timer { interval_us } = cfg.mode {
         attach_timer_to_current_thread(interval_us)?;
     }
@@ -511,6 +527,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     }
     let stream = Arc::new(Stream {
         src: src as u16,
+        background: c.encoder_thread,
         stage: stage.into_boxed_slice(),
         chunk_words: cap,
         lens: Default::default(),
@@ -567,7 +584,7 @@ fn start_encoder() {
 fn encoder_loop() -> ! {
     loop {
         let mut any = false;
-        for s in streams_by_src() {
+        for s in streams_by_src().into_iter().filter(|s| s.background) {
             let mut enc = match s.enc.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -733,8 +750,8 @@ pub struct Stats {
     /// Threads not traced because `max_threads` streams already existed.
     pub untraced_threads: u64,
     /// Times a recording thread encoded staged samples itself because
-    /// every staging chunk was still waiting for the encoder thread (since
-    /// the process started).
+    /// every staging chunk was still waiting for the encoder thread (or
+    /// there is none, [`Config::encoder_thread`]).
     pub inline_drains: u64,
 }
 

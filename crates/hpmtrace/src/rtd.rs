@@ -205,27 +205,35 @@ impl Framer {
         let Some((head, rest)) = writes.split_first() else {
             return at;
         };
-        let i = size_index(head.size);
-        buf[at..at + 8].copy_from_slice(&self.first[i].to_le_bytes());
-        at += self.first_len[i] as usize;
-        push_var(buf, &mut at, head.value as u64, MSEO_END_FIELD);
+        // The head message is the untimed one without its empty TIMESTAMP
+        // field (the last byte), then the record's TIMESTAMP field.
+        let bytes = self.untimed(*head);
+        buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
+        at += (bytes >> 120) as usize - 1;
         push_var(buf, &mut at, field, MSEO_END_MESSAGE);
         for w in rest {
-            let i = size_index(w.size);
-            let key = (i as u64) << 32 | w.value as u64;
-            let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT;
-            let e = self.recent[slot];
-            let bytes = if e.key == key {
-                e.bytes
-            } else {
-                let bytes = self.frame_untimed(i, w.value);
-                self.recent[slot] = Framed { key, bytes };
-                bytes
-            };
+            let bytes = self.untimed(*w);
             buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
             at += (bytes >> 120) as usize;
         }
         at
+    }
+
+    /// The message of `w` with an empty TIMESTAMP field, as
+    /// [`Framed::bytes`]: from [`Framer::recent`], or framed and kept
+    /// there.
+    #[inline(always)]
+    fn untimed(&mut self, w: ItcWrite) -> u128 {
+        let i = size_index(w.size);
+        let key = (i as u64) << 32 | w.value as u64;
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT;
+        let e = self.recent[slot];
+        if e.key == key {
+            return e.bytes;
+        }
+        let bytes = self.frame_untimed(i, w.value);
+        self.recent[slot] = Framed { key, bytes };
+        bytes
     }
 
     /// A message for a write of size index `i` with `value` and an empty
@@ -480,5 +488,93 @@ mod tests {
         assert_eq!(RtdConfig::src_bits_for(3), 2);
         assert_eq!(RtdConfig::src_bits_for(4), 2);
         assert_eq!(RtdConfig::src_bits_for(5), 3);
+    }
+
+    /// xorshift64*
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// `put_record` (a whole record at once, straight into the buffer,
+    /// reusing recently framed messages) gives the bytes of putting the
+    /// writes one by one and flushing: random records crossing sync
+    /// periods, every framing configuration, buffers that stop mid-stream,
+    /// values drawn mostly from a small pool so that framed messages are
+    /// reused and evicted.
+    #[test]
+    fn record_at_once_equals_write_by_write() {
+        let mut r = Rng(0x5eed_1234_abcd_0001);
+        let (mut stopped, mut fast) = (0, 0);
+        for round in 0..300 {
+            let cfg = RtdConfig {
+                channel: r.below(32) as u8,
+                src_bits: r.below(9) as u8,
+                timestamp_bits: [40, 48, 64][r.below(3) as usize],
+            };
+            let src = r.below(1 << cfg.src_bits) as u16;
+            let cap = if r.below(3) == 0 {
+                r.below(6000) as usize
+            } else {
+                1 << 20
+            };
+            let mut a = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let mut b = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let mut pool = Vec::new();
+            for _ in 0..1 + r.below(300) {
+                pool.push(match r.below(4) {
+                    0 => 0,
+                    1 => r.below(64) as u32,
+                    _ => r.next() as u32,
+                });
+            }
+            let mut ts = r.next();
+            for rec in 0..1 + r.below(300) {
+                let mut writes = Vec::new();
+                for _ in 0..1 + r.below(69) {
+                    let v = if r.below(5) == 0 {
+                        r.next() as u32
+                    } else {
+                        pool[r.below(pool.len() as u64) as usize]
+                    };
+                    writes.push(match r.below(3) {
+                        0 => ItcWrite::w8(v as u8),
+                        1 => ItcWrite::w16(v as u16),
+                        _ => ItcWrite::w32(v),
+                    });
+                }
+                let step_bits = r.below(40);
+                ts = match r.below(20) {
+                    0 => r.next(),
+                    1 => ts,
+                    _ => ts.wrapping_add(r.below(1 << step_bits)),
+                };
+                let ra = a.put_record(&writes, ts);
+                let rb = writes
+                    .iter()
+                    .try_for_each(|w| b.put(*w, ts))
+                    .and_then(|_| b.flush());
+                assert_eq!(ra, rb, "round {round} record {rec}");
+                if ra.is_ok() && b.chain.left() > 0 {
+                    fast += 1;
+                }
+            }
+            let (a, b) = (a.into_inner(), b.into_inner());
+            assert_eq!(a.data(), b.data(), "round {round}: {cfg:?}");
+            assert_eq!(a.dropped(), b.dropped(), "round {round}");
+            if a.dropped() != 0 && !a.data().is_empty() {
+                stopped += 1;
+            }
+        }
+        assert!(stopped > 10, "stop-on-wrap exercised {stopped} times");
+        assert!(fast > 10_000, "records framed at once: {fast}");
     }
 }

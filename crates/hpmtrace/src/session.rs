@@ -56,11 +56,18 @@ impl SessionBuilder {
         self
     }
     /// Per-thread staging buffer for raw samples in bytes (default: the
-    /// trace buffer size within 64 KiB..16 MiB; at least 4096). Samples
-    /// are encoded into the trace buffer when it fills, at pause and when
-    /// the trace is read or written.
+    /// trace buffer size within 64 KiB..16 MiB; at least 4096), in
+    /// [`collect::STAGE_CHUNKS`] chunks. Full chunks are encoded into the
+    /// trace buffer by the encoder thread; the rest at pause and when the
+    /// trace is read or written.
     pub fn stage_bytes(mut self, b: usize) -> Self {
         self.cfg.stage_bytes = b;
+        self
+    }
+    /// Whether full staging chunks are encoded on the encoder thread
+    /// (default true; see [`Config::encoder_thread`]).
+    pub fn encoder_thread(mut self, on: bool) -> Self {
+        self.cfg.encoder_thread = on;
         self
     }
     /// Most threads traced at once (default 1).
@@ -119,6 +126,7 @@ impl Session {
                 stage_bytes: 0,
                 max_threads: 1,
                 software_fallback: false,
+                encoder_thread: true,
                 mode: Mode::Manual,
             },
             output: None,
