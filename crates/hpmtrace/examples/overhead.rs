@@ -175,7 +175,7 @@ fn read_cost(set: &str) -> (f64, bool) {
 /// In-process: ns per enter+exit pair for the hooks (counter reads
 /// included) with a staging buffer of `stage` bytes, for encoding what is
 /// still staged afterwards, and the staging chunks the recording thread
-/// encoded itself (see `collect::Stats::inline_drains`).
+/// encoded itself (see `collect::Stats::inline_chunks`).
 fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
     let mut hook = Vec::new();
     let mut encode = Vec::new();
@@ -190,7 +190,7 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
             b = b.event(e);
         }
         let s = b.start().expect("session");
-        let before = s.stats().inline_drains;
+        let before = s.stats().inline_chunks;
         let t0 = Instant::now();
         for i in 0..pairs {
             // fib's pattern: one function, two call sites, addresses of a
@@ -207,7 +207,7 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
         s.finish().unwrap();
         hook.push((t1 - t0).as_nanos() as f64 / pairs as f64);
         encode.push((t2 - t1).as_nanos() as f64 / pairs as f64);
-        inline.push(st.inline_drains - before);
+        inline.push(st.inline_chunks - before);
     }
     inline.sort();
     (median(hook), median(encode), inline[inline.len() / 2])
@@ -285,7 +285,9 @@ fn main() {
     println!(
         "\nuftrace record, -finstrument-functions build: {u_cyg:7.1} ns/pair (best {u_cyg_best:.1}; the reference)"
     );
-    println!("uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})");
+    println!(
+        "uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})"
+    );
 
     println!("\nhpmtrace end to end (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; goal <= 0.50):");
     println!(

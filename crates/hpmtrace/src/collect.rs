@@ -14,15 +14,17 @@
 //! happens off the recording thread, with the bytes encoding at once would
 //! give. The staging buffer is a ring of [`STAGE_CHUNKS`] chunks: the
 //! owning thread fills one, publishes it and moves on to the next, and one
-//! process-wide encoder thread encodes published chunks in order. When
-//! every chunk is still waiting to be encoded (the encoder thread is
-//! behind, or the machine gives it no CPU) the recording thread encodes
-//! the waiting chunks itself before it goes on: it never waits for the
-//! encoder thread, loses no record, and in the worst case costs what
-//! encoding on the recording thread always cost. Trace-off and reading or
-//! writing the trace encode whatever is left, every thread's chunks and
-//! the partly filled one. Each stream's encoder sits behind its own mutex,
-//! so chunks are encoded one at a time and in order whoever does it.
+//! process-wide encoder thread encodes published chunks in order. A
+//! stream's encoding is sequential (Delta state, timestamp chain, sync
+//! period, stop-on-wrap), so its chunks are encoded one at a time, in
+//! order, under the stream's mutex, whoever does it. When the next slot
+//! still waits to be encoded, the recording thread waits while the encoder
+//! thread is encoding its stream, and otherwise (the encoder thread gets no
+//! CPU, or is busy with another thread's chunks) encodes the oldest chunk
+//! itself: no record is lost, the program never waits for a thread that is
+//! not running, and at worst it pays what encoding on the recording thread
+//! always cost. Trace-off and reading or writing the trace encode whatever
+//! is left: every thread's chunks and the partly filled one.
 //!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
@@ -211,44 +213,60 @@ impl Stream {
         self.enc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Encode the complete chunks not encoded yet, in order, and with
+    /// Encode the oldest chunk not encoded yet if it is complete;
+    /// returns whether there was one.
+    fn encode_chunk(&self, enc: &mut Encoding) -> bool {
+        // Only changed under the lock we hold.
+        let e = self.encoded.load(Ordering::Relaxed);
+        if e >= self.written.load(Ordering::Acquire) {
+            return false;
+        }
+        // The owner stored the chunk's final length before publishing
+        // `written`.
+        self.encode_slot(enc, e);
+        enc.consumed = 0;
+        self.encoded.store(e + 1, Ordering::Release);
+        true
+    }
+
+    /// Encode the published samples of chunk `seq` from `enc.consumed`
+    /// on; returns its published length.
+    fn encode_slot(&self, enc: &mut Encoding, seq: u64) -> usize {
+        let slot = (seq % STAGE_CHUNKS as u64) as usize;
+        let len = self.lens[slot].load(Ordering::Acquire);
+        if len > enc.consumed {
+            // SAFETY: [consumed, len) of the slot holds published samples
+            // that the owner no longer writes and will not write again
+            // before `encoded` passes `seq` (see the Sync impl); the slot
+            // lies inside the stage.
+            let words = unsafe {
+                std::slice::from_raw_parts(
+                    (self.stage.as_ptr() as *const u64).add(slot * self.chunk_words + enc.consumed),
+                    len - enc.consumed,
+                )
+            };
+            let Encoding { replay, writer, .. } = enc;
+            let _ = replay.replay(writer, words);
+        }
+        len
+    }
+
+    /// Encode every complete chunk not encoded yet, in order, and with
     /// `partial` also the published samples of the chunk being filled.
-    /// Returns whether anything was encoded.
+    /// Returns whether a complete chunk was encoded.
     fn drain(&self, enc: &mut Encoding, partial: bool) -> bool {
         let mut any = false;
-        loop {
-            // Only changed under the lock we hold.
-            let e = self.encoded.load(Ordering::Relaxed);
-            let complete = e < self.written.load(Ordering::Acquire);
-            if !complete && !partial {
-                return any;
-            }
-            let slot = (e % STAGE_CHUNKS as u64) as usize;
-            // For a complete chunk the owner stored its final length
-            // before publishing `written`, so this is it.
-            let len = self.lens[slot].load(Ordering::Acquire);
-            if len > enc.consumed {
-                // SAFETY: [consumed, len) of the slot holds published
-                // samples that the owner no longer writes (see the Sync
-                // impl); the slot lies inside the stage.
-                let words = unsafe {
-                    std::slice::from_raw_parts(
-                        (self.stage.as_ptr() as *const u64)
-                            .add(slot * self.chunk_words + enc.consumed),
-                        len - enc.consumed,
-                    )
-                };
-                let Encoding { replay, writer, .. } = enc;
-                let _ = replay.replay(writer, words);
-                any = true;
-            }
-            if !complete {
-                enc.consumed = len;
-                return any;
-            }
-            enc.consumed = 0;
-            self.encoded.store(e + 1, Ordering::Release);
+        while self.encode_chunk(enc) {
+            any = true;
         }
+        if partial {
+            // The chunk being filled (`encoded` == `written` now; the
+            // owner may complete it meanwhile, which only means more of
+            // it is left for later).
+            let e = self.encoded.load(Ordering::Relaxed);
+            enc.consumed = self.encode_slot(enc, e);
+        }
+        any
     }
 }
 
@@ -298,22 +316,33 @@ impl Local {
     }
 
     /// The chunk is full: hand it to the encoder thread and continue in
-    /// the next slot, after encoding the waiting chunks here if that slot
-    /// is still waiting too (rare, so out of line).
+    /// the next slot (rare, so out of line). If that slot still waits to
+    /// be encoded, wait while the encoder thread encodes this stream, and
+    /// otherwise encode the oldest waiting chunk here: the encoder thread
+    /// may get no CPU for a long time (then waiting would stall the
+    /// program), but while it runs, encoding here as well would only take
+    /// turns with it on the stream's lock.
     #[cold]
     #[inline(never)]
     fn next_chunk(&mut self) {
         let s = &*self.stream;
         let next = self.seq + 1;
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
-        // once that one is encoded.
-        if s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next {
-            // Encoding here, not waiting for the encoder thread: the
-            // thread may get no CPU for a long time, and a signal handler
-            // (the sampling timer) may be the one recording.
-            let mut enc = s.lock();
-            s.drain(&mut enc, true);
-            INLINE_DRAINS.fetch_add(1, Ordering::Relaxed);
+        // once that one is encoded. The chunks before this one are
+        // complete, so the oldest is encodable.
+        while s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next {
+            let mut enc = match s.enc.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    // Someone encodes this stream's chunks right now.
+                    std::thread::yield_now();
+                    continue;
+                }
+            };
+            if s.encode_chunk(&mut enc) {
+                INLINE_CHUNKS.fetch_add(1, Ordering::Relaxed);
+            }
         }
         let slot = (next % STAGE_CHUNKS as u64) as usize;
         s.lens[slot].store(0, Ordering::Relaxed);
@@ -343,8 +372,8 @@ static ON_GEN: AtomicU64 = AtomicU64::new(0);
 static HOOK_GEN: AtomicU64 = AtomicU64::new(0);
 static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
-/// Chunks a recording thread found waiting in the slot it needed.
-static INLINE_DRAINS: AtomicU64 = AtomicU64::new(0);
+/// Staging chunks recording threads encoded themselves.
+static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
 /// The encoder thread (started at the first configuration that asks for
 /// it; `None` if it could not be, and then recording threads encode their
 /// full chunks).
@@ -490,7 +519,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clear();
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
-    INLINE_DRAINS.store(0, Ordering::Relaxed);
+    INLINE_CHUNKS.store(0, Ordering::Relaxed);
     if c.encoder_thread {
         start_encoder();
     }
@@ -749,17 +778,18 @@ pub struct Stats {
     pub wide_overflows: u64,
     /// Threads not traced because `max_threads` streams already existed.
     pub untraced_threads: u64,
-    /// Times a recording thread encoded staged samples itself because
-    /// every staging chunk was still waiting for the encoder thread (or
-    /// there is none, [`Config::encoder_thread`]).
-    pub inline_drains: u64,
+    /// Staging chunks a recording thread encoded itself: its staging
+    /// buffer was full and the encoder thread was not encoding it (not
+    /// running, busy with another thread's, or off:
+    /// [`Config::encoder_thread`]).
+    pub inline_chunks: u64,
 }
 
 /// Current statistics (staged samples are encoded first).
 pub fn stats() -> Stats {
     let mut s = Stats {
         untraced_threads: UNTRACED.load(Ordering::Relaxed),
-        inline_drains: INLINE_DRAINS.load(Ordering::Relaxed),
+        inline_chunks: INLINE_CHUNKS.load(Ordering::Relaxed),
         ..Default::default()
     };
     exclusive(|| {

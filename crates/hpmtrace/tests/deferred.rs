@@ -208,9 +208,9 @@ fn run(count_type: CountType, encoder_thread: bool) {
     assert_eq!(stats.streams, 3);
     assert_eq!(stats.dropped_messages, 0);
     if !encoder_thread {
-        // 12001 records in chunks of 21; with nobody else encoding, every
-        // third chunk switch finds the next slot waiting: about 190.
-        assert!(stats.inline_drains > 100, "{}", stats.inline_drains);
+        // 12001 records in chunks of 21, and nobody else encodes while
+        // the threads record: all but the last few chunks of each thread.
+        assert!(stats.inline_chunks > 100, "{}", stats.inline_chunks);
     }
     assert_eq!(stats.bytes, bytes.len() as u64);
     let again = encode_at_once(&items, rtd, 3);
