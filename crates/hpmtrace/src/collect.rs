@@ -102,6 +102,11 @@ pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(1
 /// each of the [`STAGE_CHUNKS`] chunks holds at least one).
 pub const MIN_STAGE_BYTES: usize = 4096;
 
+/// How long a recording thread whose next staging chunk is still being
+/// encoded by another thread spins before it sleeps (a 64 KiB chunk takes
+/// 20-40 µs to encode).
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// Chunks the staging buffer is divided into: one being filled while the
 /// others wait for, or are in, the encoder. Four keep the recording thread
 /// going while the encoder works through a backlog, and still hand over
@@ -317,11 +322,11 @@ impl Local {
 
     /// The chunk is full: hand it to the encoder thread and continue in
     /// the next slot (rare, so out of line). If that slot still waits to
-    /// be encoded, wait while the encoder thread encodes this stream, and
-    /// otherwise encode the oldest waiting chunk here: the encoder thread
-    /// may get no CPU for a long time (then waiting would stall the
-    /// program), but while it runs, encoding here as well would only take
-    /// turns with it on the stream's lock.
+    /// be encoded, wait while another thread encodes this stream (encoding
+    /// is sequential, so working here too would only take turns with it),
+    /// and otherwise encode the oldest waiting chunk here: the encoder
+    /// thread may get no CPU for a long time, and waiting for it then would
+    /// stall the program.
     #[cold]
     #[inline(never)]
     fn next_chunk(&mut self) {
@@ -330,17 +335,28 @@ impl Local {
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
-        while s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next {
+        let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        while waiting() {
             let mut enc = match s.enc.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(TryLockError::WouldBlock) => {
-                    // Someone encodes this stream's chunks right now.
-                    std::thread::yield_now();
-                    continue;
+                    // Another thread encodes this stream. It frees a slot
+                    // within one chunk's encoding, usually sooner than a
+                    // sleeping thread wakes up: spin that long, then sleep
+                    // on the lock (leaving the core to that thread, should
+                    // it be waiting for one).
+                    let t0 = std::time::Instant::now();
+                    while waiting() && t0.elapsed() < SPIN_BEFORE_SLEEP {
+                        std::hint::spin_loop();
+                    }
+                    if !waiting() {
+                        break;
+                    }
+                    s.lock()
                 }
             };
-            if s.encode_chunk(&mut enc) {
+            if waiting() && s.encode_chunk(&mut enc) {
                 INLINE_CHUNKS.fetch_add(1, Ordering::Relaxed);
             }
         }
