@@ -11,7 +11,10 @@
 //! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`;
 //! `HPMTRACE_STAGE_BYTES=<n>[K|M]` sets the per-thread staging buffer
 //! records wait in until they are encoded (default: the trace buffer size
-//! within 64 KiB..16 MiB).
+//! within 64 KiB..16 MiB). The first init call starts the library's
+//! encoder thread, which encodes full staging chunks while the program
+//! runs; `perfTraceOff()` and `perfWriteTrace()` wait for it and encode
+//! the rest.
 //!
 //! Host without hardware counters: when the environment variable
 //! `HPMTRACE_SW_FALLBACK=1` is set, hardware events the machine lacks are
