@@ -79,9 +79,8 @@ pub struct Config {
     pub stage_bytes: usize,
     /// Most threads traced at once (sets the SRC field width).
     pub max_threads: u32,
-    /// Count software events in place of hardware events the machine
-    /// lacks (the header names the software event actually counted).
-    pub software_fallback: bool,
+    /// What to do with an event this machine cannot count.
+    pub unavailable: Unavailable,
     /// Encode full staging chunks on the process's encoder thread (the
     /// default). Off, a recording thread encodes its chunks itself when
     /// its staging buffer is full, as before the thread existed: for a
@@ -89,6 +88,23 @@ pub struct Config {
     pub encoder_thread: bool,
     /// Trigger.
     pub mode: Mode,
+}
+
+/// What [`configure`] does with an event this machine cannot count: its
+/// counter does not open, or it opens but the kernel never schedules it
+/// (alone, or together with the others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Fail with [`Error::Open`] naming the event.
+    Fail,
+    /// Leave the event out of the header (its slot stays empty) and say so
+    /// on stderr. Whole-group failures leave out events from the last one
+    /// on. The trace keeps to the event types SiFive's decoder reads.
+    LeaveOut,
+    /// Count a Linux software event in its place
+    /// ([`crate::linux::software_stand_in`]; type 16 in the header, an
+    /// hpmtrace extension SiFive's decoder rejects).
+    SoftwareStandIn,
 }
 
 /// Default per-thread buffer when the caller gives 0 (the SRAM choice on
@@ -463,37 +479,66 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     }
     let slots = assign_slots(&cfg.events).map_err(Error::Slots)?;
     // Decide per event what is really counted: probe on this thread.
+    // (index in cfg.events, slot, event counted, counter_info)
     let mut chosen = Vec::new();
     for (i, &e) in cfg.events.iter().enumerate() {
         let slot = slots[i];
         if e.is_timestamp() {
-            chosen.push((
-                slot,
-                e,
-                CounterInfo {
-                    csr: 0,
-                    width: TIMESTAMP_BITS,
-                },
-            ));
+            let info = CounterInfo {
+                csr: 0,
+                width: TIMESTAMP_BITS,
+            };
+            chosen.push((i, slot, e, info));
             continue;
         }
         let counted = match check_group_runs(&[(0, e)]) {
             Ok(()) => e,
-            Err(err) if cfg.software_fallback => {
-                let s = software_stand_in(e);
-                PerfGroup::open(&[(0, s)]).map_err(|_| Error::Open(err))?;
-                s
-            }
-            Err(err) => return Err(Error::Open(err)),
+            Err(err) => match cfg.unavailable {
+                Unavailable::Fail => return Err(Error::Open(err)),
+                Unavailable::LeaveOut => {
+                    left_out(i, &err);
+                    continue;
+                }
+                Unavailable::SoftwareStandIn => {
+                    let s = software_stand_in(e);
+                    PerfGroup::open(&[(0, s)]).map_err(|_| Error::Open(err))?;
+                    s
+                }
+            },
         };
         let csr = if matches!(counted, Event::LinuxSoftware { .. }) {
             0
         } else {
             0xc00 + slot as u16
         };
-        chosen.push((slot, counted, CounterInfo { csr, width: 64 }));
+        chosen.push((i, slot, counted, CounterInfo { csr, width: 64 }));
     }
-    let header = build_header(cfg.count_type, &chosen);
+    // The group as a whole must open and be scheduled too (group
+    // constraints, e.g. more events than counters). Leaving out: from the
+    // last event on, until it is.
+    loop {
+        let members: Vec<(usize, Event)> = chosen
+            .iter()
+            .filter(|c| !c.2.is_timestamp())
+            .map(|c| (c.1 as usize, c.2))
+            .collect();
+        match check_group_runs(&members) {
+            Ok(()) => break,
+            Err(err) if cfg.unavailable == Unavailable::LeaveOut => {
+                let Some(last) = chosen.iter().rposition(|c| !c.2.is_timestamp()) else {
+                    break;
+                };
+                left_out(chosen[last].0, &err);
+                chosen.remove(last);
+            }
+            Err(err) => return Err(Error::Open(err)),
+        }
+    }
+    let counted: Vec<(u8, Event, CounterInfo)> = chosen
+        .iter()
+        .map(|&(_, slot, e, info)| (slot, e, info))
+        .collect();
+    let header = build_header(cfg.count_type, &counted);
     let ts_pos = timestamp_position(&header);
     // Counters read per record: every position but the timestamp's, in
     // record order (the sample layout of crate::stage).
@@ -503,8 +548,6 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         .filter(|(_, (_, c))| !c.event.is_timestamp())
         .map(|(pos, (_, c))| (pos, c.event))
         .collect();
-    // The group as a whole must open and be scheduled too (group constraints).
-    check_group_runs(&perf_events).map_err(Error::Open)?;
     let buffer_bytes = if cfg.buffer_bytes == 0 {
         DEFAULT_BUFFER_BYTES
     } else {
@@ -544,6 +587,20 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         attach_timer_to_current_thread(interval_us)?;
     }
     Ok(())
+}
+
+/// Say on stderr that event `i` of the configuration is not in the trace.
+fn left_out(i: usize, err: &OpenError) {
+    let why = match err.error.raw_os_error() {
+        Some(_) => format!("perf_event_open: {}", err.error),
+        None => err.error.to_string(),
+    };
+    eprintln!(
+        "hpmtrace: event {i} ({:?}) left out of the trace ({why}); HPMTRACE_SW_FALLBACK=1 \
+         counts a Linux software event in its place (event type 16, which SiFive's \
+         decoder does not read)",
+        err.event
+    );
 }
 
 /// The header of the current configuration.

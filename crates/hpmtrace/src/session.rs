@@ -19,7 +19,7 @@
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
 
-use crate::collect::{self, Config, Error, Mode, Stats};
+use crate::collect::{self, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
 use crate::rtd::RtdConfig;
 use std::path::{Path, PathBuf};
@@ -75,9 +75,10 @@ impl SessionBuilder {
         self.cfg.max_threads = n;
         self
     }
-    /// Count software stand-ins for hardware events the machine lacks.
-    pub fn software_fallback(mut self, on: bool) -> Self {
-        self.cfg.software_fallback = on;
+    /// What to do with an event the machine cannot count (default
+    /// [`Unavailable::Fail`]: `start` fails naming it).
+    pub fn unavailable(mut self, u: Unavailable) -> Self {
+        self.cfg.unavailable = u;
         self
     }
     /// Trigger (default [`Mode::Manual`]).
@@ -125,7 +126,7 @@ impl Session {
                 buffer_bytes: 0,
                 stage_bytes: 0,
                 max_threads: 1,
-                software_fallback: false,
+                unavailable: Unavailable::Fail,
                 encoder_thread: true,
                 mode: Mode::Manual,
             },
