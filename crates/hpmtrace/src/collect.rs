@@ -123,11 +123,12 @@ pub const MIN_STAGE_BYTES: usize = 4096;
 /// 20-40 µs to encode).
 const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// Chunks the staging buffer is divided into: one being filled while the
-/// others wait for, or are in, the encoder. Four keep the recording thread
-/// going while the encoder works through a backlog, and still hand over
-/// chunks big enough that waking the encoder is rare.
+/// Chunks the staging buffer is divided into (a power of two): one being
+/// filled while the others wait for, or are in, the encoder. Four keep the
+/// recording thread going while the encoder works through a backlog, and
+/// still hand over chunks big enough that waking the encoder is rare.
 pub const STAGE_CHUNKS: usize = 4;
+const _: () = assert!(STAGE_CHUNKS.is_power_of_two() && STAGE_CHUNKS >= 2);
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
 pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
@@ -300,6 +301,9 @@ struct Local {
     chunk: *mut u64,
     /// Its sequence number (`stream.written`).
     seq: u64,
+    /// Its published length, `stream.lens[seq % STAGE_CHUNKS]` (a pointer:
+    /// the hook stores through it on every record).
+    len: *const AtomicUsize,
     /// Words filled in it (local copy of its `stream.lens` entry).
     filled: usize,
     /// Chunk capacity, words.
@@ -332,8 +336,9 @@ impl Local {
         };
         self.group.read_members(s);
         self.filled += self.words;
-        let slot = (self.seq % STAGE_CHUNKS as u64) as usize;
-        self.stream.lens[slot].store(self.filled, Ordering::Release);
+        // SAFETY: `len` points into `self.stream`, which this state keeps
+        // alive.
+        unsafe { &*self.len }.store(self.filled, Ordering::Release);
     }
 
     /// The chunk is full: hand it to the encoder thread and continue in
@@ -381,6 +386,7 @@ impl Local {
         // Publishes the full chunk and the cleared length together.
         s.written.store(next, Ordering::Release);
         self.seq = next;
+        self.len = &s.lens[slot];
         self.filled = 0;
         // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
         self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
@@ -650,6 +656,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         generation: 0,
         chunk: stream.stage.as_ptr() as *mut u64,
         seq: 0,
+        len: &stream.lens[0],
         filled: 0,
         cap,
         words,
