@@ -171,8 +171,12 @@ fn spread_slices32(v: u32) -> u64 {
 /// writes of the overhead benchmark's fib trace with 2 counters shared an
 /// entry and evicted each other on every record (encoding 18 % slower);
 /// 512 is as fast as any larger size on the traces tried: 16 KiB per
-/// writer.
+/// writer. Without `std` (bare metal, where writers sit in static memory
+/// and may be built on small stacks) 64: 2 KiB.
+#[cfg(feature = "std")]
 const RECENT: usize = 512;
+#[cfg(not(feature = "std"))]
+const RECENT: usize = 64;
 
 /// A framed Data Acquisition message with an empty TIMESTAMP field.
 #[derive(Clone, Copy)]
