@@ -224,7 +224,7 @@ struct Stream {
 // SAFETY: a slot's words at and past its published length are written only
 // by the owning thread; words below it are read only under `enc`'s lock
 // and written again only after `encoded` has moved past the chunk, i.e.
-// after every reader is done with them (see `Stream::drain`).
+// after every reader is done with them (see `Stream::encode_slot`).
 unsafe impl Sync for Stream {}
 // SAFETY: as for Sync: the stage is plain memory owned by the stream and
 // the rules above hold whichever thread holds it.
