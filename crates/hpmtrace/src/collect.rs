@@ -44,7 +44,9 @@ use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// How records are triggered.
@@ -119,7 +121,7 @@ pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(1
 pub const MIN_STAGE_BYTES: usize = 4096;
 
 /// How long a recording thread whose next staging chunk is still being
-/// encoded by another thread spins before it sleeps (a 64 KiB chunk takes
+/// encoded by another thread polls before it sleeps (a 64 KiB chunk takes
 /// 20-40 µs to encode).
 const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
 
@@ -358,18 +360,28 @@ impl Local {
         // complete, so the oldest is encodable.
         let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
         while waiting() {
-            let mut enc = match s.enc.try_lock() {
+            // The encoder thread is awake: it is encoding this stream or
+            // about to (it only sleeps when it finds nothing to do), so
+            // wait for it rather than take turns with it.
+            let encoder_awake = s.background && ENCODER_AWAKE.load(Ordering::Acquire);
+            let lock = if encoder_awake {
+                Err(TryLockError::WouldBlock)
+            } else {
+                s.enc.try_lock()
+            };
+            let mut enc = match lock {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(TryLockError::WouldBlock) => {
                     // Another thread encodes this stream. It frees a slot
                     // within one chunk's encoding, usually sooner than a
-                    // sleeping thread wakes up: spin that long, then sleep
-                    // on the lock (leaving the core to that thread, should
-                    // it be waiting for one).
+                    // sleeping thread wakes up: poll that long, yielding
+                    // this CPU (the encoder may be waiting for it; a spin
+                    // here tripled the cost when it was), then sleep on
+                    // the lock.
                     let t0 = std::time::Instant::now();
                     while waiting() && t0.elapsed() < SPIN_BEFORE_SLEEP {
-                        std::hint::spin_loop();
+                        std::thread::yield_now();
                     }
                     if !waiting() {
                         break;
@@ -412,6 +424,9 @@ static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
 /// Staging chunks recording threads encoded themselves.
 static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
+/// Whether the encoder thread is running its loop rather than parked: a
+/// recording thread then leaves the waiting chunks to it.
+static ENCODER_AWAKE: AtomicBool = AtomicBool::new(false);
 /// The encoder thread (started at the first configuration that asks for
 /// it; `None` if it could not be, and then recording threads encode their
 /// full chunks).
@@ -635,7 +650,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     }
     let stream = Arc::new(Stream {
         src: src as u16,
-        background: c.encoder_thread,
+        background: c.encoder_thread && matches!(ENCODER.get(), Some(Some(_))),
         stage: stage.into_boxed_slice(),
         chunk_words: cap,
         lens: Default::default(),
@@ -691,20 +706,31 @@ fn start_encoder() {
 /// a recording thread completes another one. A stream whose lock is taken
 /// is skipped: whoever holds it is encoding it.
 fn encoder_loop() -> ! {
+    ENCODER_AWAKE.store(true, Ordering::Release);
     loop {
-        let mut any = false;
+        let (mut any, mut blocked) = (false, false);
         for s in streams_by_src().into_iter().filter(|s| s.background) {
             let mut enc = match s.enc.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(TryLockError::WouldBlock) => continue,
+                Err(TryLockError::WouldBlock) => {
+                    // Its owner (or a reader) encodes a chunk: look again
+                    // soon rather than sleep while chunks wait.
+                    blocked |=
+                        s.encoded.load(Ordering::Acquire) < s.written.load(Ordering::Acquire);
+                    continue;
+                }
             };
             any |= s.drain(&mut enc, false);
         }
-        if !any {
+        if blocked && !any {
+            std::thread::yield_now();
+        } else if !any {
+            ENCODER_AWAKE.store(false, Ordering::Release);
             // A chunk completed since the scan left an unpark token, so
             // this returns at once then.
             std::thread::park();
+            ENCODER_AWAKE.store(true, Ordering::Release);
         }
     }
 }
