@@ -19,12 +19,13 @@
 //! period, stop-on-wrap), so its chunks are encoded one at a time, in
 //! order, under the stream's mutex, whoever does it. When the next slot
 //! still waits to be encoded, the recording thread waits while the encoder
-//! thread is encoding its stream, and otherwise (the encoder thread gets no
-//! CPU, or is busy with another thread's chunks) encodes the oldest chunk
-//! itself: no record is lost, the program never waits for a thread that is
-//! not running, and at worst it pays what encoding on the recording thread
-//! always cost. Trace-off and reading or writing the trace encode whatever
-//! is left: every thread's chunks and the partly filled one.
+//! thread is awake or another thread holds the stream's lock (polling for
+//! up to 100 µs, yielding its CPU, then asleep on the lock),
+//! and otherwise (the encoder thread asleep or absent, or the lock free
+//! after the wait) encodes the oldest chunk itself: no record is lost, and
+//! at worst it pays what encoding on the recording thread always cost.
+//! Trace-off and reading or writing the trace encode whatever is left:
+//! every thread's chunks and the partly filled one.
 //!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
