@@ -209,7 +209,11 @@ fn guest_checks(
     let names: Vec<String> = t
         .header
         .as_ref()
-        .map(|h| h.iter().map(|(i, d)| format!("{i}:{:?}", d.event)).collect())
+        .map(|h| {
+            h.iter()
+                .map(|(i, d)| format!("{i}:{:?}", d.event))
+                .collect()
+        })
         .unwrap_or_default();
     let seed_types = header.is_some_and(|h| {
         h.iter()
