@@ -41,7 +41,7 @@ pub fn cabi(a: CabiArgs) -> Result<()> {
     install(&a.dir)?;
     eprintln!("installed {d}/include/*.h and {d}/lib/libhpmtrace.a");
     eprintln!("build a program:  cc -finstrument-functions -I{d}/include prog.c {d}/lib/libhpmtrace.a -lpthread -ldl -lm");
-    eprintln!("on a host without hardware counters run it with HPMTRACE_SW_FALLBACK=1");
+    eprintln!("events the machine cannot count are left out of the trace (a warning names each); HPMTRACE_SW_FALLBACK=1 counts Linux software events in their place (event type 16: hpmtrace's decoder only)");
     Ok(())
 }
 
@@ -204,9 +204,10 @@ fn check_pie_symbols(cli: &Path, dir: &Path, exe: &Path) -> Result<()> {
 
 /// The same example in the Linux guest with hardware counters: the C API
 /// cross-built for riscv64 Linux, fib.c compiled static with
-/// `-finstrument-functions`, twice: as written (`/fib`) and with its event
-/// list cut to what QEMU's PMU counts (`/fib-hw`); run and checked in one
-/// boot by crate::linux::trace.
+/// `-finstrument-functions`, twice: as written (`/fib`, whose events QEMU's
+/// PMU cannot count are left out by default) and with its event list cut
+/// to what QEMU's PMU counts (`/fib-hw`); run and checked in one boot by
+/// crate::linux::trace.
 fn guest(cli: &Path) -> Result<()> {
     let target = crate::linux::trace::GUEST_TARGET;
     step("hpmtrace: seed fib example for the riscv64 Linux guest");
@@ -239,16 +240,46 @@ fn guest(cli: &Path) -> Result<()> {
             Program {
                 guest_path: "/fib-hw",
                 elf: &fib_hw,
+                events: &SEED_EVENTS[..3],
             },
             Program {
                 guest_path: "/fib",
                 elf: &fib,
+                events: &SEED_EVENTS,
             },
         ],
         cli,
         &dir,
     )
 }
+
+/// The seed fib example's `perfCntrList` (crates/hpmtrace/tests/c/fib.c).
+const SEED_EVENTS: [hpmtrace::format::Event; 7] = {
+    use hpmtrace::format::{hw, Event};
+    [
+        Event::General {
+            code: hw::CPU_CYCLES,
+        },
+        Event::General {
+            code: hw::TIMESTAMP,
+        },
+        Event::General {
+            code: hw::INSTRUCTIONS,
+        },
+        Event::General {
+            code: hw::CACHE_MISSES,
+        },
+        Event::General {
+            code: hw::BRANCH_INSTRUCTIONS,
+        },
+        Event::General {
+            code: hw::BRANCH_MISSES,
+        },
+        Event::Raw {
+            event_data: 2 << 16,
+        },
+    ]
+};
 
 /// The seed example with its `perfCntrList` replaced by the events QEMU
 /// virt's PMU counts: the first three of the seed's list (HW_CPU_CYCLES,
@@ -358,5 +389,47 @@ mod tests {
         assert!(hw.contains("unsigned long fib(unsigned long f)"));
         assert!(hw.contains("perfFuncEntryExitInit(perfCntrList"));
         assert!(super::with_hardware_events("int main() {}").is_err());
+    }
+
+    #[test]
+    fn seed_events_are_the_list_of_fib_c() {
+        use hpmtrace::format::Event;
+        let seed =
+            std::fs::read_to_string(crate::util::root().join("crates/hpmtrace/tests/c/fib.c"))
+                .unwrap();
+        let list = &seed[seed.find("perfCntrList[] = {").unwrap()..];
+        let list = &list[..list.find("\n};").unwrap()];
+        // The `.code = NAME` of each entry, in order.
+        let codes: Vec<&str> = list
+            .split(".code = ")
+            .skip(1)
+            .map(|t| {
+                t.split(|c: char| c == ',' || c.is_whitespace())
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        let names: Vec<String> = super::SEED_EVENTS
+            .iter()
+            .map(|e| match e {
+                Event::General { code } => match *code {
+                    1 => "HW_CPU_CYCLES".to_string(),
+                    2 => "HW_INSTRUCTIONS".to_string(),
+                    4 => "HW_CACHE_MISSES".to_string(),
+                    5 => "HW_BRANCH_INSTRUCTIONS".to_string(),
+                    6 => "HW_BRANCH_MISSES".to_string(),
+                    0x80 => "HW_TIMESTAMP".to_string(),
+                    c => format!("code {c}"),
+                },
+                Event::Raw { event_data } => {
+                    assert_eq!(*event_data, 2 << 16);
+                    assert!(list.contains(".event_data = (2 << 16) | (0 << 0)"));
+                    "0".to_string()
+                }
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(codes, names);
+        assert_eq!(list.matches("perfEventHWRaw").count(), 1);
     }
 }

@@ -2,22 +2,27 @@
 //! with hpmtrace against uftrace, on the same recursive fib program, and
 //! where hpmtrace's time goes.
 //!
-//! `cargo run --release -p hpmtrace --example overhead [-- N]`
+//! `cargo run --release -p hpmtrace --example overhead [-- N [ROUNDS]]`
 //!
 //! End to end: builds benches/fib_bench.c with gcc -O1 -fno-inline
 //! -fno-optimize-sibling-calls (so every fib call stays a real call in
-//! every build) several ways, runs each 5 times and reports the median time
-//! of fib(N) (timed inside the program, so tracer start-up and trace
-//! write-out are excluded), minus the uninstrumented time, divided by the
-//! number of calls. hpmtrace runs twice per counter set: with a staging
-//! buffer large enough for the whole run (encoding happens at trace-off,
-//! outside the timed region, like uftrace's recorder writing its buffers
-//! out in another process) and with a 256 KiB one (encoding happens inside
-//! the timed region every time it fills).
+//! every build) several ways and times fib(N) inside the program (tracer
+//! start-up and trace write-out are excluded). Every configuration runs
+//! once per round, ROUNDS rounds (default 7) one after the other, so that
+//! a busy moment of the machine hits all of them alike; the median, minus
+//! the uninstrumented median, divided by the number of calls, is the cost
+//! per enter+exit pair (the best run is printed too). hpmtrace runs twice
+//! per counter set: with a staging buffer large enough for the whole run
+//! (encoding happens at trace-off, outside the timed region, like
+//! uftrace's recorder writing its buffers out in another process) and with
+//! a 256 KiB one (chunks are encoded during the run, by the encoder thread
+//! or, when it is behind, by the recording thread).
 //!
 //! Breakdown, in this process through the Rust API (no C call, so a few ns
 //! cheaper than the hooks): the counter reads alone (two per pair), the
-//! hook with the reads, and the encoding of the staged samples.
+//! hook with the reads, the encoding of the staged samples, and the hooks
+//! with a 256 KiB stage with how many chunks the recording thread had to
+//! encode itself.
 
 use hpmtrace::collect::{self, Mode};
 use hpmtrace::format::{hw, CountType, Event, RecordType};
@@ -103,31 +108,36 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median fib time in ns over 5 runs of `cmd` with `env`.
-fn time(dir: &Path, cmd: &[&str], env: &[(&str, &str)]) -> f64 {
-    median(
-        (0..5)
-            .map(|_| {
-                let out = Command::new(cmd[0])
-                    .args(&cmd[1..])
-                    .envs(env.iter().copied())
-                    .current_dir(dir)
-                    .output()
-                    .expect("run");
-                assert!(
-                    out.status.success(),
-                    "{cmd:?}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let s = String::from_utf8_lossy(&out.stdout);
-                let line = s.lines().last().unwrap_or("");
-                line.split_whitespace()
-                    .nth(1)
-                    .and_then(|x| x.parse().ok())
-                    .unwrap_or_else(|| panic!("{cmd:?}: {s}"))
-            })
-            .collect(),
-    )
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// One run of `cmd` with `env`: the fib time in ns it prints.
+fn run_once(dir: &Path, cmd: &[String], env: &[(&str, &str)]) -> f64 {
+    let out = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    let line = s.lines().last().unwrap_or("");
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{cmd:?}: {s}"))
+}
+
+/// A program run to time: its command line and environment.
+struct Config {
+    cmd: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+    times: Vec<f64>,
 }
 
 fn fib(n: u64) -> u64 {
@@ -163,44 +173,50 @@ fn read_cost(set: &str) -> (f64, bool) {
 }
 
 /// In-process: ns per enter+exit pair for the hooks (counter reads
-/// included, encoding deferred) and for encoding the staged samples.
-fn hook_and_encode(set: &str, pairs: u64) -> (f64, f64) {
+/// included) with a staging buffer of `stage` bytes, for encoding what is
+/// still staged afterwards, and the staging chunks the recording thread
+/// encoded itself (see `collect::Stats::inline_chunks`).
+fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
     let mut hook = Vec::new();
     let mut encode = Vec::new();
+    let mut inline = Vec::new();
     for _ in 0..5 {
         let mut b = Session::builder()
             .count_type(CountType::Delta)
             .mode(Mode::FuncEntryExit)
             .buffer_bytes(256 << 20)
-            .stage_bytes(128 << 20);
+            .stage_bytes(stage);
         for e in events(set) {
             b = b.event(e);
         }
         let s = b.start().expect("session");
+        let before = s.stats().inline_chunks;
         let t0 = Instant::now();
         for i in 0..pairs {
-            // fib's pattern: one function, two call sites.
-            let site = 0x40_1180 + 8 * (i & 1) as usize;
-            collect::hook(RecordType::FuncEnter, 0x40_1136, site);
-            collect::hook(RecordType::FuncExit, 0x40_1136, site);
+            // fib's pattern: one function, two call sites, addresses of a
+            // position-independent executable (two words each).
+            let site = 0x5555_5555_5180 + 8 * (i & 1) as usize;
+            collect::hook(RecordType::FuncEnter, 0x5555_5555_5136, site);
+            collect::hook(RecordType::FuncExit, 0x5555_5555_5136, site);
         }
         let t1 = Instant::now();
-        let st = s.stats(); // encodes everything staged
+        let st = s.stats(); // encodes everything still staged
         let t2 = Instant::now();
         assert_eq!(st.records, 2 * pairs);
         assert_eq!(st.dropped_messages, 0);
         s.finish().unwrap();
         hook.push((t1 - t0).as_nanos() as f64 / pairs as f64);
         encode.push((t2 - t1).as_nanos() as f64 / pairs as f64);
+        inline.push(st.inline_chunks - before);
     }
-    (median(hook), median(encode))
+    inline.sort();
+    (median(hook), median(encode), inline[inline.len() / 2])
 }
 
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(24);
+    let mut args = std::env::args().skip(1);
+    let n: u64 = args.next().and_then(|x| x.parse().ok()).unwrap_or(24);
+    let rounds: usize = args.next().and_then(|x| x.parse().ok()).unwrap_or(7);
     let calls = 2 * fib(n + 1) - 1;
     let dir = std::env::temp_dir().join(format!("hpmtrace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -216,69 +232,101 @@ fn main() {
     let pg = gcc(&dir, "pg", &["-pg"], &[]);
     let ns = n.to_string();
     let p = |x: &Path| x.to_string_lossy().into_owned();
-    let base = time(&dir, &[&p(&plain), &ns], &[]);
-    let per_pair = |t: f64| (t - base) / calls as f64;
+    let uftrace = |exe: &Path| {
+        vec![
+            "uftrace".into(),
+            "record".into(),
+            "--no-libcall".into(),
+            "-d".into(),
+            p(&dir.join("uftrace.data")),
+            p(exe),
+            ns.clone(),
+        ]
+    };
+    let config = |cmd: Vec<String>, env: Vec<(&'static str, &'static str)>| Config {
+        cmd,
+        env,
+        times: Vec::new(),
+    };
+    // 0: plain, 1: uftrace, 2: uftrace -pg, then per set: at off, in run.
+    let mut configs = vec![
+        config(vec![p(&plain), ns.clone()], vec![]),
+        config(uftrace(&cyg), vec![]),
+        config(uftrace(&pg), vec![]),
+    ];
+    for (set, _) in SETS {
+        for stage in ["64M", "256K"] {
+            configs.push(config(
+                vec![p(&traced), ns.clone(), set.into()],
+                vec![("HPMTRACE_STAGE_BYTES", stage)],
+            ));
+        }
+    }
+    for _ in 0..rounds {
+        for c in configs.iter_mut() {
+            c.times.push(run_once(&dir, &c.cmd, &c.env));
+        }
+    }
+    let base = median(configs[0].times.clone());
+    let base_min = min(&configs[0].times);
+    // (median, best) ns per pair
+    let per_pair = |c: &Config| {
+        (
+            (median(c.times.clone()) - base) / calls as f64,
+            (min(&c.times) - base_min) / calls as f64,
+        )
+    };
     println!(
-        "fib({n}): {calls} calls (enter+exit pairs), uninstrumented {:.2} ms",
+        "fib({n}): {calls} calls (enter+exit pairs), uninstrumented {:.2} ms; {rounds} rounds",
         base / 1e6
     );
-
-    let uf = |exe: &Path| {
-        per_pair(time(
-            &dir,
-            &[
-                "uftrace",
-                "record",
-                "--no-libcall",
-                "-d",
-                &p(&dir.join("uftrace.data")),
-                &p(exe),
-                &ns,
-            ],
-            &[],
-        ))
-    };
-    let u_cyg = uf(&cyg);
-    let u_pg = uf(&pg);
-    println!("\nuftrace record, -finstrument-functions build: {u_cyg:7.1} ns/pair (the reference)");
-    println!("uftrace record, -pg build:                    {u_pg:7.1} ns/pair");
-
-    println!("\nhpmtrace end to end (C fib, ns per enter+exit pair; ratio = / uftrace -finstrument-functions; goal <= 0.50):");
+    let (u_cyg, u_cyg_best) = per_pair(&configs[1]);
+    let (u_pg, u_pg_best) = per_pair(&configs[2]);
     println!(
-        "{:<40} {:>16} {:>7} {:>18} {:>7}",
+        "\nuftrace record, -finstrument-functions build: {u_cyg:7.1} ns/pair (best {u_cyg_best:.1}; the reference)"
+    );
+    println!(
+        "uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})"
+    );
+
+    println!("\nhpmtrace end to end (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; goal <= 0.50):");
+    println!(
+        "{:<40} {:>16} {:>6} {:>16} {:>6}",
         "counters", "encode at off", "ratio", "encode in run", "ratio"
     );
-    for (set, label) in SETS {
-        let deferred = per_pair(time(
-            &dir,
-            &[&p(&traced), &ns, set],
-            &[("HPMTRACE_STAGE_BYTES", "64M")],
-        ));
-        let inline = per_pair(time(
-            &dir,
-            &[&p(&traced), &ns, set],
-            &[("HPMTRACE_STAGE_BYTES", "256K")],
-        ));
+    for (i, (set, label)) in SETS.iter().enumerate() {
+        let (off, off_best) = per_pair(&configs[3 + 2 * i]);
+        let (run, run_best) = per_pair(&configs[4 + 2 * i]);
         println!(
-            "{:<40} {:>16.1} {:>7.2} {:>18.1} {:>7.2}",
+            "{:<40} {:>16} {:>6.2} {:>16} {:>6.2}",
             format!("{set:>2}: {label}"),
-            deferred,
-            deferred / u_cyg,
-            inline,
-            inline / u_cyg
+            format!("{off:.1} ({off_best:.1})"),
+            off / u_cyg,
+            format!("{run:.1} ({run_best:.1})"),
+            run / u_cyg
         );
     }
 
-    println!("\nbreakdown in-process (ns per enter+exit pair):");
+    println!("\nbreakdown in-process (ns per enter+exit pair; the last two columns with a 256 KiB stage):");
     println!(
-        "{:<40} {:>12} {:>14} {:>14} {:>10}",
-        "counters", "hook total", "counter reads", "hook - reads", "encode"
+        "{:<40} {:>10} {:>14} {:>12} {:>8} {:>12} {:>14}",
+        "counters",
+        "hook total",
+        "counter reads",
+        "hook - reads",
+        "encode",
+        "hook in run",
+        "inline chunks"
     );
     for (set, label) in SETS {
         let (read, user) = read_cost(set);
-        let (hook, encode) = hook_and_encode(set, calls);
+        let (hook, encode, _) = hook_and_encode(set, calls, 128 << 20);
+        let (hook_run, _, inline) = hook_and_encode(set, calls, 256 << 10);
+        let words = (hpmtrace::stage::SAMPLE_HEAD_WORDS + events(set).len() - 1) as u64;
+        let chunk = (256 << 10) / collect::STAGE_CHUNKS as u64;
+        let chunks = 2 * calls * words * 8 / chunk;
         println!(
-            "{:<40} {:>12.1} {:>14} {:>14.1} {:>10.1}",
+            "{:<40} {:>10.1} {:>14} {:>12.1} {:>8.1} {:>12.1} {:>14}",
             format!("{set:>2}: {label}"),
             hook,
             format!(
@@ -293,7 +341,9 @@ fn main() {
                 }
             ),
             hook - 2.0 * read,
-            encode
+            encode,
+            hook_run,
+            format!("{inline} of {chunks}")
         );
     }
     let _ = std::fs::remove_dir_all(&dir);

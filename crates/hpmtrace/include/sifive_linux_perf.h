@@ -11,8 +11,12 @@
  *    thread is its own Nexus source (SRC field of ceil(log2(num_cores))
  *    bits); num_funnels is accepted and ignored;
  *  - perfTimerISRInit() samples the calling thread with a SIGPROF timer;
- *  - HPMTRACE_SW_FALLBACK=1 counts Linux software events in place of
- *    hardware events the machine lacks (header type 16 names them).
+ *  - full staging chunks are encoded by a library thread while the
+ *    program runs; perfTraceOff() and perfWriteTrace() wait for it;
+ *  - an event the machine cannot count is left out of the trace (a
+ *    warning on stderr names it, its ctrInfo is 0, init succeeds);
+ *    HPMTRACE_SW_FALLBACK=1 counts a Linux software event in its place
+ *    instead (header type 16, which only hpmtrace's decoder reads).
  */
 #ifndef SIFIVE_LINUX_PERF_H_
 #define SIFIVE_LINUX_PERF_H_

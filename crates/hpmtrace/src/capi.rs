@@ -11,17 +11,26 @@
 //! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`;
 //! `HPMTRACE_STAGE_BYTES=<n>[K|M]` sets the per-thread staging buffer
 //! records wait in until they are encoded (default: the trace buffer size
-//! within 64 KiB..16 MiB).
+//! within 64 KiB..16 MiB). The first init call starts the library's
+//! encoder thread, which encodes full staging chunks while the program
+//! runs; `perfTraceOff()` and `perfWriteTrace()` wait for it and encode
+//! the rest.
 //!
-//! Host without hardware counters: when the environment variable
-//! `HPMTRACE_SW_FALLBACK=1` is set, hardware events the machine lacks are
-//! counted as Linux software events (see
-//! [`crate::linux::software_stand_in`]); otherwise the init call fails and
-//! prints why.
+//! Events the machine cannot count (no hardware PMU, or a PMU without
+//! cache/branch/raw events): by default each is left out of the trace
+//! header, with a warning on stderr naming it, and the init call succeeds
+//! (`ctrInfo` of the event is 0). Every trace written by default thus keeps
+//! to the event types the seed defines (0 general, 1 cache, 2 raw), which
+//! SiFive's decoder reads. With `HPMTRACE_SW_FALLBACK=1` (also `yes`,
+//! `true`) a Linux software event is counted in its place instead (see
+//! [`crate::linux::software_stand_in`]); the header then names it with
+//! type 16, an hpmtrace extension that only hpmtrace's decoder reads
+//! (SiFive's rejects it: "invalid counter type"). A program that lists
+//! type-16 events (`perfEventLinuxSW`) itself gets them in any case.
 
 #![allow(non_snake_case)] // C names, kept as the original API spells them
 
-use crate::collect::{self, Config, Mode};
+use crate::collect::{self, Config, Mode, Unavailable};
 use crate::format::RecordType;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
@@ -127,7 +136,12 @@ unsafe fn init(
         buffer_bytes,
         stage_bytes: stage_override(),
         max_threads: cores,
-        software_fallback: sw_fallback(),
+        unavailable: if sw_fallback() {
+            Unavailable::SoftwareStandIn
+        } else {
+            Unavailable::LeaveOut
+        },
+        encoder_thread: true,
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {
@@ -140,9 +154,11 @@ unsafe fn init(
         for (i, e) in list.iter_mut().enumerate() {
             let slot = assigned[i];
             e.ctrIdx = slot as c_uint;
-            if let Some((_, d)) = slots.iter().find(|(s, _)| *s == slot) {
-                e.ctrInfo = d.info.to_u32() as c_ulong;
-            }
+            // 0 for an event left out (not counted, not in the header).
+            e.ctrInfo = slots
+                .iter()
+                .find(|(s, _)| *s == slot)
+                .map_or(0, |(_, d)| d.info.to_u32() as c_ulong);
         }
     }
     0

@@ -11,11 +11,21 @@
 //! own published fill level.
 //!
 //! Encoding (Delta/DeltaXOR state, Nexus framing into the trace buffer)
-//! happens later, with the bytes encoding at once would give: when the
-//! staging buffer fills (on the recording thread), and for every thread at
-//! trace-off and when the trace is read or written. Each stream's encoder
-//! sits behind its own mutex; the owning thread only takes it to drain a
-//! full staging buffer.
+//! happens off the recording thread, with the bytes encoding at once would
+//! give. The staging buffer is a ring of [`STAGE_CHUNKS`] chunks: the
+//! owning thread fills one, publishes it and moves on to the next, and one
+//! process-wide encoder thread encodes published chunks in order. A
+//! stream's encoding is sequential (Delta state, timestamp chain, sync
+//! period, stop-on-wrap), so its chunks are encoded one at a time, in
+//! order, under the stream's mutex, whoever does it. When the next slot
+//! still waits to be encoded, the recording thread waits while the encoder
+//! thread is awake or another thread holds the stream's lock (polling for
+//! up to 100 µs, yielding its CPU, then asleep on the lock),
+//! and otherwise (the encoder thread asleep or absent, or the lock free
+//! after the wait) encodes the oldest chunk itself: no record is lost, and
+//! at worst it pays what encoding on the recording thread always cost.
+//! Trace-off and reading or writing the trace encode whatever is left:
+//! every thread's chunks and the partly filled one.
 //!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
@@ -35,8 +45,10 @@ use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// How records are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,16 +76,38 @@ pub struct Config {
     /// Trace buffer per thread, bytes; stops on wrap.
     pub buffer_bytes: usize,
     /// Staging buffer per thread for raw samples, bytes (0: the trace
-    /// buffer size, clamped to 64 KiB..16 MiB). Samples are encoded when
-    /// it fills and when the trace is turned off, read or written.
+    /// buffer size, clamped to 64 KiB..16 MiB), in [`STAGE_CHUNKS`]
+    /// chunks. Full chunks are encoded on the encoder thread, the rest
+    /// when the trace is turned off, read or written.
     pub stage_bytes: usize,
     /// Most threads traced at once (sets the SRC field width).
     pub max_threads: u32,
-    /// Count software events in place of hardware events the machine
-    /// lacks (the header names the software event actually counted).
-    pub software_fallback: bool,
+    /// What to do with an event this machine cannot count.
+    pub unavailable: Unavailable,
+    /// Encode full staging chunks on the process's encoder thread (the
+    /// default). Off, a recording thread encodes its chunks itself when
+    /// its staging buffer is full, as before the thread existed: for a
+    /// program that must not get another thread, and for tests.
+    pub encoder_thread: bool,
     /// Trigger.
     pub mode: Mode,
+}
+
+/// What [`configure`] does with an event this machine cannot count: its
+/// counter does not open, or it opens but the kernel never schedules it
+/// (alone, or together with the others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Fail with [`Error::Open`] naming the event.
+    Fail,
+    /// Leave the event out of the header (its slot stays empty) and say so
+    /// on stderr. Whole-group failures leave out events from the last one
+    /// on. The trace keeps to the event types SiFive's decoder reads.
+    LeaveOut,
+    /// Count a Linux software event in its place
+    /// ([`crate::linux::software_stand_in`]; type 16 in the header, an
+    /// hpmtrace extension SiFive's decoder rejects).
+    SoftwareStandIn,
 }
 
 /// Default per-thread buffer when the caller gives 0 (the SRAM choice on
@@ -83,8 +117,21 @@ pub const DEFAULT_BUFFER_BYTES: usize = 1 << 20;
 /// Bounds of the default staging buffer (see [`Config::stage_bytes`]).
 pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(16 << 20);
 
-/// Smallest staging buffer accepted (a sample has at most 36 words).
+/// Smallest staging buffer accepted (a sample has at most 36 words, and
+/// each of the [`STAGE_CHUNKS`] chunks holds at least one).
 pub const MIN_STAGE_BYTES: usize = 4096;
+
+/// How long a recording thread whose next staging chunk is still being
+/// encoded by another thread polls before it sleeps (a 64 KiB chunk takes
+/// 20-40 µs to encode).
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Chunks the staging buffer is divided into (a power of two): one being
+/// filled while the others wait for, or are in, the encoder. Four keep the
+/// recording thread going while the encoder works through a backlog, and
+/// still hand over chunks big enough that waking the encoder is rare.
+pub const STAGE_CHUNKS: usize = 4;
+const _: () = assert!(STAGE_CHUNKS.is_power_of_two() && STAGE_CHUNKS >= 2);
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
 pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
@@ -135,6 +182,7 @@ struct Collector {
     rtd: RtdConfig,
     buffer_bytes: usize,
     stage_words: usize,
+    encoder_thread: bool,
     max_threads: u32,
     mode: Mode,
     id: u64,
@@ -144,24 +192,42 @@ struct Collector {
 struct Encoding {
     replay: Replay,
     writer: RtdWriter<VecBuffer>,
-    /// Staged words already encoded.
+    /// Words of chunk `Stream::encoded` already encoded (non-zero only
+    /// after that chunk was read while it was being filled).
     consumed: usize,
 }
 
-/// One thread's trace: its staging buffer (written by the thread alone)
+/// One thread's trace: its staging chunks (written by the thread alone)
 /// and its encoder and trace buffer.
+///
+/// Chunks are numbered in the order the owner fills them (sequence
+/// numbers); number `q` lives in slot `q % STAGE_CHUNKS`. The owner fills
+/// chunk `written`; chunks `encoded..written` are full and wait for the
+/// encoder.
 struct Stream {
     src: u16,
+    /// Whether the encoder thread encodes this stream's full chunks.
+    background: bool,
     stage: Box<[UnsafeCell<u64>]>,
-    /// Words of `stage` holding complete samples, published by the owning
-    /// thread with a release store. Reset to 0 only under `enc`'s lock.
-    filled: AtomicUsize,
+    /// Words per chunk.
+    chunk_words: usize,
+    /// Words of complete samples in each slot, published by the owner with
+    /// a release store after every sample. Reset to 0 by the owner before
+    /// it publishes the slot's next chunk in `written`.
+    lens: [AtomicUsize; STAGE_CHUNKS],
+    /// The chunk the owner fills; every earlier one is complete. Written
+    /// by the owner only (release).
+    written: AtomicU64,
+    /// Chunks completely encoded; their slots may be refilled. Written
+    /// only under `enc`'s lock (release).
+    encoded: AtomicU64,
     enc: Mutex<Encoding>,
 }
 
-// SAFETY: words at and past `filled` are written only by the owning
-// thread, words below it are read only under `enc`'s lock and never written
-// until the owner, holding that lock, resets `filled` to 0.
+// SAFETY: a slot's words at and past its published length are written only
+// by the owning thread; words below it are read only under `enc`'s lock
+// and written again only after `encoded` has moved past the chunk, i.e.
+// after every reader is done with them (see `Stream::encode_slot`).
 unsafe impl Sync for Stream {}
 // SAFETY: as for Sync: the stage is plain memory owned by the stream and
 // the rules above hold whichever thread holds it.
@@ -172,27 +238,60 @@ impl Stream {
         self.enc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Encode the published samples not encoded yet. With `reset` (owning
-    /// thread only) the staging buffer is emptied afterwards.
-    fn drain(&self, enc: &mut Encoding, reset: bool) {
-        let filled = self.filled.load(Ordering::Acquire);
-        if filled > enc.consumed {
-            // SAFETY: [consumed, filled) holds published samples the owner
-            // no longer writes (see the Sync impl).
+    /// Encode the oldest chunk not encoded yet if it is complete;
+    /// returns whether there was one.
+    fn encode_chunk(&self, enc: &mut Encoding) -> bool {
+        // Only changed under the lock we hold.
+        let e = self.encoded.load(Ordering::Relaxed);
+        if e >= self.written.load(Ordering::Acquire) {
+            return false;
+        }
+        // The owner stored the chunk's final length before publishing
+        // `written`.
+        self.encode_slot(enc, e);
+        enc.consumed = 0;
+        self.encoded.store(e + 1, Ordering::Release);
+        true
+    }
+
+    /// Encode the published samples of chunk `seq` from `enc.consumed`
+    /// on; returns its published length.
+    fn encode_slot(&self, enc: &mut Encoding, seq: u64) -> usize {
+        let slot = (seq % STAGE_CHUNKS as u64) as usize;
+        let len = self.lens[slot].load(Ordering::Acquire);
+        if len > enc.consumed {
+            // SAFETY: [consumed, len) of the slot holds published samples
+            // that the owner no longer writes and will not write again
+            // before `encoded` passes `seq` (see the Sync impl); the slot
+            // lies inside the stage.
             let words = unsafe {
                 std::slice::from_raw_parts(
-                    (self.stage.as_ptr() as *const u64).add(enc.consumed),
-                    filled - enc.consumed,
+                    (self.stage.as_ptr() as *const u64).add(slot * self.chunk_words + enc.consumed),
+                    len - enc.consumed,
                 )
             };
             let Encoding { replay, writer, .. } = enc;
             let _ = replay.replay(writer, words);
-            enc.consumed = filled;
         }
-        if reset {
-            enc.consumed = 0;
-            self.filled.store(0, Ordering::Release);
+        len
+    }
+
+    /// Encode every complete chunk not encoded yet, in order, and with
+    /// `partial` also the published samples of the chunk being filled.
+    /// Returns whether a complete chunk was encoded.
+    fn drain(&self, enc: &mut Encoding, partial: bool) -> bool {
+        let mut any = false;
+        while self.encode_chunk(enc) {
+            any = true;
         }
+        if partial {
+            // The chunk being filled (`encoded` == `written` now; the
+            // owner may complete it meanwhile, which only means more of
+            // it is left for later).
+            let e = self.encoded.load(Ordering::Relaxed);
+            enc.consumed = self.encode_slot(enc, e);
+        }
+        any
     }
 }
 
@@ -201,10 +300,16 @@ struct Local {
     collector: u64,
     /// Generation whose header this thread has staged.
     generation: u64,
-    stage: *mut u64,
-    /// Local copy of `stream.filled`.
+    /// Start of the chunk being filled.
+    chunk: *mut u64,
+    /// Its sequence number (`stream.written`).
+    seq: u64,
+    /// Its published length, `stream.lens[seq % STAGE_CHUNKS]` (a pointer:
+    /// the hook stores through it on every record).
+    len: *const AtomicUsize,
+    /// Words filled in it (local copy of its `stream.lens` entry).
     filled: usize,
-    /// Stage capacity, words.
+    /// Chunk capacity, words.
     cap: usize,
     /// Words per sample.
     words: usize,
@@ -218,14 +323,14 @@ impl Local {
     #[inline(always)]
     fn push(&mut self, tag: u64, a0: u64, a1: u64) {
         if self.filled + self.words > self.cap {
-            self.drain_full();
+            self.next_chunk();
         }
         let ts = TraceClock.now();
-        // SAFETY: [filled, filled + words) lies inside the stage (checked
-        // above; cap >= words >= SAMPLE_HEAD_WORDS) and past the published
+        // SAFETY: [filled, filled + words) lies inside the chunk (checked
+        // above; cap >= words >= SAMPLE_HEAD_WORDS) and past its published
         // part, so only this thread touches it.
         let s = unsafe {
-            let p = self.stage.add(self.filled);
+            let p = self.chunk.add(self.filled);
             p.write(tag);
             p.add(1).write(a0);
             p.add(2).write(a1);
@@ -234,16 +339,75 @@ impl Local {
         };
         self.group.read_members(s);
         self.filled += self.words;
-        self.stream.filled.store(self.filled, Ordering::Release);
+        // SAFETY: `len` points into `self.stream`, which this state keeps
+        // alive.
+        unsafe { &*self.len }.store(self.filled, Ordering::Release);
     }
 
-    /// The staging buffer is full: encode it (rare, so out of line).
+    /// The chunk is full: hand it to the encoder thread and continue in
+    /// the next slot (rare, so out of line). If that slot still waits to
+    /// be encoded, wait while another thread encodes this stream (encoding
+    /// is sequential, so working here too would only take turns with it),
+    /// and otherwise encode the oldest waiting chunk here: the encoder
+    /// thread may get no CPU for a long time, and waiting for it then would
+    /// stall the program.
     #[cold]
     #[inline(never)]
-    fn drain_full(&mut self) {
-        let mut enc = self.stream.lock();
-        self.stream.drain(&mut enc, true);
+    fn next_chunk(&mut self) {
+        let s = &*self.stream;
+        let next = self.seq + 1;
+        // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
+        // once that one is encoded. The chunks before this one are
+        // complete, so the oldest is encodable.
+        let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        while waiting() {
+            // The encoder thread is awake: it is encoding this stream or
+            // about to (it only sleeps when it finds nothing to do), so
+            // wait for it rather than take turns with it.
+            let encoder_awake = s.background && ENCODER_AWAKE.load(Ordering::Acquire);
+            let lock = if encoder_awake {
+                Err(TryLockError::WouldBlock)
+            } else {
+                s.enc.try_lock()
+            };
+            let mut enc = match lock {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    // Another thread encodes this stream. It frees a slot
+                    // within one chunk's encoding, usually sooner than a
+                    // sleeping thread wakes up: poll that long, yielding
+                    // this CPU (the encoder may be waiting for it; a spin
+                    // here tripled the cost when it was), then sleep on
+                    // the lock.
+                    let t0 = std::time::Instant::now();
+                    while waiting() && t0.elapsed() < SPIN_BEFORE_SLEEP {
+                        std::thread::yield_now();
+                    }
+                    if !waiting() {
+                        break;
+                    }
+                    s.lock()
+                }
+            };
+            if waiting() && s.encode_chunk(&mut enc) {
+                INLINE_CHUNKS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let slot = (next % STAGE_CHUNKS as u64) as usize;
+        s.lens[slot].store(0, Ordering::Relaxed);
+        // Publishes the full chunk and the cleared length together.
+        s.written.store(next, Ordering::Release);
+        self.seq = next;
+        self.len = &s.lens[slot];
         self.filled = 0;
+        // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
+        self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
+        if s.background {
+            if let Some(Some(t)) = ENCODER.get() {
+                t.unpark();
+            }
+        }
     }
 }
 
@@ -259,6 +423,15 @@ static ON_GEN: AtomicU64 = AtomicU64::new(0);
 static HOOK_GEN: AtomicU64 = AtomicU64::new(0);
 static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
+/// Staging chunks recording threads encoded themselves.
+static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
+/// Whether the encoder thread is running its loop rather than parked: a
+/// recording thread then leaves the waiting chunks to it.
+static ENCODER_AWAKE: AtomicBool = AtomicBool::new(false);
+/// The encoder thread (started at the first configuration that asks for
+/// it; `None` if it could not be, and then recording threads encode their
+/// full chunks).
+static ENCODER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
 static STREAMS: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 
 thread_local! {
@@ -328,37 +501,66 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     }
     let slots = assign_slots(&cfg.events).map_err(Error::Slots)?;
     // Decide per event what is really counted: probe on this thread.
+    // (index in cfg.events, slot, event counted, counter_info)
     let mut chosen = Vec::new();
     for (i, &e) in cfg.events.iter().enumerate() {
         let slot = slots[i];
         if e.is_timestamp() {
-            chosen.push((
-                slot,
-                e,
-                CounterInfo {
-                    csr: 0,
-                    width: TIMESTAMP_BITS,
-                },
-            ));
+            let info = CounterInfo {
+                csr: 0,
+                width: TIMESTAMP_BITS,
+            };
+            chosen.push((i, slot, e, info));
             continue;
         }
         let counted = match check_group_runs(&[(0, e)]) {
             Ok(()) => e,
-            Err(err) if cfg.software_fallback => {
-                let s = software_stand_in(e);
-                PerfGroup::open(&[(0, s)]).map_err(|_| Error::Open(err))?;
-                s
-            }
-            Err(err) => return Err(Error::Open(err)),
+            Err(err) => match cfg.unavailable {
+                Unavailable::Fail => return Err(Error::Open(err)),
+                Unavailable::LeaveOut => {
+                    left_out(i, &err);
+                    continue;
+                }
+                Unavailable::SoftwareStandIn => {
+                    let s = software_stand_in(e);
+                    PerfGroup::open(&[(0, s)]).map_err(|_| Error::Open(err))?;
+                    s
+                }
+            },
         };
         let csr = if matches!(counted, Event::LinuxSoftware { .. }) {
             0
         } else {
             0xc00 + slot as u16
         };
-        chosen.push((slot, counted, CounterInfo { csr, width: 64 }));
+        chosen.push((i, slot, counted, CounterInfo { csr, width: 64 }));
     }
-    let header = build_header(cfg.count_type, &chosen);
+    // The group as a whole must open and be scheduled too (group
+    // constraints, e.g. more events than counters). Leaving out: from the
+    // last event on, until it is.
+    loop {
+        let members: Vec<(usize, Event)> = chosen
+            .iter()
+            .filter(|c| !c.2.is_timestamp())
+            .map(|c| (c.1 as usize, c.2))
+            .collect();
+        match check_group_runs(&members) {
+            Ok(()) => break,
+            Err(err) if cfg.unavailable == Unavailable::LeaveOut => {
+                let Some(last) = chosen.iter().rposition(|c| !c.2.is_timestamp()) else {
+                    break;
+                };
+                left_out(chosen[last].0, &err);
+                chosen.remove(last);
+            }
+            Err(err) => return Err(Error::Open(err)),
+        }
+    }
+    let counted: Vec<(u8, Event, CounterInfo)> = chosen
+        .iter()
+        .map(|&(_, slot, e, info)| (slot, e, info))
+        .collect();
+    let header = build_header(cfg.count_type, &counted);
     let ts_pos = timestamp_position(&header);
     // Counters read per record: every position but the timestamp's, in
     // record order (the sample layout of crate::stage).
@@ -368,8 +570,6 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         .filter(|(_, (_, c))| !c.event.is_timestamp())
         .map(|(pos, (_, c))| (pos, c.event))
         .collect();
-    // The group as a whole must open and be scheduled too (group constraints).
-    check_group_runs(&perf_events).map_err(Error::Open)?;
     let buffer_bytes = if cfg.buffer_bytes == 0 {
         DEFAULT_BUFFER_BYTES
     } else {
@@ -391,6 +591,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         },
         buffer_bytes,
         stage_words: stage_bytes / 8,
+        encoder_thread: cfg.encoder_thread,
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -399,11 +600,29 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clear();
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
+    INLINE_CHUNKS.store(0, Ordering::Relaxed);
+    if c.encoder_thread {
+        start_encoder();
+    }
     COLLECTOR.store(Box::into_raw(Box::new(c)), Ordering::Release);
     if let Mode::Timer { interval_us } = cfg.mode {
         attach_timer_to_current_thread(interval_us)?;
     }
     Ok(())
+}
+
+/// Say on stderr that event `i` of the configuration is not in the trace.
+fn left_out(i: usize, err: &OpenError) {
+    let why = match err.error.raw_os_error() {
+        Some(_) => format!("perf_event_open: {}", err.error),
+        None => err.error.to_string(),
+    };
+    eprintln!(
+        "hpmtrace: event {i} ({:?}) left out of the trace ({why}); HPMTRACE_SW_FALLBACK=1 \
+         counts a Linux software event in its place (event type 16, which SiFive's \
+         decoder does not read)",
+        err.event
+    );
 }
 
 /// The header of the current configuration.
@@ -421,9 +640,9 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     let group = PerfGroup::open(&c.perf_events).ok()?;
     let replay = Replay::new(c.header, c.ts_pos);
     let words = replay.sample_words();
-    let cap = c.stage_words.max(words);
-    let mut stage = Vec::with_capacity(cap);
-    stage.resize_with(cap, || UnsafeCell::new(0u64));
+    let cap = (c.stage_words / STAGE_CHUNKS).max(words);
+    let mut stage = Vec::with_capacity(cap * STAGE_CHUNKS);
+    stage.resize_with(cap * STAGE_CHUNKS, || UnsafeCell::new(0u64));
     // The zeroed allocation may be lazily mapped: touch every page now so
     // page faults happen here, not in the middle of traced code.
     for page in stage.chunks(512) {
@@ -432,8 +651,12 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     }
     let stream = Arc::new(Stream {
         src: src as u16,
+        background: c.encoder_thread && matches!(ENCODER.get(), Some(Some(_))),
         stage: stage.into_boxed_slice(),
-        filled: AtomicUsize::new(0),
+        chunk_words: cap,
+        lens: Default::default(),
+        written: AtomicU64::new(0),
+        encoded: AtomicU64::new(0),
         enc: Mutex::new(Encoding {
             replay,
             writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
@@ -447,7 +670,9 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     Some(Box::new(Local {
         collector: c.id,
         generation: 0,
-        stage: stream.stage.as_ptr() as *mut u64,
+        chunk: stream.stage.as_ptr() as *mut u64,
+        seq: 0,
+        len: &stream.lens[0],
         filled: 0,
         cap,
         words,
@@ -455,6 +680,60 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         stream,
         timer: None,
     }))
+}
+
+/// Start the encoder thread once per process. Its signals are blocked, so
+/// the program's process-directed signals go to the program's threads.
+fn start_encoder() {
+    ENCODER.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("hpmtrace-enc".into())
+            .spawn(|| {
+                // SAFETY: a zeroed sigset filled by sigfillset, passed to
+                // pthread_sigmask for the calling thread only.
+                unsafe {
+                    let mut all: libc::sigset_t = std::mem::zeroed();
+                    libc::sigfillset(&mut all);
+                    libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+                }
+                encoder_loop()
+            })
+            .ok()
+            .map(|h| h.thread().clone())
+    });
+}
+
+/// The encoder thread: encode every stream's complete chunks, sleep until
+/// a recording thread completes another one. A stream whose lock is taken
+/// is skipped: whoever holds it is encoding it.
+fn encoder_loop() -> ! {
+    ENCODER_AWAKE.store(true, Ordering::Release);
+    loop {
+        let (mut any, mut blocked) = (false, false);
+        for s in streams_by_src().into_iter().filter(|s| s.background) {
+            let mut enc = match s.enc.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    // Its owner (or a reader) encodes a chunk: look again
+                    // soon rather than sleep while chunks wait.
+                    blocked |=
+                        s.encoded.load(Ordering::Acquire) < s.written.load(Ordering::Acquire);
+                    continue;
+                }
+            };
+            any |= s.drain(&mut enc, false);
+        }
+        if blocked && !any {
+            std::thread::yield_now();
+        } else if !any {
+            ENCODER_AWAKE.store(false, Ordering::Release);
+            // A chunk completed since the scan left an unpark token, so
+            // this returns at once then.
+            std::thread::park();
+            ENCODER_AWAKE.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// This thread's state for collector `c`, created (allocating) when
@@ -587,7 +866,7 @@ fn drain_all() {
     exclusive(|| {
         for s in streams_by_src() {
             let mut enc = s.lock();
-            s.drain(&mut enc, false);
+            s.drain(&mut enc, true);
         }
     });
 }
@@ -606,18 +885,24 @@ pub struct Stats {
     pub wide_overflows: u64,
     /// Threads not traced because `max_threads` streams already existed.
     pub untraced_threads: u64,
+    /// Staging chunks a recording thread encoded itself: its staging
+    /// buffer was full and the encoder thread was not encoding it (not
+    /// running, busy with another thread's, or off:
+    /// [`Config::encoder_thread`]).
+    pub inline_chunks: u64,
 }
 
 /// Current statistics (staged samples are encoded first).
 pub fn stats() -> Stats {
     let mut s = Stats {
         untraced_threads: UNTRACED.load(Ordering::Relaxed),
+        inline_chunks: INLINE_CHUNKS.load(Ordering::Relaxed),
         ..Default::default()
     };
     exclusive(|| {
         for b in streams_by_src() {
             let mut enc = b.lock();
-            b.drain(&mut enc, false);
+            b.drain(&mut enc, true);
             let e = enc.replay.encoder().stats();
             s.streams += 1;
             s.records += e.records;
@@ -636,7 +921,7 @@ pub fn snapshot() -> Vec<u8> {
     exclusive(|| {
         for b in streams_by_src() {
             let mut enc = b.lock();
-            b.drain(&mut enc, false);
+            b.drain(&mut enc, true);
             out.extend_from_slice(enc.writer.inner().data());
         }
     });

@@ -3,10 +3,14 @@
 //! trace source.
 
 use crate::format::{
-    delta, encode_address, encode_count, width_mask, CountType, Header, ItcWrite, RecordType,
+    encode_address, encode_count, width_mask, CountType, Header, ItcWrite, RecordType,
     MAX_COUNTERS, MAX_RECORDED_BITS,
 };
 use crate::sink::{Sink, Stopped};
+
+/// Most writes in one record: type, two 64-bit addresses, and 32 + 16
+/// bits for each counter.
+const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
 
 /// Counters of one trace source, in record order, with the state the
 /// count type needs. `no_std`, fixed size, no allocation.
@@ -14,17 +18,27 @@ use crate::sink::{Sink, Stopped};
 pub struct Encoder {
     header: Header,
     n: usize,
-    /// Recorded width (<= 48) of the counter at each record position.
-    width: [u8; MAX_COUNTERS],
-    /// Whether the hardware counter is wider than what is recorded.
-    wide: [bool; MAX_COUNTERS],
-    /// Previous reading modulo the recorded width (Delta: seeded at
-    /// trace-on; DeltaXOR: 0 at trace-on).
-    prev: [u64; MAX_COUNTERS],
-    /// Previous full reading, to detect intervals the format cannot carry.
-    prev_full: [u64; MAX_COUNTERS],
+    /// The counters in record order (the first `n`).
+    ctr: [CounterState; MAX_COUNTERS],
     last_addr: u64,
     stats: EncoderStats,
+    /// The writes of the record being encoded (kept here so that a record
+    /// does not clear a fresh array).
+    writes: [ItcWrite; MAX_RECORD_WRITES],
+}
+
+/// One counter of an [`Encoder`].
+#[derive(Clone, Copy, Debug, Default)]
+struct CounterState {
+    /// `2^w - 1` for the recorded width `w` (<= 48).
+    mask: u64,
+    /// Whether the hardware counter is wider than what is recorded.
+    wide: bool,
+    /// Previous reading modulo the recorded width (Delta: seeded at
+    /// trace-on; DeltaXOR: 0 at trace-on).
+    prev: u64,
+    /// Previous full reading, to detect intervals the format cannot carry.
+    prev_full: u64,
 }
 
 /// What the encoder could not express.
@@ -47,16 +61,14 @@ impl Encoder {
         let mut e = Encoder {
             header,
             n: 0,
-            width: [0; MAX_COUNTERS],
-            wide: [false; MAX_COUNTERS],
-            prev: [0; MAX_COUNTERS],
-            prev_full: [0; MAX_COUNTERS],
+            ctr: [CounterState::default(); MAX_COUNTERS],
             last_addr: 0,
             stats: EncoderStats::default(),
+            writes: [ItcWrite::w8(0); MAX_RECORD_WRITES],
         };
-        for (_, c) in header.iter() {
-            e.width[e.n] = c.info.recorded_width();
-            e.wide[e.n] = c.info.width > MAX_RECORDED_BITS;
+        for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
+            s.mask = width_mask(c.info.recorded_width());
+            s.wide = c.info.width > MAX_RECORDED_BITS;
             e.n += 1;
         }
         e
@@ -96,30 +108,32 @@ impl Encoder {
             res = sink.flush();
         }
         self.last_addr = 0;
-        for i in 0..self.n {
+        for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
             let r = readings.get(i).copied().unwrap_or(0);
-            self.prev_full[i] = r;
-            self.prev[i] = match self.header.count_type {
-                CountType::Delta => r & width_mask(self.width[i]),
+            c.prev_full = r;
+            c.prev = match self.header.count_type {
+                CountType::Delta => r & c.mask,
                 CountType::Raw | CountType::DeltaXor => 0,
             };
         }
         res
     }
 
-    #[inline]
-    fn put_address<S: Sink>(&mut self, sink: &mut S, addr: u64, ts: u64) -> Result<(), Stopped> {
+    /// Append the one or two writes of an address to `out` at `*k`.
+    #[inline(always)]
+    fn push_address(&mut self, k: &mut usize, addr: u64) {
         let v = match self.header.count_type {
             CountType::DeltaXor => addr ^ self.last_addr,
             CountType::Raw | CountType::Delta => addr,
         };
         self.last_addr = addr;
         let w = encode_address(v);
-        sink.put(ItcWrite::w32(w.low), ts)?;
+        self.writes[*k] = ItcWrite::w32(w.low);
+        *k += 1;
         if let Some(h) = w.high {
-            sink.put(ItcWrite::w32(h), ts)?;
+            self.writes[*k] = ItcWrite::w32(h);
+            *k += 1;
         }
-        Ok(())
     }
 
     /// Write one record. `addrs` holds one address for manual/ISR records
@@ -135,55 +149,59 @@ impl Encoder {
         ts: u64,
     ) -> Result<(), Stopped> {
         self.stats.records += 1;
-        let r = self
-            .record_inner(sink, kind, addrs, readings, ts)
-            .and_then(|_| sink.flush());
+        let k = match readings.get(..self.n) {
+            Some(r) => self.record_writes(kind, addrs, r),
+            None => {
+                // Missing readings count as 0.
+                let mut padded = [0u64; MAX_COUNTERS];
+                padded[..readings.len()].copy_from_slice(readings);
+                self.record_writes(kind, addrs, &padded[..self.n])
+            }
+        };
+        let r = sink.put_record(&self.writes[..k], ts);
         if r.is_err() {
             self.stats.stopped_records += 1;
         }
         r
     }
 
-    #[inline]
-    fn record_inner<S: Sink>(
-        &mut self,
-        sink: &mut S,
-        kind: RecordType,
-        addrs: [u64; 2],
-        readings: &[u64],
-        ts: u64,
-    ) -> Result<(), Stopped> {
-        sink.put(ItcWrite::w8(kind.as_u8()), ts)?;
-        self.put_address(sink, addrs[0], ts)?;
+    /// The writes of one record, into `self.writes`; returns how many.
+    /// `readings` has one reading per counter.
+    #[inline(always)]
+    fn record_writes(&mut self, kind: RecordType, addrs: [u64; 2], readings: &[u64]) -> usize {
+        let mut k = 0;
+        self.writes[k] = ItcWrite::w8(kind.as_u8());
+        k += 1;
+        self.push_address(&mut k, addrs[0]);
         if kind.address_count() == 2 {
-            self.put_address(sink, addrs[1], ts)?;
+            self.push_address(&mut k, addrs[1]);
         }
-        for i in 0..self.n {
-            let full = readings.get(i).copied().unwrap_or(0);
-            if self.wide[i] {
-                if full.wrapping_sub(self.prev_full[i]) >> MAX_RECORDED_BITS != 0 {
+        let ct = self.header.count_type;
+        for (c, &full) in self.ctr.iter_mut().zip(readings) {
+            if c.wide {
+                if full.wrapping_sub(c.prev_full) >> MAX_RECORDED_BITS != 0 {
                     self.stats.wide_overflows += 1;
                 }
-                self.prev_full[i] = full;
+                c.prev_full = full;
             }
-            let w = self.width[i];
-            let now = full & width_mask(w);
-            let v = match self.header.count_type {
+            let now = full & c.mask;
+            let v = match ct {
                 CountType::Raw => now,
-                CountType::Delta => delta(now, self.prev[i], w),
-                CountType::DeltaXor => now ^ self.prev[i],
+                CountType::Delta => now.wrapping_sub(c.prev) & c.mask,
+                CountType::DeltaXor => now ^ c.prev,
             };
-            self.prev[i] = now;
+            c.prev = now;
             // `v` < 2^w <= 2^48 by construction, so this cannot fail.
-            let c = match encode_count(v) {
-                Ok(c) => c,
-                Err(_) => continue,
+            let Ok(w) = encode_count(v) else {
+                continue;
             };
-            sink.put(ItcWrite::w32(c.low), ts)?;
-            if let Some(h) = c.high {
-                sink.put(ItcWrite::w16(h), ts)?;
+            self.writes[k] = ItcWrite::w32(w.low);
+            k += 1;
+            if let Some(h) = w.high {
+                self.writes[k] = ItcWrite::w16(h);
+                k += 1;
             }
         }
-        Ok(())
+        k
     }
 }

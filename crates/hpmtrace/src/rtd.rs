@@ -98,11 +98,184 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
     }
 }
 
+/// The 6-bit slices of `v` (below 2^48), slice k in bits 2..8 of byte k
+/// of the result read little-endian; the MSEO bits are left 0.
+///
+/// Spreading with masks instead of a loop over the slices: the loop's
+/// length depends on the value, and its mispredicted exit was most of the
+/// cost of a message.
+#[inline(always)]
+fn spread_slices(v: u64) -> u64 {
+    // 24-bit halves into 32-bit lanes, 12-bit quarters into 16-bit lanes,
+    // 6-bit slices into bytes, then each slice up past the MSEO bits.
+    let x = (v & 0xff_ffff) | (v & 0xffff_ff00_0000) << 8;
+    let x = (x & 0x0000_0fff_0000_0fff) | (x & 0x00ff_f000_00ff_f000) << 4;
+    let x = (x & 0x003f_003f_003f_003f) | (x & 0x0fc0_0fc0_0fc0_0fc0) << 2;
+    x << 2
+}
+
+/// Slices a variable field takes for a value with `i` leading zero bits
+/// (one for 0): a table, as the division was a long dependency chain.
+const SLICES: [u8; 65] = {
+    let mut t = [1u8; 65];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = (64 - i).div_ceil(6) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// [`push_field`] for a field that starts at a slice boundary: `v` in as
+/// few slices as it needs (at least one), the last closed with `mseo`.
+/// Writes 8 bytes at `*at` whatever the field's length, so `buf` needs 8
+/// bytes past it.
+#[inline(always)]
+fn push_var(buf: &mut [u8], at: &mut usize, v: u64, mseo: u8) {
+    if v >> 48 != 0 {
+        push_field(buf, at, v, 1, mseo);
+        return;
+    }
+    let n = SLICES[v.leading_zeros() as usize] as usize;
+    let x = spread_slices(v) | (mseo as u64) << (8 * (n - 1));
+    buf[*at..*at + 8].copy_from_slice(&x.to_le_bytes());
+    *at += n;
+}
+
+/// For a DQDATA value with `i` leading zero bits (at least 32): the MSEO
+/// bits that end the field in its last slice, then a whole byte that is an
+/// empty TIMESTAMP field ending the message (a message at the timestamp
+/// of the one before it).
+const DATA_THEN_EMPTY_TIMESTAMP: [u64; 65] = {
+    let mut t = [0u64; 65];
+    let mut i = 32;
+    while i <= 64 {
+        let n = SLICES[i] as u32;
+        t[i] = (MSEO_END_FIELD as u64) << (8 * (n - 1)) | (MSEO_END_MESSAGE as u64) << (8 * n);
+        i += 1;
+    }
+    t
+};
+
+/// [`spread_slices`] for a 32-bit value (6 slices): one step fewer.
+#[inline(always)]
+fn spread_slices32(v: u32) -> u64 {
+    let v = v as u64;
+    // 12-bit pieces into 16-bit lanes, then 6-bit slices into bytes,
+    // shifted past the MSEO bits.
+    let x = (v & 0xfff) | (v & 0xff_f000) << 4 | (v & 0xff00_0000) << 8;
+    (x & 0x003f_003f_003f) << 2 | (x & 0x0fc0_0fc0_0fc0) << 4
+}
+
+/// Entries of [`Framer::recent`] (a power of two). With 256, two hot
+/// writes of the overhead benchmark's fib trace with 2 counters shared an
+/// entry and evicted each other on every record (encoding 18 % slower);
+/// 512 is as fast as any larger size on the traces tried: 12 KiB per
+/// writer. Without `std` (bare metal, where writers sit in static memory
+/// and may be built on small stacks) 64: 1.5 KiB.
+#[cfg(feature = "std")]
+const RECENT: usize = 512;
+#[cfg(not(feature = "std"))]
+const RECENT: usize = 64;
+
+/// A framed Data Acquisition message with an empty TIMESTAMP field.
+#[derive(Clone, Copy)]
+struct Framed {
+    /// Size index and value of the write; `u64::MAX` for none.
+    key: u64,
+    /// The message in the low bytes (little-endian), its length in the
+    /// top byte: a `u128` in two halves, as a `u128` field would make the
+    /// writer (and what embeds it) 16-byte aligned, which moved a
+    /// bare-metal core's hot fields to costlier offsets.
+    bytes: [u64; 2],
+}
+
+impl Framed {
+    fn bytes(&self) -> u128 {
+        self.bytes[0] as u128 | (self.bytes[1] as u128) << 64
+    }
+}
+
+/// How one writer frames Data Acquisition messages.
+struct Framer {
+    /// The messages' first field (TCODE, SRC, IDTAG) for each write size
+    /// ([`size_index`]): constant per writer, packed once (at most 4
+    /// bytes, stored little-endian).
+    first: [u64; 3],
+    first_len: [u8; 3],
+    /// Messages framed recently, by write (direct-mapped). Within a record
+    /// every message after the first has an empty TIMESTAMP field, so
+    /// such a message depends on its write alone, and most writes repeat:
+    /// the addresses of the functions being traced, counters that did not
+    /// move. A repeated one costs a lookup and a copy instead of framing.
+    recent: [Framed; RECENT],
+}
+
+impl Framer {
+    /// Frame the non-empty `writes` of one record into `buf` from `at`,
+    /// the first message with the TIMESTAMP field `field`, the others with
+    /// an empty one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes
+    /// per write plus 16 from `at`.
+    #[inline(always)]
+    fn record(&mut self, buf: &mut [u8], mut at: usize, writes: &[ItcWrite], field: u64) -> usize {
+        let Some((head, rest)) = writes.split_first() else {
+            return at;
+        };
+        // The head message is the untimed one without its empty TIMESTAMP
+        // field (the last byte), then the record's TIMESTAMP field.
+        let bytes = self.untimed(*head);
+        buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
+        at += (bytes >> 120) as usize - 1;
+        push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        for w in rest {
+            let bytes = self.untimed(*w);
+            buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
+            at += (bytes >> 120) as usize;
+        }
+        at
+    }
+
+    /// The message of `w` with an empty TIMESTAMP field, as
+    /// [`Framed::bytes`]: from [`Framer::recent`], or framed and kept
+    /// there.
+    #[inline(always)]
+    fn untimed(&mut self, w: ItcWrite) -> u128 {
+        let i = size_index(w.size);
+        let key = (i as u64) << 32 | w.value as u64;
+        let slot =
+            (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize;
+        let e = self.recent[slot];
+        if e.key == key {
+            return e.bytes();
+        }
+        let bytes = self.frame_untimed(i, w.value);
+        self.recent[slot] = Framed {
+            key,
+            bytes: [bytes as u64, (bytes >> 64) as u64],
+        };
+        bytes
+    }
+
+    /// A message for a write of size index `i` with `value` and an empty
+    /// TIMESTAMP field, as [`Framed::bytes`].
+    #[inline(never)]
+    fn frame_untimed(&self, i: usize, value: u32) -> u128 {
+        let lz = value.leading_zeros() as usize + 32;
+        // DQDATA (at most 6 slices) and the one-byte TIMESTAMP field.
+        let data = spread_slices32(value) | DATA_THEN_EMPTY_TIMESTAMP[lz];
+        let plen = self.first_len[i] as usize;
+        let len = plen + SLICES[lz] as usize + 1;
+        self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120
+    }
+}
+
 /// Frames ITC writes of one source as Nexus messages into a [`ByteSink`].
 ///
-/// Messages are staged and passed to the byte sink a whole header or
-/// record at a time (at [`Sink::flush`]), so a stop-on-wrap buffer ends on
-/// a record boundary and the hot path does one copy per record.
+/// Messages reach the byte sink a whole header or record at a time, so a
+/// stop-on-wrap buffer ends on a record boundary: [`Sink::put_record`]
+/// frames a record straight into the sink's spare room when it has room
+/// for the longest such record, and otherwise (and for [`Sink::put`])
+/// messages are staged and passed on at [`Sink::flush`].
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
     src: u16,
@@ -110,11 +283,9 @@ pub struct RtdWriter<B> {
     /// `chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
-    /// The Data Acquisition messages' first field (TCODE, SRC, IDTAG) for
-    /// each write size ([`size_index`]): constant per writer, packed once.
-    first: [[u8; 16]; 3],
-    first_len: [u8; 3],
-    /// Staged messages; 16 spare bytes for the whole-array copy of `first`.
+    framer: Framer,
+    /// Staged messages; 16 spare bytes for the 8- and 16-byte stores of
+    /// `put` and `put_record`.
     stage: [u8; STAGE + 16],
     len: usize,
     out: B,
@@ -133,7 +304,7 @@ fn size_index(size: WriteSize) -> usize {
 impl<B: ByteSink> RtdWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
     pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
-        let mut first = [[0u8; 16]; 3];
+        let mut first = [0u64; 3];
         let mut first_len = [0u8; 3];
         for size in [WriteSize::Bits32, WriteSize::Bits16, WriteSize::Bits8] {
             let sb = cfg.src_bits as u32;
@@ -143,15 +314,18 @@ impl<B: ByteSink> RtdWriter<B> {
             let v = TCODE_DATA_ACQUISITION as u64
                 | (src as u64 & width_mask(sb as u8)) << 6
                 | tag << (6 + sb);
+            let mut bytes = [0u8; 16];
             let mut at = 0;
             let i = size_index(size);
             push_field(
-                &mut first[i],
+                &mut bytes,
                 &mut at,
                 v,
                 (6 + sb as usize) / 6 + 1,
                 MSEO_END_FIELD,
             );
+            // TCODE + SRC (<= 8 bits) + IDTAG (<= 7 bits): 4 slices at most.
+            first[i] = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
             first_len[i] = at as u8;
         }
         RtdWriter {
@@ -159,8 +333,14 @@ impl<B: ByteSink> RtdWriter<B> {
             src,
             chain: TimestampChain::default(),
             flushed_chain: TimestampChain::default(),
-            first,
-            first_len,
+            framer: Framer {
+                first,
+                first_len,
+                recent: [Framed {
+                    key: u64::MAX,
+                    bytes: [0; 2],
+                }; RECENT],
+            },
             stage: [0; STAGE + 16],
             len: 0,
             out,
@@ -230,12 +410,43 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let i = size_index(w.size);
         let mut at = self.len;
         // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
-        self.stage[at..at + 16].copy_from_slice(&self.first[i]);
-        at += self.first_len[i] as usize;
-        push_field(&mut self.stage, &mut at, w.value as u64, 1, MSEO_END_FIELD);
-        push_field(&mut self.stage, &mut at, field, 1, MSEO_END_MESSAGE);
+        self.stage[at..at + 8].copy_from_slice(&self.framer.first[i].to_le_bytes());
+        at += self.framer.first_len[i] as usize;
+        push_var(&mut self.stage, &mut at, w.value as u64, MSEO_END_FIELD);
+        push_var(&mut self.stage, &mut at, field, MSEO_END_MESSAGE);
         self.len = at;
         Ok(())
+    }
+
+    /// The messages of one record without a call per write, straight
+    /// into the byte sink when it has room for the longest such record
+    /// (no staging copy). After the first message, whose TIMESTAMP field
+    /// carries the change since the previous record, every message has
+    /// the same timestamp and so an empty field (XOR 0). Records that
+    /// would need a sync message in the middle go message by message.
+    #[inline]
+    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        let bound = writes.len() * MAX_MESSAGE;
+        if writes.is_empty() || self.chain.left() <= writes.len() || self.len + bound > STAGE {
+            for w in writes {
+                self.put(*w, ts)?;
+            }
+            return self.flush();
+        }
+        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let field = self.chain.compress(ts);
+        self.chain.advance(writes.len() - 1);
+        if self.len == 0 {
+            // 16 bytes more for the last 16-byte store.
+            if let Some(buf) = self.out.spare(bound + 16) {
+                let n = self.framer.record(buf, 0, writes, field);
+                self.out.commit(n);
+                self.flushed_chain = self.chain;
+                return Ok(());
+            }
+        }
+        self.len = self.framer.record(&mut self.stage, self.len, writes, field);
+        self.flush()
     }
 
     #[inline]
@@ -299,5 +510,94 @@ mod tests {
         assert_eq!(RtdConfig::src_bits_for(3), 2);
         assert_eq!(RtdConfig::src_bits_for(4), 2);
         assert_eq!(RtdConfig::src_bits_for(5), 3);
+    }
+
+    /// xorshift64*
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// `put_record` (a whole record at once, straight into the buffer,
+    /// reusing recently framed messages) gives the bytes of putting the
+    /// writes one by one and flushing: random records crossing sync
+    /// periods, every framing configuration, buffers that stop mid-stream,
+    /// values drawn mostly from a small pool so that framed messages are
+    /// reused and evicted.
+    #[test]
+    fn record_at_once_equals_write_by_write() {
+        let mut r = Rng(0x5eed_1234_abcd_0001);
+        let (mut stopped, mut fast) = (0, 0);
+        for round in 0..300 {
+            let cfg = RtdConfig {
+                channel: r.below(32) as u8,
+                src_bits: r.below(9) as u8,
+                timestamp_bits: [40, 48, 64][r.below(3) as usize],
+            };
+            let src = r.below(1 << cfg.src_bits) as u16;
+            let cap = if r.below(3) == 0 {
+                r.below(6000) as usize
+            } else {
+                1 << 20
+            };
+            let mut a = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let mut b = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let mut pool = Vec::new();
+            for _ in 0..1 + r.below(300) {
+                pool.push(match r.below(4) {
+                    0 => 0,
+                    1 => r.below(64) as u32,
+                    _ => r.next() as u32,
+                });
+            }
+            let mut ts = r.next();
+            for rec in 0..1 + r.below(300) {
+                let mut writes = Vec::new();
+                for _ in 0..1 + r.below(69) {
+                    let v = if r.below(5) == 0 {
+                        r.next() as u32
+                    } else {
+                        pool[r.below(pool.len() as u64) as usize]
+                    };
+                    writes.push(match r.below(3) {
+                        0 => ItcWrite::w8(v as u8),
+                        1 => ItcWrite::w16(v as u16),
+                        _ => ItcWrite::w32(v),
+                    });
+                }
+                let step_bits = r.below(40);
+                ts = match r.below(20) {
+                    0 => r.next(),
+                    1 => ts,
+                    _ => ts.wrapping_add(r.below(1 << step_bits)),
+                };
+                let at_once = writes.len() < a.chain.left();
+                let ra = a.put_record(&writes, ts);
+                let rb = writes
+                    .iter()
+                    .try_for_each(|w| b.put(*w, ts))
+                    .and_then(|_| b.flush());
+                assert_eq!(ra, rb, "round {round} record {rec}");
+                if at_once && ra.is_ok() {
+                    fast += 1;
+                }
+            }
+            let (a, b) = (a.into_inner(), b.into_inner());
+            assert_eq!(a.data(), b.data(), "round {round}: {cfg:?}");
+            assert_eq!(a.dropped(), b.dropped(), "round {round}");
+            if a.dropped() != 0 && !a.data().is_empty() {
+                stopped += 1;
+            }
+        }
+        assert!(stopped > 10, "stop-on-wrap exercised {stopped} times");
+        assert!(fast > 10_000, "records framed at once: {fast}");
     }
 }

@@ -19,7 +19,7 @@
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
 
-use crate::collect::{self, Config, Error, Mode, Stats};
+use crate::collect::{self, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
 use crate::rtd::RtdConfig;
 use std::path::{Path, PathBuf};
@@ -56,11 +56,18 @@ impl SessionBuilder {
         self
     }
     /// Per-thread staging buffer for raw samples in bytes (default: the
-    /// trace buffer size within 64 KiB..16 MiB; at least 4096). Samples
-    /// are encoded into the trace buffer when it fills, at pause and when
-    /// the trace is read or written.
+    /// trace buffer size within 64 KiB..16 MiB; at least 4096), in
+    /// [`collect::STAGE_CHUNKS`] chunks. Full chunks are encoded into the
+    /// trace buffer by the encoder thread; the rest at pause and when the
+    /// trace is read or written.
     pub fn stage_bytes(mut self, b: usize) -> Self {
         self.cfg.stage_bytes = b;
+        self
+    }
+    /// Whether full staging chunks are encoded on the encoder thread
+    /// (default true; see [`Config::encoder_thread`]).
+    pub fn encoder_thread(mut self, on: bool) -> Self {
+        self.cfg.encoder_thread = on;
         self
     }
     /// Most threads traced at once (default 1).
@@ -68,9 +75,10 @@ impl SessionBuilder {
         self.cfg.max_threads = n;
         self
     }
-    /// Count software stand-ins for hardware events the machine lacks.
-    pub fn software_fallback(mut self, on: bool) -> Self {
-        self.cfg.software_fallback = on;
+    /// What to do with an event the machine cannot count (default
+    /// [`Unavailable::Fail`]: `start` fails naming it).
+    pub fn unavailable(mut self, u: Unavailable) -> Self {
+        self.cfg.unavailable = u;
         self
     }
     /// Trigger (default [`Mode::Manual`]).
@@ -118,7 +126,8 @@ impl Session {
                 buffer_bytes: 0,
                 stage_bytes: 0,
                 max_threads: 1,
-                software_fallback: false,
+                unavailable: Unavailable::Fail,
+                encoder_thread: true,
                 mode: Mode::Manual,
             },
             output: None,

@@ -28,6 +28,16 @@ pub trait Sink {
     fn flush(&mut self) -> Result<(), Stopped> {
         Ok(())
     }
+
+    /// A whole record: `writes` in order, then [`Sink::flush`]. The same
+    /// as putting them one by one; sinks may do it faster.
+    #[inline]
+    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        for w in writes {
+            self.put(*w, ts)?;
+        }
+        self.flush()
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
@@ -39,6 +49,10 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     fn flush(&mut self) -> Result<(), Stopped> {
         (**self).flush()
     }
+    #[inline]
+    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        (**self).put_record(writes, ts)
+    }
 }
 
 /// Destination of encoded trace bytes. `put_bytes` is all or nothing, so a
@@ -46,6 +60,20 @@ impl<S: Sink + ?Sized> Sink for &mut S {
 pub trait ByteSink {
     /// Append `bytes` entirely, or nothing and return `Stopped`.
     fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped>;
+
+    /// Room to encode up to `n` bytes in place: at least `n` bytes just
+    /// past the data, or `None` when the sink cannot offer them (then
+    /// [`ByteSink::put_bytes`] decides). What is written there is appended
+    /// by [`ByteSink::commit`].
+    #[inline]
+    fn spare(&mut self, _n: usize) -> Option<&mut [u8]> {
+        None
+    }
+
+    /// Append the first `n` bytes of the slice [`ByteSink::spare`] gave
+    /// (`n` at most what was asked for there).
+    #[inline]
+    fn commit(&mut self, _n: usize) {}
 }
 
 /// A fixed-capacity byte buffer that stops on wrap: once a message does not
@@ -103,37 +131,40 @@ impl ByteSink for MemBuffer<'_> {
 /// An owned, heap-allocated stop-on-wrap buffer (std only).
 #[cfg(feature = "std")]
 pub struct VecBuffer {
-    data: Vec<u8>,
-    capacity: usize,
+    /// The whole capacity, zeroed up front (so the hot path never
+    /// allocates); the first `len` bytes are the data.
+    buf: Box<[u8]>,
+    len: usize,
     dropped: u64,
 }
 
 #[cfg(feature = "std")]
 impl VecBuffer {
-    /// A buffer that accepts at most `capacity` bytes (allocated up front so
-    /// the hot path never allocates).
+    /// A buffer that accepts at most `capacity` bytes. The memory is
+    /// zeroed, which the OS may map lazily (see [`VecBuffer::prefaulted`]).
     pub fn with_capacity(capacity: usize) -> Self {
         VecBuffer {
-            data: Vec::with_capacity(capacity),
-            capacity,
+            buf: vec![0u8; capacity].into_boxed_slice(),
+            len: 0,
             dropped: 0,
         }
     }
     /// Like [`VecBuffer::with_capacity`], with every page of the buffer
-    /// written once, so appending never takes a page fault (the memory may
-    /// be mapped lazily by the OS).
+    /// written once, so appending never takes a page fault.
     pub fn prefaulted(capacity: usize) -> Self {
         let mut b = Self::with_capacity(capacity);
-        for page in b.data.spare_capacity_mut().chunks_mut(4096) {
-            // SAFETY: writing a byte of our own spare capacity; volatile so
-            // the store is not optimised away.
-            unsafe { std::ptr::write_volatile(page[0].as_mut_ptr(), 0) };
+        for page in b.buf.chunks_mut(4096) {
+            // Volatile so that the store of a value already there is not
+            // optimised away.
+            let p: *mut u8 = &mut page[0];
+            // SAFETY: `p` points into our own buffer.
+            unsafe { std::ptr::write_volatile(p, 0) };
         }
         b
     }
     /// Valid trace bytes.
     pub fn data(&self) -> &[u8] {
-        &self.data
+        &self.buf[..self.len]
     }
     /// Messages dropped because the buffer was full.
     pub fn dropped(&self) -> u64 {
@@ -145,12 +176,27 @@ impl VecBuffer {
 impl ByteSink for VecBuffer {
     #[inline]
     fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
-        if self.dropped != 0 || self.data.len() + bytes.len() > self.capacity {
+        let end = self.len + bytes.len();
+        if self.dropped != 0 || end > self.buf.len() {
             self.dropped += 1;
             return Err(Stopped);
         }
-        self.data.extend_from_slice(bytes);
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
         Ok(())
+    }
+
+    #[inline]
+    fn spare(&mut self, n: usize) -> Option<&mut [u8]> {
+        if self.dropped != 0 || self.buf.len() - self.len < n {
+            return None;
+        }
+        Some(&mut self.buf[self.len..])
+    }
+
+    #[inline]
+    fn commit(&mut self, n: usize) {
+        self.len += n;
     }
 }
 

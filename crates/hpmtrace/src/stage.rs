@@ -89,24 +89,28 @@ impl Replay {
     /// like the immediate path, so statistics count every record).
     pub fn replay<S: Sink>(&mut self, sink: &mut S, words: &[u64]) -> Result<(), Stopped> {
         let mut res = Ok(());
-        let mut readings = [0u64; MAX_COUNTERS];
+        let mut copy = [0u64; MAX_COUNTERS];
         for s in words.chunks_exact(self.words) {
             let (tag, a0, a1, ts) = (s[0], s[1], s[2], s[3]);
-            let mut values = s[SAMPLE_HEAD_WORDS..].iter();
-            for (i, r) in readings[..self.n].iter_mut().enumerate() {
-                *r = if Some(i) == self.ts_pos {
-                    ts
-                } else {
-                    values.next().copied().unwrap_or(0)
-                };
-            }
+            // The readings in record order. Without a timestamp counter, or
+            // with it first (no cycles counter before it), the sample holds
+            // them in that order already.
+            let readings = match self.ts_pos {
+                None => &s[SAMPLE_HEAD_WORDS..],
+                Some(0) => &s[SAMPLE_HEAD_WORDS - 1..],
+                Some(p) => {
+                    let values = &s[SAMPLE_HEAD_WORDS..];
+                    copy[..p].copy_from_slice(&values[..p]);
+                    copy[p] = ts;
+                    copy[p + 1..self.n].copy_from_slice(&values[p..]);
+                    &copy[..self.n]
+                }
+            };
             let r = if tag == TAG_TRACE_ON {
-                self.enc.trace_on(sink, &readings[..self.n], ts)
+                self.enc.trace_on(sink, readings, ts)
             } else {
                 match u8::try_from(tag).ok().and_then(RecordType::from_u8) {
-                    Some(kind) => self
-                        .enc
-                        .record(sink, kind, [a0, a1], &readings[..self.n], ts),
+                    Some(kind) => self.enc.record(sink, kind, [a0, a1], readings, ts),
                     None => Ok(()),
                 }
             };

@@ -85,6 +85,20 @@ impl TimestampChain {
         self.left = SYNC_PERIOD;
     }
 
+    /// Data Acquisition messages left before the next sync.
+    #[inline(always)]
+    pub(crate) fn left(&self) -> usize {
+        self.left as usize
+    }
+
+    /// `n` more messages at the timestamp of the previous one (their
+    /// fields are 0); only when fewer than [`Self::left`].
+    #[inline(always)]
+    pub(crate) fn advance(&mut self, n: usize) {
+        debug_assert!(n < self.left as usize, "sync first");
+        self.left -= n as u32;
+    }
+
     /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
     /// when [`Self::needs_sync`] is false.
     #[inline(always)]

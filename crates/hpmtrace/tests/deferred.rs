@@ -1,11 +1,15 @@
-//! The collector stages raw samples and encodes them later (when a small
-//! staging buffer fills, at pause, at read-out). Its trace must be the
-//! bytes that encoding every record at once gives: the test decodes the
-//! collector's trace and encodes the decoded records again, immediately,
-//! with the encoder and Nexus writer, and compares the bytes. That
-//! comparison cannot see a value recorded wrong (it is re-encoded as
-//! decoded), so the decoded records are also checked against what the
-//! threads did. One test function: the collector is process-wide.
+//! The collector stages raw samples and encodes them later: full staging
+//! chunks on the encoder thread, or on the recording thread when every
+//! chunk is waiting, the rest at pause and at read-out. Its trace must be
+//! the bytes that encoding every record at once gives, whoever encoded
+//! which chunk: the test decodes the collector's trace and encodes the
+//! decoded records again, immediately, with the encoder and Nexus writer,
+//! and compares the bytes. That comparison cannot see a value recorded
+//! wrong (it is re-encoded as decoded), so the decoded records are also
+//! checked against what the threads did. Three threads, a staging buffer
+//! of 4096 bytes for a trace of 12001 records (a chunk holds 21 of them),
+//! with and without the encoder thread. One test function: the collector
+//! is process-wide.
 
 use hpmtrace::collect::{self, Mode};
 use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
@@ -132,7 +136,7 @@ fn check_values(items: &[Item], ct: CountType) {
     assert!(got[1..] == [calls(1), calls(2)], "{ct:?}: sources 1 and 2");
 }
 
-fn run(count_type: CountType) {
+fn run(count_type: CountType, encoder_thread: bool) {
     let s = Session::builder()
         .count_type(count_type)
         .event(Event::General {
@@ -146,8 +150,10 @@ fn run(count_type: CountType) {
         })
         .mode(Mode::FuncEntryExit)
         .max_threads(3)
-        // 512 words: a sample is 6, so a thread drains every 85 records.
+        // 4 chunks of 128 words: a sample is 6, so a thread hands over a
+        // chunk every 21 records.
         .stage_bytes(4096)
+        .encoder_thread(encoder_thread)
         .buffer_bytes(8 << 20)
         .start()
         .unwrap();
@@ -173,9 +179,11 @@ fn run(count_type: CountType) {
     std::thread::scope(|sc| {
         let a = sc.spawn(|| work(1));
         let b = sc.spawn(|| work(2));
-        // Encode the workers' staged samples while they record (the
-        // reader drains under each stream's lock, the owner when full).
-        while !(a.is_finished() && b.is_finished()) {
+        // With the encoder thread, also read the workers' staged samples
+        // while they record (the reader encodes under each stream's lock,
+        // the encoder thread and the owners too). Without it, only the
+        // owners encode, when every chunk is waiting.
+        while encoder_thread && !(a.is_finished() && b.is_finished()) {
             let _ = s.stats();
             std::thread::yield_now();
         }
@@ -199,6 +207,11 @@ fn run(count_type: CountType) {
     assert_eq!(records, 4 * 3000 + 1, "{count_type:?}");
     assert_eq!(stats.streams, 3);
     assert_eq!(stats.dropped_messages, 0);
+    if !encoder_thread {
+        // 12001 records in chunks of 21, and nobody else encodes while
+        // the threads record: all but the last few chunks of each thread.
+        assert!(stats.inline_chunks > 100, "{}", stats.inline_chunks);
+    }
     assert_eq!(stats.bytes, bytes.len() as u64);
     let again = encode_at_once(&items, rtd, 3);
     assert_eq!(again.len(), bytes.len(), "{count_type:?}: lengths differ");
@@ -208,6 +221,7 @@ fn run(count_type: CountType) {
 #[test]
 fn staged_trace_equals_trace_encoded_at_once() {
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
-        run(ct);
+        run(ct, true);
+        run(ct, false);
     }
 }

@@ -1,8 +1,8 @@
 //! The safe Rust API on the host: manual records, several threads at once,
-//! timer sampling, flush on drop. One test function: the collector is
+//! timer sampling, flush on drop, events the machine cannot count. One test function: the collector is
 //! process-wide and one session is active at a time.
 
-use hpmtrace::collect::{Error, Mode};
+use hpmtrace::collect::{Error, Mode, Unavailable};
 use hpmtrace::decode::{decode_stream, DecodeConfig, Output, Record};
 use hpmtrace::format::{hw, CountType, Event, RecordType};
 use hpmtrace::linux::sw;
@@ -168,6 +168,45 @@ fn timer_samples_the_running_thread() {
         .all(|r| r.kind == RecordType::Isr && r.addr != 0));
 }
 
+/// An event no machine counts (a general code perf has no event for), next
+/// to a software event and the timestamp: each policy of
+/// `Unavailable`, the header it gives.
+fn unavailable_events_fail_are_left_out_or_stood_in_for() {
+    let none = Event::General { code: 0x7f };
+    let sw = Event::LinuxSoftware {
+        code: sw::CONTEXT_SWITCHES,
+    };
+    let start = |u| {
+        Session::builder()
+            .event(none)
+            .event(Event::General {
+                code: hw::TIMESTAMP,
+            })
+            .event(sw)
+            .unavailable(u)
+            .start()
+    };
+    match start(Unavailable::Fail) {
+        Err(Error::Open(e)) => assert_eq!(e.event, none),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("an event nothing counts was accepted"),
+    }
+    // Slots: the unknown event 3, the timestamp 1, the software event 4.
+    let s = start(Unavailable::LeaveOut).unwrap();
+    let h = hpmtrace::collect::header().unwrap();
+    s.finish().unwrap();
+    assert_eq!(h.mask(), 1 << 1 | 1 << 4);
+    assert_eq!(h.counters[4].unwrap().event, sw);
+    let s = start(Unavailable::SoftwareStandIn).unwrap();
+    let h = hpmtrace::collect::header().unwrap();
+    s.finish().unwrap();
+    assert_eq!(h.mask(), 1 << 1 | 1 << 3 | 1 << 4);
+    assert!(matches!(
+        h.counters[3].unwrap().event,
+        Event::LinuxSoftware { .. }
+    ));
+}
+
 #[test]
 fn session_api() {
     let dir = std::env::temp_dir().join(format!("hpmtrace-session-{}", std::process::id()));
@@ -175,4 +214,5 @@ fn session_api() {
     manual_flushes_on_drop(&dir);
     threads_get_their_own_sources();
     timer_samples_the_running_thread();
+    unavailable_events_fail_are_left_out_or_stood_in_for();
 }

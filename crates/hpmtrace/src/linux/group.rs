@@ -48,7 +48,7 @@ impl std::fmt::Display for OpenError {
         if self.error.raw_os_error() == Some(libc::ENOENT)
             || self.error.raw_os_error() == Some(libc::EOPNOTSUPP)
         {
-            write!(f, " (this machine has no such hardware event; use software events, e.g. HPMTRACE_SW_FALLBACK=1)")?;
+            write!(f, " (this machine has no such hardware event)")?;
         } else if self.error.raw_os_error() == Some(libc::EACCES) {
             write!(f, " (lower /proc/sys/kernel/perf_event_paranoid)")?;
         }
