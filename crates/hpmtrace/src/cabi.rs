@@ -97,6 +97,74 @@ macro_rules! perf_write_cntrs_entry {
     };
 }
 
+/// Define the two init calls whose C signature is
+/// `int f(perfEvent*, int numCntrs, int itcChannel, perfCountType_t, uint32_t SBABufferSize)`
+/// as calls of `$init(name, list, n, chan, ct, sba, mode)` (an `unsafe fn`
+/// with that contract), `perfManualInit` with `$manual` and
+/// `perfFuncEntryExitInit` with `$entry_exit`. Both C APIs define them
+/// with this; `perfTimerISRInit` takes an interval and is written out.
+#[macro_export]
+macro_rules! perf_init_entry_points {
+    ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr) => {
+        /// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+        ///
+        /// # Safety
+        /// `list` must point to `n` valid `perfEvent`s (and the API's
+        /// contract with the program holds).
+        #[no_mangle]
+        pub unsafe extern "C" fn perfManualInit(
+            list: *mut $crate::cabi::perfEvent,
+            n: core::ffi::c_int,
+            chan: core::ffi::c_int,
+            ct: core::ffi::c_int,
+            sba: u32,
+        ) -> core::ffi::c_int {
+            let (init, mode): (
+                unsafe fn(
+                    &str,
+                    *mut $crate::cabi::perfEvent,
+                    core::ffi::c_int,
+                    core::ffi::c_int,
+                    core::ffi::c_int,
+                    u32,
+                    _,
+                ) -> core::ffi::c_int,
+                _,
+            ) = ($init, $manual);
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { init("perfManualInit", list, n, chan, ct, sba, mode) }
+        }
+
+        /// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+        ///
+        /// # Safety
+        /// As `perfManualInit`.
+        #[no_mangle]
+        pub unsafe extern "C" fn perfFuncEntryExitInit(
+            list: *mut $crate::cabi::perfEvent,
+            n: core::ffi::c_int,
+            chan: core::ffi::c_int,
+            ct: core::ffi::c_int,
+            sba: u32,
+        ) -> core::ffi::c_int {
+            let (init, mode): (
+                unsafe fn(
+                    &str,
+                    *mut $crate::cabi::perfEvent,
+                    core::ffi::c_int,
+                    core::ffi::c_int,
+                    core::ffi::c_int,
+                    u32,
+                    _,
+                ) -> core::ffi::c_int,
+                _,
+            ) = ($init, $entry_exit);
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { init("perfFuncEntryExitInit", list, n, chan, ct, sba, mode) }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -178,20 +178,7 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
     0
 }
 
-/// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s.
-#[no_mangle]
-pub unsafe extern "C" fn perfManualInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-) -> c_int {
-    init("perfManualInit", list, n, chan, ct, sba, Mode::Manual)
-}
+crate::perf_init_entry_points!(init, manual: Mode::Manual, entry_exit: Mode::FuncEntryExit);
 
 /// `int perfTimerISRInit(..., int interval)`: a per-thread timer signal
 /// (SIGPROF) samples the calling thread every `interval` µs (min 100).
@@ -216,29 +203,6 @@ pub unsafe extern "C" fn perfTimerISRInit(
         ct,
         sba,
         Mode::Timer { interval_us: us },
-    )
-}
-
-/// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s.
-#[no_mangle]
-pub unsafe extern "C" fn perfFuncEntryExitInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-) -> c_int {
-    init(
-        "perfFuncEntryExitInit",
-        list,
-        n,
-        chan,
-        ct,
-        sba,
-        Mode::FuncEntryExit,
     )
 }
 

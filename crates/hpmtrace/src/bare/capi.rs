@@ -138,21 +138,7 @@ unsafe fn init(
     }
 }
 
-/// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
-#[no_mangle]
-pub unsafe extern "C" fn perfManualInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { init("perfManualInit", list, n, chan, ct, sba, Mode::Manual) }
-}
+crate::perf_init_entry_points!(init, manual: Mode::Manual, entry_exit: Mode::FuncEntryExit);
 
 /// `int perfTimerISRInit(..., int interval)`: samples this hart every
 /// `interval` µs (at least 100) through the SBI timer; the program's trap
@@ -183,32 +169,6 @@ pub unsafe extern "C" fn perfTimerISRInit(
         return fail(WHAT, format_args!("cannot arm the timer"));
     }
     r
-}
-
-/// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
-#[no_mangle]
-pub unsafe extern "C" fn perfFuncEntryExitInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        init(
-            "perfFuncEntryExitInit",
-            list,
-            n,
-            chan,
-            ct,
-            sba,
-            Mode::FuncEntryExit,
-        )
-    }
 }
 
 /// Body of `perfWriteCntrs` (the assembly entry passes the caller's
