@@ -9,7 +9,8 @@
 //! host device tree, where the hypervisor finds it.
 
 use crate::firmware::exit;
-use crate::linux::perftool::{parse_stat_csv, CmdResult, Plan};
+use crate::linux::demo::{HOT_N, RECORD_PERIOD};
+use crate::linux::perftool::{parse_record_samples, parse_report, parse_stat_csv, CmdResult, Plan};
 use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
 use rvpmu_hv::bundle::{Header, HEADER_LEN};
@@ -21,7 +22,7 @@ const TARGET: &str = "riscv64gc-unknown-none-elf";
 const PROFILE: &str = "fw";
 /// H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
 /// every machine the project tests.
-pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true";
+pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true";
 /// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
 /// the bundle (QEMU 10.0 puts -initrd 256 MiB after the kernel here), the DTB at
 /// the top.
@@ -78,8 +79,9 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()))?;
         print!("{}", run.text);
         println!("({})", exit::describe(run.code));
-        let (problems, v) = check_perf(&run);
+        let (problems, v, s) = check_perf(&run, hot_per_iter()?);
         println!("perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
+        println!("perf record: {s:?}");
         for p in problems {
             println!("problem: {p}");
         }
@@ -448,7 +450,7 @@ pub fn test() -> Result<()> {
     step("hypervisor + Linux 7.2: Debian's perf stat in the guest (rvpmu.mode=plan)");
     let plan = perf_plan();
     let first = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
-    let (mut problems, v) = check_perf(&first);
+    let (mut problems, v, s) = check_perf(&first, hot_per_iter()?);
     let second = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
     if second.text != first.text || second.code != first.code {
         problems.push("two identical runs printed different output".into());
@@ -459,6 +461,10 @@ pub fn test() -> Result<()> {
             "    ok: instructions:u alu {ALU_N} = {n}, alu {} = {n2} (difference {}, exactly 2N); instructions (VU + VS) alu {ALU_N} = {all}",
             2 * ALU_N,
             n2 - n
+        );
+        eprintln!(
+            "    ok: perf record -e instructions:u -c {RECORD_PERIOD} of rvpmu-work hot {HOT_N}: {} samples for {} periods; rvpmu_hot_a {:.2}%, rvpmu_hot_b {:.2}%",
+            s.samples, s.periods, s.hot_a, s.hot_b
         );
     } else {
         eprintln!("--- output ---\n{}--- end ---", first.text);
@@ -528,6 +534,16 @@ const ALU_N: u64 = 1_000_000;
 /// native suite does.
 fn perf_plan() -> Plan {
     let mut p = Plan::exact();
+    // Sampling first: a counting event before it on the same counter
+    // would leave QEMU's stale irq_overflow_left (docs/anomalies.md 2).
+    p.cmd(
+        "record",
+        &format!("perf record -e instructions:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"),
+    );
+    p.cmd(
+        "report",
+        "perf report -i /root/perf.data --stdio --sort symbol",
+    );
     p.cmd(
         "alu-n",
         &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {ALU_N}"),
@@ -559,9 +575,10 @@ fn plan_results(text: &str) -> Vec<CmdResult> {
 /// The guest's perf counts: (instructions:u of alu N, of alu 2N,
 /// instructions of alu N), each only if perf counted it on a counter the
 /// whole time; and what is wrong.
-fn check_perf(run: &Run) -> (Vec<String>, [Option<u64>; 3]) {
+fn check_perf(run: &Run, hot_per_iter: u64) -> (Vec<String>, [Option<u64>; 3], Sampling) {
     let mut p = Vec::new();
     let r = plan_results(&run.text);
+    let sampling = check_sampling(&r, hot_per_iter, &mut p);
     let value = |name: &str, event: &str| -> Option<u64> {
         let c = r.iter().find(|c| c.name == name)?;
         let l = parse_stat_csv(&c.stderr)
@@ -606,7 +623,71 @@ fn check_perf(run: &Run) -> (Vec<String>, [Option<u64>; 3]) {
     if run.text.contains("stopping the guest") {
         p.push("the hypervisor stopped the guest".into());
     }
-    (p, v)
+    (p, v, sampling)
+}
+
+/// What the guest's `perf record` of `rvpmu-work hot` gave: samples
+/// (record's count), the periods the workload's loops make, the shares of
+/// rvpmu_hot_a and rvpmu_hot_b in `perf report`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sampling {
+    samples: u64,
+    periods: u64,
+    hot_a: f64,
+    hot_b: f64,
+}
+
+/// Samples = periods +-2, where periods is the loops' user instructions
+/// (4 * HOT_N iterations of `hot_per_iter`, from the disassembly) over
+/// the period; the process's start-up (about 40,000 user instructions,
+/// the `alu` counts above) adds at most one; rvpmu_hot_a runs 3 of the 4
+/// parts, rvpmu_hot_b 1: 75% and 25% within 2 points, together at least
+/// 98% (the samples' PCs are in the workload).
+fn check_sampling(r: &[CmdResult], hot_per_iter: u64, p: &mut Vec<String>) -> Sampling {
+    let periods = 4 * HOT_N * hot_per_iter / RECORD_PERIOD;
+    let rec = r.iter().find(|c| c.name == "record");
+    let rep = r
+        .iter()
+        .find(|c| c.name == "report")
+        .map(|c| parse_report(&c.stdout))
+        .unwrap_or_default();
+    let s = Sampling {
+        samples: rec
+            .and_then(|c| parse_record_samples(&c.stderr))
+            .unwrap_or(0),
+        periods,
+        hot_a: rep.share("rvpmu_hot_a"),
+        hot_b: rep.share("rvpmu_hot_b"),
+    };
+    if !rec.is_some_and(|c| c.ok()) || s.samples.abs_diff(periods) > 2 {
+        p.push(format!(
+            "perf record: {} samples, want {periods} +-2; stderr: {:?}",
+            s.samples,
+            rec.map(|c| c.stderr.as_str())
+        ));
+    }
+    if rep.samples != Some(s.samples) || rep.lost != 0 {
+        p.push(format!(
+            "perf report: {rep:?}, want {} samples, none lost",
+            s.samples
+        ));
+    }
+    if (s.hot_a - 75.0).abs() > 2.0 || (s.hot_b - 25.0).abs() > 2.0 || s.hot_a + s.hot_b < 98.0 {
+        p.push(format!(
+            "perf report: rvpmu_hot_a {:.2}%, rvpmu_hot_b {:.2}%, want 75 and 25 +-2, together >= 98",
+            s.hot_a, s.hot_b
+        ));
+    }
+    s
+}
+
+/// Instructions in one iteration of `rvpmu_hot_a`'s loop (rvpmu-work is
+/// the guest's /init binary), from its disassembly.
+fn hot_per_iter() -> Result<u64> {
+    use crate::linux::{initramfs, kernel};
+    let k = kernel::build(kernel::Version::V7_2)?;
+    let initrd = initramfs::build(&k)?;
+    initramfs::loop_body_instructions(&initrd.init_elf, "rvpmu_hot_a")
 }
 
 #[cfg(test)]

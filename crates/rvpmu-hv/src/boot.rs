@@ -175,6 +175,9 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     let root = map_guest(&ram);
     let timer = setup_h_csrs(root);
     let pmu = guest_pmu(&host, ram);
+    if pmu.is_some() {
+        overflow_to_guest(&host);
+    }
     let isa = GuestIsa::from_host(host.isa, timer, pmu.is_some());
     let mut dt = [0u8; 8192];
     let dt_len = guest_dt(
@@ -278,6 +281,33 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
     // engine keeps this value as long as the vCPU lives.
     let mem = unsafe { GuestMemory::new(ram) };
     Some(Pmu::new(cfg, hw, mem, present))
+}
+
+/// Counter overflow for the guest: the host counters' LCOFI (rvpmu-fw
+/// delegates it to S-mode, i.e. HS here) is taken by the hypervisor
+/// (sie.LCOFIE; with V=1 an HS-level interrupt is taken whatever
+/// sstatus.SIE says, and in HS-mode itself SIE stays 0), which records
+/// the overflow in the guest's engine and injects LCOFI into VS through
+/// hvip bit 13 (`trap.rs`). Injecting an interrupt other than VS
+/// software, timer and external needs AIA's `hvien` (Ssaia; QEMU `-cpu
+/// ...,ssaia=true`): without it the guest gets no overflow interrupt
+/// and the overflow stays pending in HS-mode, which leaves it disabled.
+fn overflow_to_guest(host: &Host) {
+    if !host.isa.split('_').any(|e| e == "ssaia") {
+        hvprintln!(
+            "guest PMU: no overflow interrupt for the guest (the hart has no Ssaia for hvien)"
+        );
+        return;
+    }
+    csr_write!(0x608, 1 << IRQ_LCOF); // hvien: vsip/vsie bit 13 are hvip's
+    if csr_read!(0x608) & 1 << IRQ_LCOF == 0 {
+        hvprintln!("guest PMU: no overflow interrupt for the guest (hvien bit 13 does not stick)");
+        return;
+    }
+    csr_set!(sie, 1 << IRQ_LCOF);
+    hvprintln!(
+        "guest PMU: counter overflow taken in HS-mode and injected as LCOFI (hvien/hvip bit 13)"
+    );
 }
 
 fn load(mem: &mut GuestMemory, gpa: u64, data: &[u8]) {

@@ -7,7 +7,8 @@
 //! | 20, 21, 23, guest page faults | the guest touched a guest-physical address outside its RAM (nothing else is mapped): reported, the guest is stopped |
 //! | 22, virtual instruction | reflected into the guest as an illegal instruction (what the same instruction does on a hart without the feature) |
 //! | other exceptions | the guest's own (illegal instructions and access faults the firmware redirected, anything hedeleg did not send straight to VS): reflected into the guest |
-//! | interrupts | none are enabled in sie: reported, the guest is stopped |
+//! | interrupt 13, LCOFI | a host counter overflowed: recorded in the guest's PMU and injected into VS (hvip bit 13) |
+//! | other interrupts | not enabled in sie: reported, the guest is stopped |
 //!
 //! "Stopped" means an SBI SRST shutdown with reason "system failure"
 //! through the host firmware, which makes QEMU exit with status 83.
@@ -29,6 +30,10 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
     let vcpu = unsafe { &mut *v };
     let scause = csr_read!(scause);
     let stval = csr_read!(stval);
+    if scause == 1 << 63 | IRQ_LCOF {
+        overflow(vcpu);
+        return v;
+    }
     if (scause as isize) < 0 {
         stop(
             vcpu,
@@ -73,6 +78,22 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         ),
     }
     v
+}
+
+/// A host counter overflowed (LCOFI, enabled in sie only when the guest
+/// has a PMU and hvien takes bit 13): record which of the guest's
+/// counters overflowed in its engine, clear the host's pending bit and
+/// raise LCOFI for the guest (hvip bit 13; the guest clears it through
+/// its own sip, which hvien makes an alias of hvip's bit).
+fn overflow(vcpu: &mut Vcpu) {
+    let new = match &mut vcpu.sbi.pmu {
+        Some(p) => p.hw_mut().take_overflow(),
+        None => 0,
+    };
+    csr_clear!(sip, 1 << IRQ_LCOF);
+    if new != 0 {
+        csr_set!(0x645, 1 << IRQ_LCOF);
+    }
 }
 
 /// Deliver exception `cause` to the guest as the hardware would if it

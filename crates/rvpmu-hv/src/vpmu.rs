@@ -117,6 +117,10 @@ pub struct HostHpm<C: SbiCall, R: HostCounters> {
     /// started since (a 0 written then needs no host call, and the
     /// guest's direct CSR read already sees it).
     zero: u32,
+    /// Host counters whose overflow the hypervisor took (LCOFI at HS)
+    /// and that the guest has not started again: their OF as the guest
+    /// sees it, whatever the host counter's own OF says by then.
+    overflowed: u32,
     failures: u32,
 }
 
@@ -156,6 +160,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             running: 0,
             pending: [None; 32],
             zero: 0,
+            overflowed: 0,
             failures: 0,
         })
     }
@@ -172,6 +177,22 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
     /// Host counters currently configured / running for the guest.
     pub fn host_state(&self) -> (u32, u32) {
         (self.configured, self.running)
+    }
+
+    /// A local counter overflow interrupt reached the hypervisor: record
+    /// which of the guest's host counters overflowed (`scountovf`) as the
+    /// guest's overflow state (OF in [`Hpm::read_event`], hence the
+    /// snapshot's overflow mask) until the guest starts them again.
+    /// Returns the newly overflowed counters (0: none of the guest's).
+    pub fn take_overflow(&mut self) -> u32 {
+        let new = self.csr.overflow() & self.configured & !self.overflowed;
+        self.overflowed |= new;
+        new
+    }
+
+    /// The guest counters whose overflow is recorded.
+    pub fn overflowed(&self) -> u32 {
+        self.overflowed
     }
 
     fn ok(&mut self, r: sbi_spec::binary::SbiRet) -> bool {
@@ -192,6 +213,8 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
                 .pmu_counter_start(i, 1, CounterStartFlags::empty(), 0),
         };
         self.zero &= !(1 << i);
+        // The host's start clears the counter's OF; so does the guest's.
+        self.overflowed &= !(1 << i);
         if self.ok(r) {
             self.running |= 1 << i;
         }
@@ -232,7 +255,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
     }
     fn read_event(&self, i: usize) -> u64 {
         let i = i % 32;
-        let of = if self.csr.overflow() & self.present & (1 << i) != 0 {
+        let of = if (self.csr.overflow() | self.overflowed) & self.present & (1 << i) != 0 {
             bits::OF
         } else {
             0
@@ -260,6 +283,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
             self.running &= !(1 << i);
         }
         self.zero &= !(1 << i);
+        self.overflowed &= !(1 << i);
         self.event[i] = v;
         self.pending[i] = None;
         if v & SELECT != 0 {
@@ -373,12 +397,16 @@ mod tests {
         }
     }
     struct Csr;
+    thread_local! {
+        /// The fake host's scountovf (per test thread).
+        static SCOUNTOVF: std::cell::Cell<u32> = const { std::cell::Cell::new(1 << 4) };
+    }
     impl HostCounters for Csr {
         fn read(&self, i: usize) -> u64 {
             1000 + i as u64
         }
         fn overflow(&self) -> u32 {
-            1 << 4
+            SCOUNTOVF.get()
         }
     }
 
@@ -527,6 +555,55 @@ mod tests {
         let vu = CounterCfgFlags::SET_VUINH.bits();
         assert_eq!(host.calls.take(), [(2, [3, 1, mminh | vu, 1])]);
         assert_eq!(g.hw().failures(), 0);
+    }
+
+    #[test]
+    fn a_taken_overflow_is_the_guests_of_until_it_starts_the_counter_again() {
+        let host = Host::default();
+        let mut g = guest(&host);
+        // Linux's sampling counter: counter 4 alone, instructions, started
+        // with -period.
+        assert_eq!(call(&mut g, 2, [4, 1, 0, 2, 0]).value, 4);
+        let period = 100_000usize;
+        assert_eq!(
+            call(&mut g, 3, [4, 1, 1, period.wrapping_neg(), 0]).error,
+            RET_SUCCESS
+        );
+        // Host counters 4 and 5 overflow; 5 is not the guest's.
+        SCOUNTOVF.set(1 << 4 | 1 << 5);
+        assert_eq!(g.hw_mut().take_overflow(), 1 << 4);
+        assert_eq!(g.hw_mut().take_overflow(), 0, "taken once");
+        // Whatever the host's OF says later (a switch restored the counter
+        // with INIT_SNAPSHOT, which clears it), the guest sees its overflow.
+        SCOUNTOVF.set(0);
+        assert_eq!(g.hw().read_event(4) & bits::OF, bits::OF);
+        // Linux's handler: stop with TAKE_SNAPSHOT, read the mask (bit 0:
+        // relative to counter_idx_base 4) and the value.
+        assert_eq!(
+            call(&mut g, 7, [0x8000_1000, 0, 0, 0, 0]).error,
+            RET_SUCCESS
+        );
+        assert_eq!(call(&mut g, 4, [4, 1, 2, 0, 0]).error, RET_SUCCESS);
+        let mem = g.mem();
+        assert_eq!(rvpmu::snapshot::read_overflow(mem, 0x8000_1000).unwrap(), 1);
+        assert_eq!(
+            rvpmu::snapshot::read_value(mem, 0x8000_1000, 0).unwrap(),
+            1004
+        );
+        // Restart from the snapshot (Linux's alias-window base 4096 + 4):
+        // the overflow is consumed.
+        rvpmu::snapshot::write_value(g.mem_mut(), 0x8000_1000, 0, period.wrapping_neg() as u64)
+            .unwrap();
+        assert_eq!(call(&mut g, 3, [4096 + 4, 1, 2, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(g.hw().overflowed(), 0);
+        assert_eq!(g.hw().read_event(4) & bits::OF, 0);
+        let calls = host.calls.take();
+        assert_eq!(
+            calls.last(),
+            Some(&(3, [4, 1, 1, period.wrapping_neg()])),
+            "{calls:?}"
+        );
+        SCOUNTOVF.set(1 << 4);
     }
 
     #[test]
