@@ -52,6 +52,11 @@ pub struct HvArgs {
     /// plan: instructions:u of `rvpmu-work alu`) instead of the boot mode.
     #[arg(long, requires = "linux")]
     pub perf: bool,
+    /// With --linux --perf: the hypervisor saves and restores the guest's
+    /// counters with the host firmware's snapshot every 1 ms
+    /// (as a switch to another guest and back would) and prints the cost.
+    #[arg(long, requires = "perf")]
+    pub switch: bool,
     /// Run the project's S-mode conformance kernel (crates/conformance)
     /// as the guest instead of vs-check.
     #[arg(long, conflicts_with_all = ["linux", "fault"])]
@@ -76,12 +81,15 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         return Ok(());
     }
     if a.linux && a.perf {
-        let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()))?;
+        let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()), a.switch)?;
         print!("{}", run.text);
         println!("({})", exit::describe(run.code));
         let (problems, v, s) = check_perf(&run, hot_per_iter()?);
         println!("perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
         println!("perf record: {s:?}");
+        if a.switch {
+            println!("switch costs: {:?}", switch_costs(&run.text));
+        }
         for p in problems {
             println!("problem: {p}");
         }
@@ -177,8 +185,20 @@ pub struct Run {
 }
 
 /// Boot the hypervisor with a bundle.
-pub fn boot(images: &Images, bundle: &Path, memory: &str, timeout: Duration) -> Result<Run> {
+/// The hypervisor's own command line (QEMU `-append`, the host DT's
+/// /chosen bootargs) that makes it save and restore the guest's counters
+/// every 1 ms of host time and report the cost (crates/rvpmu-hv/src/switch.rs).
+const SWITCH_EVERY_MS: &str = "rvpmu-hv.switch=1ms";
+
+pub fn boot(
+    images: &Images,
+    bundle: &Path,
+    memory: &str,
+    timeout: Duration,
+    append: Option<&str>,
+) -> Result<Run> {
     let mut q = crate::qemu::Qemu::virt(1);
+    q.append = append.map(String::from);
     q.cpu = CPU.into();
     q.memory = memory.into();
     q.bios = Some(images.firmware.clone());
@@ -203,7 +223,7 @@ fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
         &kernel,
         &[],
     )?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60))
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60), None)
 }
 
 /// The conformance kernel (crates/conformance, built as for `cargo xtask
@@ -215,7 +235,7 @@ fn run_conformance(images: &Images) -> Result<Run> {
     std::fs::create_dir_all(&dir)?;
     let bundle = dir.join("conformance.bundle");
     write_bundle(&bundle, VS_CHECK_RAM, "", &kernel, &[])?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120))
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120), None)
 }
 
 /// Conformance checks that fail in the guest, with the spec's reason in
@@ -296,12 +316,14 @@ const LINUX_CONSOLE: &str = "earlycon=sbi console=hvc0";
 /// Boot the project's Linux 7.2 with its initramfs as the guest, /init
 /// reading `args`.
 pub fn run_linux(images: &Images, args: &str) -> Result<Run> {
-    run_linux_with(images, args, None)
+    run_linux_with(images, args, None, false)
 }
 
 /// [`run_linux`], with `plan` (e2e-init's `rvpmu.mode=plan`) as
 /// /rvpmu/plan in the initramfs when given.
-fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>) -> Result<Run> {
+/// With `switch`, the hypervisor saves and restores the guest's counters
+/// every 1 ms ([`SWITCH_EVERY_MS`]).
+fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool) -> Result<Run> {
     use crate::linux::{initramfs, kernel};
     let k = kernel::build(kernel::Version::V7_2)?;
     let initrd = initramfs::build(&k)?;
@@ -324,7 +346,13 @@ fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>) -> Result<Ru
         &std::fs::read(&archive)?,
     )?;
     step("booting Linux 7.2 in VS-mode under rvpmu-hv");
-    boot(images, &bundle, HOST_MEMORY_LINUX, Duration::from_secs(300))
+    boot(
+        images,
+        &bundle,
+        HOST_MEMORY_LINUX,
+        Duration::from_secs(300),
+        switch.then_some(SWITCH_EVERY_MS),
+    )
 }
 
 /// What is wrong with a vs-check run that should end with `end`.
@@ -447,11 +475,38 @@ pub fn test() -> Result<()> {
         }
         failures.push("linux");
     }
-    step("hypervisor + Linux 7.2: Debian's perf stat in the guest (rvpmu.mode=plan)");
+    for switch in [false, true] {
+        perf_step(&images, switch, &mut failures)?;
+    }
+    if !failures.is_empty() {
+        bail!("hypervisor tests failed: {}", failures.join(", "));
+    }
+    Ok(())
+}
+
+/// Debian's perf in the guest (sampling, then exact counts), twice; with
+/// `switch`, the guest's counters are saved and restored every 1 ms of
+/// host time, which must change none of the results; the cost is reported.
+fn perf_step(images: &Images, switch: bool, failures: &mut Vec<&'static str>) -> Result<()> {
+    step(&format!(
+        "hypervisor + Linux 7.2: Debian's perf record and perf stat in the guest (rvpmu.mode=plan{})",
+        if switch { ", counters saved and restored every 1 ms" } else { "" }
+    ));
     let plan = perf_plan();
-    let first = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
+    let first = run_linux_with(images, "rvpmu.mode=plan", Some(&plan), switch)?;
     let (mut problems, v, s) = check_perf(&first, hot_per_iter()?);
-    let second = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
+    let costs = switch_costs(&first.text);
+    if switch && !costs.iter().any(|c| c.0 >= 1 && c.1 > 0) {
+        problems.push(format!(
+            "no switch with a running counter reported: {costs:?}"
+        ));
+    }
+    if !switch && !costs.is_empty() {
+        problems.push(format!(
+            "switch costs reported without {SWITCH_EVERY_MS}: {costs:?}"
+        ));
+    }
+    let second = run_linux_with(images, "rvpmu.mode=plan", Some(&plan), switch)?;
     if second.text != first.text || second.code != first.code {
         problems.push("two identical runs printed different output".into());
     }
@@ -466,17 +521,45 @@ pub fn test() -> Result<()> {
             "    ok: perf record -e instructions:u -c {RECORD_PERIOD} of rvpmu-work hot {HOT_N}: {} samples for {} periods; rvpmu_hot_a {:.2}%, rvpmu_hot_b {:.2}%",
             s.samples, s.periods, s.hot_a, s.hot_b
         );
+        for (k, n, min, max, mean) in costs {
+            eprintln!(
+                "    switch save+restore with {k} counter(s) running: {n} times, {min}..{max} instructions (mean {mean})"
+            );
+        }
     } else {
         eprintln!("--- output ---\n{}--- end ---", first.text);
         for p in &problems {
             eprintln!("    FAIL: {p}");
         }
-        failures.push("linux-perf");
-    }
-    if !failures.is_empty() {
-        bail!("hypervisor tests failed: {}", failures.join(", "));
+        failures.push(if switch {
+            "linux-perf-switch"
+        } else {
+            "linux-perf"
+        });
     }
     Ok(())
+}
+
+/// The hypervisor's switch cost lines: (running counters, switches, min,
+/// max, mean instructions).
+fn switch_costs(text: &str) -> Vec<(u64, u64, u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let r = l
+                .trim()
+                .strip_prefix("rvpmu-hv: switch save+restore with ")?;
+            let num = |x: &str| {
+                x.trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse::<u64>()
+                    .ok()
+            };
+            let (k, r) = r.split_once(" counter(s) running: ")?;
+            let (n, r) = r.split_once(" times, ")?;
+            let (range, r) = r.split_once(" instructions (mean ")?;
+            let (min, max) = range.split_once("..")?;
+            Some((num(k)?, num(n)?, num(min)?, num(max)?, num(r)?))
+        })
+        .collect()
 }
 
 /// What is wrong with a Linux boot under the hypervisor: the kernel must
@@ -558,6 +641,11 @@ fn perf_plan() -> Plan {
     p.cmd(
         "alu-all",
         &format!("perf stat -x, -e instructions -- rvpmu-work alu {ALU_N}"),
+    );
+    // Four counters at once (the switch cost per running counter).
+    p.cmd(
+        "four",
+        &format!("perf stat -x, -e instructions:u,cycles:u,instructions:k,cycles:k -- rvpmu-work alu {ALU_N}"),
     );
     p
 }

@@ -65,6 +65,8 @@ pub const VS_INTERRUPTS: usize = 1 << 2 | 1 << 6 | 1 << 10;
 /// The local counter overflow interrupt (Sscofpmf's LCOFI), in sie/sip,
 /// hvien and hvip.
 pub const IRQ_LCOF: usize = 13;
+/// The supervisor (HS) timer interrupt, from Sstc's stimecmp.
+pub const IRQ_STIMER: usize = 5;
 
 /// hcounteren: the guest reads cycle, time and instret directly.
 pub const COUNTEREN_CY_TM_IR: usize = 0b111;

@@ -34,6 +34,8 @@
 use rvpmu::counter::{CounterInfo, CSR_CYCLE};
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::hw::{bits, Hpm};
+use rvpmu::mem::SupervisorMemory;
+use rvpmu::snapshot;
 use rvpmu::supervisor::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
@@ -121,6 +123,9 @@ pub struct HostHpm<C: SbiCall, R: HostCounters> {
     /// and that the guest has not started again: their OF as the guest
     /// sees it, whatever the host counter's own OF says by then.
     overflowed: u32,
+    /// Counters [`HostHpm::switch_out`] stopped, and their values.
+    switched_out: u32,
+    saved: [u64; 32],
     failures: u32,
 }
 
@@ -161,6 +166,8 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             pending: [None; 32],
             zero: 0,
             overflowed: 0,
+            switched_out: 0,
+            saved: [0; 32],
             failures: 0,
         })
     }
@@ -193,6 +200,87 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
     /// The guest counters whose overflow is recorded.
     pub fn overflowed(&self) -> u32 {
         self.overflowed
+    }
+
+    /// The hypervisor takes the hart from the guest: stop the guest's
+    /// running host counters in one call with TAKE_SNAPSHOT (the host
+    /// firmware writes their values and overflow bits into `area`, the
+    /// hypervisor's own snapshot page registered with it, reached through
+    /// `mem`), keep the values, and record the overflow bits as the
+    /// guest's (a host counter that overflowed but whose LCOFI was not
+    /// taken yet: [`HostHpm::switch_in`] clears its host OF). Returns the
+    /// counters stopped and, of them, the newly overflowed ones (LCOFI to
+    /// inject). Nothing is called when no counter runs.
+    pub fn switch_out<M: SupervisorMemory>(&mut self, mem: &M, area: u64) -> (u32, u32) {
+        let m = self.running;
+        if m == 0 {
+            return (0, 0);
+        }
+        let base = m.trailing_zeros();
+        let r = self.host.pmu_counter_stop(
+            base as usize,
+            (m >> base) as usize,
+            CounterStopFlags::TAKE_SNAPSHOT,
+        );
+        if !self.ok(r) {
+            return (0, 0);
+        }
+        let mut bad = false;
+        let mut k = m;
+        while k != 0 {
+            let i = k.trailing_zeros();
+            k &= k - 1;
+            match snapshot::read_value(mem, area, (i - base) as usize) {
+                Ok(v) => self.saved[i as usize] = v,
+                Err(_) => bad = true,
+            }
+        }
+        let of = match snapshot::read_overflow(mem, area) {
+            Ok(of) => ((of << base) as u32) & m,
+            Err(_) => {
+                bad = true;
+                0
+            }
+        };
+        if bad {
+            self.failures = self.failures.saturating_add(1);
+        }
+        let new = of & !self.overflowed;
+        self.overflowed |= new;
+        self.running &= !m;
+        self.switched_out = m;
+        (m, new)
+    }
+
+    /// The guest gets the hart back: start what [`HostHpm::switch_out`]
+    /// stopped, in one call with INIT_SNAPSHOT from the values it kept
+    /// (written into `area` first). Nothing is called when it stopped
+    /// nothing.
+    pub fn switch_in<M: SupervisorMemory>(&mut self, mem: &mut M, area: u64) {
+        let m = core::mem::take(&mut self.switched_out);
+        if m == 0 {
+            return;
+        }
+        let base = m.trailing_zeros();
+        let mut k = m;
+        while k != 0 {
+            let i = k.trailing_zeros();
+            k &= k - 1;
+            if snapshot::write_value(mem, area, (i - base) as usize, self.saved[i as usize])
+                .is_err()
+            {
+                self.failures = self.failures.saturating_add(1);
+            }
+        }
+        let r = self.host.pmu_counter_start(
+            base as usize,
+            (m >> base) as usize,
+            CounterStartFlags::INIT_SNAPSHOT,
+            0,
+        );
+        if self.ok(r) {
+            self.running |= m;
+        }
     }
 
     fn ok(&mut self, r: sbi_spec::binary::SbiRet) -> bool {
@@ -603,6 +691,51 @@ mod tests {
             Some(&(3, [4, 1, 1, period.wrapping_neg()])),
             "{calls:?}"
         );
+        SCOUNTOVF.set(1 << 4);
+    }
+
+    #[test]
+    fn a_switch_saves_and_restores_the_running_counters_through_the_host_snapshot() {
+        let host = Host::default();
+        let mut g = guest(&host);
+        // The hypervisor's own page, registered with the host firmware.
+        let area = 0x9000_0000u64;
+        let mut page = BufMemory::new(area, 0x1000, area, 0x1000);
+        assert_eq!(g.hw_mut().switch_out(&page, area), (0, 0), "nothing runs");
+        assert!(host.calls.borrow().is_empty());
+        // instructions on 3, cycles on 5 (configured, started); 4 idle.
+        assert_eq!(call(&mut g, 2, [3, 1, 0, 2, 0]).value, 3);
+        assert_eq!(call(&mut g, 2, [5, 1, 0, 1, 0]).value, 5);
+        assert_eq!(call(&mut g, 3, [3, 1, 0, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(call(&mut g, 3, [5, 1, 0, 0, 0]).error, RET_SUCCESS);
+        host.calls.take();
+        // What the host firmware writes at the stop: values relative to
+        // base 3, counter 5 overflowed.
+        rvpmu::snapshot::write_value(&mut page, area, 0, 111).unwrap();
+        rvpmu::snapshot::write_value(&mut page, area, 2, 333).unwrap();
+        rvpmu::snapshot::write_overflow(&mut page, area, 1 << 2).unwrap();
+        SCOUNTOVF.set(0);
+        let take = CounterStopFlags::TAKE_SNAPSHOT.bits();
+        assert_eq!(
+            g.hw_mut().switch_out(&page, area),
+            (1 << 3 | 1 << 5, 1 << 5)
+        );
+        assert_eq!(host.calls.take(), [(4, [3, 0b101, take, 0])]);
+        assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 0));
+        // Another guest uses the page meanwhile.
+        page.zero(area, 0x1000).unwrap();
+        g.hw_mut().switch_in(&mut page, area);
+        let init = CounterStartFlags::INIT_SNAPSHOT.bits();
+        assert_eq!(host.calls.take(), [(3, [3, 0b101, init, 0])]);
+        assert_eq!(rvpmu::snapshot::read_value(&page, area, 0), Ok(111));
+        assert_eq!(rvpmu::snapshot::read_value(&page, area, 2), Ok(333));
+        assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 1 << 3 | 1 << 5));
+        // The overflow the switch found is the guest's until it restarts
+        // the counter (the host's OF was cleared by INIT_SNAPSHOT's start).
+        assert_eq!(g.hw().read_event(5) & bits::OF, bits::OF);
+        assert_eq!(g.hw().read_event(3) & bits::OF, 0);
+        assert_eq!(g.hw_mut().take_overflow(), 0);
+        assert_eq!(g.hw().failures(), 0);
         SCOUNTOVF.set(1 << 4);
     }
 
