@@ -1,7 +1,7 @@
 //! `cargo xtask hv`: the hypervisor (crates/rvpmu-hv) on our firmware,
 //! with a guest, under QEMU; `test()` is its QEMU test.
 //!
-//! The machine: QEMU virt, `-cpu rv64,h=true,sscofpmf=true,sstc=true`,
+//! The machine: QEMU virt, `-cpu rv64,h=true,sscofpmf=true,sstc=true,ssaia=true`,
 //! one hart, 512 MiB, exact instruction counting. rvpmu-fw is `-bios`,
 //! the hypervisor `-kernel` (entered in HS-mode at 0x80200000), and the
 //! guest a bundle (`rvpmu_hv::bundle`: RAM size, command line, kernel,
@@ -21,7 +21,8 @@ use std::time::Duration;
 const TARGET: &str = "riscv64gc-unknown-none-elf";
 const PROFILE: &str = "fw";
 /// H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
-/// every machine the project tests.
+/// every machine the project tests, Ssaia for `hvien` (the guest's
+/// counter overflow interrupt is injected through hvip bit 13).
 pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true";
 /// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
 /// the bundle (QEMU 10.0 puts -initrd 256 MiB after the kernel here), the DTB at
@@ -812,6 +813,18 @@ mod tests {
         let p = check_vs_check(&run(&shut, Some(0)), "shutdown");
         assert_eq!(p, ["the hypervisor stopped the guest"]);
         assert_eq!(check_vs_check(&run("", None), "shutdown").len(), 8);
+    }
+
+    #[test]
+    fn switch_cost_lines_are_parsed() {
+        let t = "x\nrvpmu-hv: switch save+restore with 0 counter(s) running: 828 times, 11..11 instructions (mean 11)\n\
+                 rvpmu-hv: switch save+restore with 4 counter(s) running: 3 times, 900..1010 instructions (mean 950)\n\
+                 rvpmu-hv: switch save+restore with x counter(s) running: 3 times\n";
+        assert_eq!(
+            switch_costs(t),
+            [(0, 828, 11, 11, 11), (4, 3, 900, 1010, 950)]
+        );
+        assert!(switch_costs("").is_empty());
     }
 
     #[test]
