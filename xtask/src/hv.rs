@@ -1,7 +1,7 @@
 //! `cargo xtask hv`: the hypervisor (crates/rvpmu-hv) on our firmware,
 //! with a guest, under QEMU; `test()` is its QEMU test.
 //!
-//! The machine: QEMU virt, `-cpu rv64,h=true,sscofpmf=true,sstc=true`,
+//! The machine: QEMU virt, `-cpu rv64,h=true,sscofpmf=true,sstc=true,ssaia=true`,
 //! one hart, 512 MiB, exact instruction counting. rvpmu-fw is `-bios`,
 //! the hypervisor `-kernel` (entered in HS-mode at 0x80200000), and the
 //! guest a bundle (`rvpmu_hv::bundle`: RAM size, command line, kernel,
@@ -9,7 +9,8 @@
 //! host device tree, where the hypervisor finds it.
 
 use crate::firmware::exit;
-use crate::linux::perftool::{parse_stat_csv, CmdResult, Plan};
+use crate::linux::demo::{HOT_N, RECORD_PERIOD};
+use crate::linux::perftool::{parse_record_samples, parse_report, parse_stat_csv, CmdResult, Plan};
 use crate::util::{cargo, root, run_captured, step};
 use anyhow::{bail, Context, Result};
 use rvpmu_hv::bundle::{Header, HEADER_LEN};
@@ -20,8 +21,9 @@ use std::time::Duration;
 const TARGET: &str = "riscv64gc-unknown-none-elf";
 const PROFILE: &str = "fw";
 /// H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
-/// every machine the project tests.
-pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true";
+/// every machine the project tests, Ssaia for `hvien` (the guest's
+/// counter overflow interrupt is injected through hvip bit 13).
+pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true";
 /// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
 /// the bundle (QEMU 10.0 puts -initrd 256 MiB after the kernel here), the DTB at
 /// the top.
@@ -51,6 +53,11 @@ pub struct HvArgs {
     /// plan: instructions:u of `rvpmu-work alu`) instead of the boot mode.
     #[arg(long, requires = "linux")]
     pub perf: bool,
+    /// With --linux --perf: the hypervisor saves and restores the guest's
+    /// counters with the host firmware's snapshot every 1 ms
+    /// (as a switch to another guest and back would) and prints the cost.
+    #[arg(long, requires = "perf")]
+    pub switch: bool,
     /// Run the project's S-mode conformance kernel (crates/conformance)
     /// as the guest instead of vs-check.
     #[arg(long, conflicts_with_all = ["linux", "fault"])]
@@ -75,11 +82,15 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         return Ok(());
     }
     if a.linux && a.perf {
-        let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()))?;
+        let run = run_linux_with(&images, "rvpmu.mode=plan", Some(&perf_plan()), a.switch)?;
         print!("{}", run.text);
         println!("({})", exit::describe(run.code));
-        let (problems, v) = check_perf(&run);
+        let (problems, v, s) = check_perf(&run, hot_per_iter()?);
         println!("perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
+        println!("perf record: {s:?}");
+        if a.switch {
+            println!("switch costs: {:?}", switch_costs(&run.text));
+        }
         for p in problems {
             println!("problem: {p}");
         }
@@ -175,8 +186,20 @@ pub struct Run {
 }
 
 /// Boot the hypervisor with a bundle.
-pub fn boot(images: &Images, bundle: &Path, memory: &str, timeout: Duration) -> Result<Run> {
+/// The hypervisor's own command line (QEMU `-append`, the host DT's
+/// /chosen bootargs) that makes it save and restore the guest's counters
+/// every 1 ms of host time and report the cost (crates/rvpmu-hv/src/switch.rs).
+const SWITCH_EVERY_MS: &str = "rvpmu-hv.switch=1ms";
+
+pub fn boot(
+    images: &Images,
+    bundle: &Path,
+    memory: &str,
+    timeout: Duration,
+    append: Option<&str>,
+) -> Result<Run> {
     let mut q = crate::qemu::Qemu::virt(1);
+    q.append = append.map(String::from);
     q.cpu = CPU.into();
     q.memory = memory.into();
     q.bios = Some(images.firmware.clone());
@@ -201,7 +224,7 @@ fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
         &kernel,
         &[],
     )?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60))
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60), None)
 }
 
 /// The conformance kernel (crates/conformance, built as for `cargo xtask
@@ -213,7 +236,7 @@ fn run_conformance(images: &Images) -> Result<Run> {
     std::fs::create_dir_all(&dir)?;
     let bundle = dir.join("conformance.bundle");
     write_bundle(&bundle, VS_CHECK_RAM, "", &kernel, &[])?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120))
+    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120), None)
 }
 
 /// Conformance checks that fail in the guest, with the spec's reason in
@@ -294,12 +317,14 @@ const LINUX_CONSOLE: &str = "earlycon=sbi console=hvc0";
 /// Boot the project's Linux 7.2 with its initramfs as the guest, /init
 /// reading `args`.
 pub fn run_linux(images: &Images, args: &str) -> Result<Run> {
-    run_linux_with(images, args, None)
+    run_linux_with(images, args, None, false)
 }
 
 /// [`run_linux`], with `plan` (e2e-init's `rvpmu.mode=plan`) as
 /// /rvpmu/plan in the initramfs when given.
-fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>) -> Result<Run> {
+/// With `switch`, the hypervisor saves and restores the guest's counters
+/// every 1 ms ([`SWITCH_EVERY_MS`]).
+fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool) -> Result<Run> {
     use crate::linux::{initramfs, kernel};
     let k = kernel::build(kernel::Version::V7_2)?;
     let initrd = initramfs::build(&k)?;
@@ -322,7 +347,13 @@ fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>) -> Result<Ru
         &std::fs::read(&archive)?,
     )?;
     step("booting Linux 7.2 in VS-mode under rvpmu-hv");
-    boot(images, &bundle, HOST_MEMORY_LINUX, Duration::from_secs(300))
+    boot(
+        images,
+        &bundle,
+        HOST_MEMORY_LINUX,
+        Duration::from_secs(300),
+        switch.then_some(SWITCH_EVERY_MS),
+    )
 }
 
 /// What is wrong with a vs-check run that should end with `end`.
@@ -445,11 +476,38 @@ pub fn test() -> Result<()> {
         }
         failures.push("linux");
     }
-    step("hypervisor + Linux 7.2: Debian's perf stat in the guest (rvpmu.mode=plan)");
+    for switch in [false, true] {
+        perf_step(&images, switch, &mut failures)?;
+    }
+    if !failures.is_empty() {
+        bail!("hypervisor tests failed: {}", failures.join(", "));
+    }
+    Ok(())
+}
+
+/// Debian's perf in the guest (sampling, then exact counts), twice; with
+/// `switch`, the guest's counters are saved and restored every 1 ms of
+/// host time, which must change none of the results; the cost is reported.
+fn perf_step(images: &Images, switch: bool, failures: &mut Vec<&'static str>) -> Result<()> {
+    step(&format!(
+        "hypervisor + Linux 7.2: Debian's perf record and perf stat in the guest (rvpmu.mode=plan{})",
+        if switch { ", counters saved and restored every 1 ms" } else { "" }
+    ));
     let plan = perf_plan();
-    let first = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
-    let (mut problems, v) = check_perf(&first);
-    let second = run_linux_with(&images, "rvpmu.mode=plan", Some(&plan))?;
+    let first = run_linux_with(images, "rvpmu.mode=plan", Some(&plan), switch)?;
+    let (mut problems, v, s) = check_perf(&first, hot_per_iter()?);
+    let costs = switch_costs(&first.text);
+    if switch && !costs.iter().any(|c| c.0 >= 1 && c.1 > 0) {
+        problems.push(format!(
+            "no switch with a running counter reported: {costs:?}"
+        ));
+    }
+    if !switch && !costs.is_empty() {
+        problems.push(format!(
+            "switch costs reported without {SWITCH_EVERY_MS}: {costs:?}"
+        ));
+    }
+    let second = run_linux_with(images, "rvpmu.mode=plan", Some(&plan), switch)?;
     if second.text != first.text || second.code != first.code {
         problems.push("two identical runs printed different output".into());
     }
@@ -460,17 +518,49 @@ pub fn test() -> Result<()> {
             2 * ALU_N,
             n2 - n
         );
+        eprintln!(
+            "    ok: perf record -e instructions:u -c {RECORD_PERIOD} of rvpmu-work hot {HOT_N}: {} samples for {} periods; rvpmu_hot_a {:.2}%, rvpmu_hot_b {:.2}%",
+            s.samples, s.periods, s.hot_a, s.hot_b
+        );
+        for (k, n, min, max, mean) in costs {
+            eprintln!(
+                "    switch save+restore with {k} counter(s) running: {n} times, {min}..{max} instructions (mean {mean})"
+            );
+        }
     } else {
         eprintln!("--- output ---\n{}--- end ---", first.text);
         for p in &problems {
             eprintln!("    FAIL: {p}");
         }
-        failures.push("linux-perf");
-    }
-    if !failures.is_empty() {
-        bail!("hypervisor tests failed: {}", failures.join(", "));
+        failures.push(if switch {
+            "linux-perf-switch"
+        } else {
+            "linux-perf"
+        });
     }
     Ok(())
+}
+
+/// The hypervisor's switch cost lines: (running counters, switches, min,
+/// max, mean instructions).
+fn switch_costs(text: &str) -> Vec<(u64, u64, u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let r = l
+                .trim()
+                .strip_prefix("rvpmu-hv: switch save+restore with ")?;
+            let num = |x: &str| {
+                x.trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse::<u64>()
+                    .ok()
+            };
+            let (k, r) = r.split_once(" counter(s) running: ")?;
+            let (n, r) = r.split_once(" times, ")?;
+            let (range, r) = r.split_once(" instructions (mean ")?;
+            let (min, max) = range.split_once("..")?;
+            Some((num(k)?, num(n)?, num(min)?, num(max)?, num(r)?))
+        })
+        .collect()
 }
 
 /// What is wrong with a Linux boot under the hypervisor: the kernel must
@@ -528,6 +618,16 @@ const ALU_N: u64 = 1_000_000;
 /// native suite does.
 fn perf_plan() -> Plan {
     let mut p = Plan::exact();
+    // Sampling first: a counting event before it on the same counter
+    // would leave QEMU's stale irq_overflow_left (docs/anomalies.md 2).
+    p.cmd(
+        "record",
+        &format!("perf record -e instructions:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"),
+    );
+    p.cmd(
+        "report",
+        "perf report -i /root/perf.data --stdio --sort symbol",
+    );
     p.cmd(
         "alu-n",
         &format!("perf stat -x, -e instructions:u -- rvpmu-work alu {ALU_N}"),
@@ -542,6 +642,11 @@ fn perf_plan() -> Plan {
     p.cmd(
         "alu-all",
         &format!("perf stat -x, -e instructions -- rvpmu-work alu {ALU_N}"),
+    );
+    // Four counters at once (the switch cost per running counter).
+    p.cmd(
+        "four",
+        &format!("perf stat -x, -e instructions:u,cycles:u,instructions:k,cycles:k -- rvpmu-work alu {ALU_N}"),
     );
     p
 }
@@ -559,9 +664,10 @@ fn plan_results(text: &str) -> Vec<CmdResult> {
 /// The guest's perf counts: (instructions:u of alu N, of alu 2N,
 /// instructions of alu N), each only if perf counted it on a counter the
 /// whole time; and what is wrong.
-fn check_perf(run: &Run) -> (Vec<String>, [Option<u64>; 3]) {
+fn check_perf(run: &Run, hot_per_iter: u64) -> (Vec<String>, [Option<u64>; 3], Sampling) {
     let mut p = Vec::new();
     let r = plan_results(&run.text);
+    let sampling = check_sampling(&r, hot_per_iter, &mut p);
     let value = |name: &str, event: &str| -> Option<u64> {
         let c = r.iter().find(|c| c.name == name)?;
         let l = parse_stat_csv(&c.stderr)
@@ -606,7 +712,71 @@ fn check_perf(run: &Run) -> (Vec<String>, [Option<u64>; 3]) {
     if run.text.contains("stopping the guest") {
         p.push("the hypervisor stopped the guest".into());
     }
-    (p, v)
+    (p, v, sampling)
+}
+
+/// What the guest's `perf record` of `rvpmu-work hot` gave: samples
+/// (record's count), the periods the workload's loops make, the shares of
+/// rvpmu_hot_a and rvpmu_hot_b in `perf report`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sampling {
+    samples: u64,
+    periods: u64,
+    hot_a: f64,
+    hot_b: f64,
+}
+
+/// Samples = periods +-2, where periods is the loops' user instructions
+/// (4 * HOT_N iterations of `hot_per_iter`, from the disassembly) over
+/// the period; the process's start-up (about 40,000 user instructions,
+/// the `alu` counts above) adds at most one; rvpmu_hot_a runs 3 of the 4
+/// parts, rvpmu_hot_b 1: 75% and 25% within 2 points, together at least
+/// 98% (the samples' PCs are in the workload).
+fn check_sampling(r: &[CmdResult], hot_per_iter: u64, p: &mut Vec<String>) -> Sampling {
+    let periods = 4 * HOT_N * hot_per_iter / RECORD_PERIOD;
+    let rec = r.iter().find(|c| c.name == "record");
+    let rep = r
+        .iter()
+        .find(|c| c.name == "report")
+        .map(|c| parse_report(&c.stdout))
+        .unwrap_or_default();
+    let s = Sampling {
+        samples: rec
+            .and_then(|c| parse_record_samples(&c.stderr))
+            .unwrap_or(0),
+        periods,
+        hot_a: rep.share("rvpmu_hot_a"),
+        hot_b: rep.share("rvpmu_hot_b"),
+    };
+    if !rec.is_some_and(|c| c.ok()) || s.samples.abs_diff(periods) > 2 {
+        p.push(format!(
+            "perf record: {} samples, want {periods} +-2; stderr: {:?}",
+            s.samples,
+            rec.map(|c| c.stderr.as_str())
+        ));
+    }
+    if rep.samples != Some(s.samples) || rep.lost != 0 {
+        p.push(format!(
+            "perf report: {rep:?}, want {} samples, none lost",
+            s.samples
+        ));
+    }
+    if (s.hot_a - 75.0).abs() > 2.0 || (s.hot_b - 25.0).abs() > 2.0 || s.hot_a + s.hot_b < 98.0 {
+        p.push(format!(
+            "perf report: rvpmu_hot_a {:.2}%, rvpmu_hot_b {:.2}%, want 75 and 25 +-2, together >= 98",
+            s.hot_a, s.hot_b
+        ));
+    }
+    s
+}
+
+/// Instructions in one iteration of `rvpmu_hot_a`'s loop (rvpmu-work is
+/// the guest's /init binary), from its disassembly.
+fn hot_per_iter() -> Result<u64> {
+    use crate::linux::{initramfs, kernel};
+    let k = kernel::build(kernel::Version::V7_2)?;
+    let initrd = initramfs::build(&k)?;
+    initramfs::loop_body_instructions(&initrd.init_elf, "rvpmu_hot_a")
 }
 
 #[cfg(test)]
@@ -643,6 +813,18 @@ mod tests {
         let p = check_vs_check(&run(&shut, Some(0)), "shutdown");
         assert_eq!(p, ["the hypervisor stopped the guest"]);
         assert_eq!(check_vs_check(&run("", None), "shutdown").len(), 8);
+    }
+
+    #[test]
+    fn switch_cost_lines_are_parsed() {
+        let t = "x\nrvpmu-hv: switch save+restore with 0 counter(s) running: 828 times, 11..11 instructions (mean 11)\n\
+                 rvpmu-hv: switch save+restore with 4 counter(s) running: 3 times, 900..1010 instructions (mean 950)\n\
+                 rvpmu-hv: switch save+restore with x counter(s) running: 3 times\n";
+        assert_eq!(
+            switch_costs(t),
+            [(0, 828, 11, 11, 11), (4, 3, 900, 1010, 950)]
+        );
+        assert!(switch_costs("").is_empty());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! boots, the perf demo (`cargo xtask run`) and the Linux-in-QEMU
 //! end-to-end tests.
 
-mod demo;
+pub(crate) mod demo;
 mod dt;
 mod e2e;
 pub(crate) mod initramfs;

@@ -5,6 +5,7 @@
 use crate::console::hvprintln;
 use crate::counters::HsCounters;
 use crate::csr::*;
+use crate::switch::{HostPage, Switch};
 use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::dt::{EventMap, PmuProps};
@@ -57,6 +58,8 @@ struct Host {
     /// quirk table or the node's property).
     one_counter_per_event: bool,
     timebase: u32,
+    /// `rvpmu-hv.switch=1ms` in the host's /chosen bootargs.
+    switch_every_ms: bool,
     mem: (u64, u64),
     bundle: (u64, u64),
     reserved: Reserved,
@@ -96,6 +99,10 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         fail("no guest bundle: give it to QEMU with -initrd (cargo xtask hv does)")
     };
     let bundle = (start as u64, end as u64);
+    let switch_every_ms = chosen
+        .property("bootargs")
+        .and_then(|p| p.as_str())
+        .is_some_and(|a| a.split_whitespace().any(|w| w == "rvpmu-hv.switch=1ms"));
     if bundle.0 >= bundle.1 || bundle.0 < mem.0 || bundle.1 > mem.1 {
         fail("the guest bundle is not inside host RAM");
     }
@@ -125,6 +132,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         pmu_props,
         one_counter_per_event,
         timebase: me.timebase_frequency() as u32,
+        switch_every_ms,
         mem,
         bundle,
         reserved,
@@ -175,6 +183,9 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     let root = map_guest(&ram);
     let timer = setup_h_csrs(root);
     let pmu = guest_pmu(&host, ram);
+    if pmu.is_some() {
+        overflow_to_guest(&host);
+    }
     let isa = GuestIsa::from_host(host.isa, timer, pmu.is_some());
     let mut dt = [0u8; 8192];
     let dt_len = guest_dt(
@@ -214,9 +225,25 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     };
     regs.x[A0] = 0; // the guest's hart id
     regs.x[A1] = guest.dtb as usize;
+    let switch = if host.switch_every_ms && pmu.is_some() {
+        // SAFETY: the one registration, at boot.
+        match unsafe { HostPage::register() } {
+            Some(page) => {
+                hvprintln!("guest PMU: counters saved and restored (host snapshot at {:#x}) every 1 ms (the hypervisor's timer)", HostPage::addr());
+                Some(Switch::new(page, host.timebase as u64))
+            }
+            None => {
+                hvprintln!("guest PMU: the host firmware refuses a snapshot area: no switch");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let vcpu = Vcpu {
         regs,
         sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram, pmu),
+        switch,
     };
     // SAFETY: once, before the guest runs; the pointer goes to the trap
     // vector only.
@@ -278,6 +305,33 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
     // engine keeps this value as long as the vCPU lives.
     let mem = unsafe { GuestMemory::new(ram) };
     Some(Pmu::new(cfg, hw, mem, present))
+}
+
+/// Counter overflow for the guest: the host counters' LCOFI (rvpmu-fw
+/// delegates it to S-mode, i.e. HS here) is taken by the hypervisor
+/// (sie.LCOFIE; with V=1 an HS-level interrupt is taken whatever
+/// sstatus.SIE says, and in HS-mode itself SIE stays 0), which records
+/// the overflow in the guest's engine and injects LCOFI into VS through
+/// hvip bit 13 (`trap.rs`). Injecting an interrupt other than VS
+/// software, timer and external needs AIA's `hvien` (Ssaia; QEMU `-cpu
+/// ...,ssaia=true`): without it the guest gets no overflow interrupt
+/// and the overflow stays pending in HS-mode, which leaves it disabled.
+fn overflow_to_guest(host: &Host) {
+    if !host.isa.split('_').any(|e| e == "ssaia") {
+        hvprintln!(
+            "guest PMU: no overflow interrupt for the guest (the hart has no Ssaia for hvien)"
+        );
+        return;
+    }
+    csr_write!(0x608, 1 << IRQ_LCOF); // hvien: vsip/vsie bit 13 are hvip's
+    if csr_read!(0x608) & 1 << IRQ_LCOF == 0 {
+        hvprintln!("guest PMU: no overflow interrupt for the guest (hvien bit 13 does not stick)");
+        return;
+    }
+    csr_set!(sie, 1 << IRQ_LCOF);
+    hvprintln!(
+        "guest PMU: counter overflow taken in HS-mode and injected as LCOFI (hvien/hvip bit 13)"
+    );
 }
 
 fn load(mem: &mut GuestMemory, gpa: u64, data: &[u8]) {

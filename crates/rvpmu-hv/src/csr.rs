@@ -28,11 +28,19 @@ macro_rules! csr_set {
         unsafe { core::arch::asm!(concat!("csrs ", stringify!($csr), ", {0}"), in(reg) v) };
     }};
 }
-pub(crate) use {csr_read, csr_set, csr_write};
+/// Clear bits in a CSR.
+macro_rules! csr_clear {
+    ($csr:tt, $v:expr) => {{
+        let v: usize = $v;
+        // SAFETY: as csr_write.
+        unsafe { core::arch::asm!(concat!("csrc ", stringify!($csr), ", {0}"), in(reg) v) };
+    }};
+}
+pub(crate) use {csr_clear, csr_read, csr_set, csr_write};
 
 // Hypervisor and VS CSR numbers (privileged spec, "Hypervisor Extension").
 // hstatus 0x600, hedeleg 0x602, hideleg 0x603, hie 0x604, htimedelta
-// 0x605, hcounteren 0x606, henvcfg 0x60a, htval 0x643, hvip 0x645, htinst
+// 0x605, hcounteren 0x606, henvcfg 0x60a, htval 0x643, hvip 0x645, hvien 0x608 (AIA), htinst
 // 0x64a, hgatp 0x680, vsstatus 0x200, vsie 0x204, vstvec 0x205, vsepc
 // 0x241, vscause 0x242, vstval 0x243, vstimecmp 0x24d, vsatp 0x280: used
 // as literals at the call sites (csr_read!/csr_write! take tokens).
@@ -53,6 +61,12 @@ pub const HENVCFG_STCE: usize = 1 << 63;
 
 /// VS-level interrupts (hideleg, hvip): software, timer, external.
 pub const VS_INTERRUPTS: usize = 1 << 2 | 1 << 6 | 1 << 10;
+
+/// The local counter overflow interrupt (Sscofpmf's LCOFI), in sie/sip,
+/// hvien and hvip.
+pub const IRQ_LCOF: usize = 13;
+/// The supervisor (HS) timer interrupt, from Sstc's stimecmp.
+pub const IRQ_STIMER: usize = 5;
 
 /// hcounteren: the guest reads cycle, time and instret directly.
 pub const COUNTEREN_CY_TM_IR: usize = 0b111;

@@ -10,6 +10,7 @@
 //! | `csr`, `console` | CSR access and bits; the hypervisor's messages through the host's DBCN | - |
 //! | `counters` | the host counter CSRs the guest's PMU backend reads | csr |
 //! | `vcpu` | the one vCPU: registers and its SBI, in one static | csr |
+//! | `switch` | saving and restoring the guest's counters with the host firmware's snapshot, and its cost | csr, console, vcpu |
 //! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
 //! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
 //! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs | all |
@@ -25,6 +26,8 @@ mod counters;
 mod csr;
 #[cfg(target_os = "none")]
 mod entry;
+#[cfg(target_os = "none")]
+mod switch;
 #[cfg(target_os = "none")]
 mod trap;
 #[cfg(target_os = "none")]

@@ -7,7 +7,9 @@
 //! | 20, 21, 23, guest page faults | the guest touched a guest-physical address outside its RAM (nothing else is mapped): reported, the guest is stopped |
 //! | 22, virtual instruction | reflected into the guest as an illegal instruction (what the same instruction does on a hart without the feature) |
 //! | other exceptions | the guest's own (illegal instructions and access faults the firmware redirected, anything hedeleg did not send straight to VS): reflected into the guest |
-//! | interrupts | none are enabled in sie: reported, the guest is stopped |
+//! | interrupt 13, LCOFI | a host counter overflowed: recorded in the guest's PMU and injected into VS (hvip bit 13) |
+//! | interrupt 5, HS timer | with `rvpmu-hv.switch=1ms` only: the guest's counters saved and restored as a switch would (`switch.rs`) |
+//! | other interrupts | not enabled in sie: reported, the guest is stopped |
 //!
 //! "Stopped" means an SBI SRST shutdown with reason "system failure"
 //! through the host firmware, which makes QEMU exit with status 83.
@@ -29,6 +31,20 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
     let vcpu = unsafe { &mut *v };
     let scause = csr_read!(scause);
     let stval = csr_read!(stval);
+    if scause == 1 << 63 | IRQ_LCOF {
+        overflow(vcpu);
+        return v;
+    }
+    if scause == 1 << 63 | IRQ_STIMER {
+        if let Some(s) = &mut vcpu.switch {
+            // The hypervisor's quantum ended: a switch away and back.
+            if let Some(p) = &mut vcpu.sbi.pmu {
+                s.round_trip(p);
+            }
+            s.arm();
+            return v;
+        }
+    }
     if (scause as isize) < 0 {
         stop(
             vcpu,
@@ -40,6 +56,9 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
     }
     match scause {
         CAUSE_VS_ECALL => {
+            if vcpu.switch.is_some() {
+                switch_hook(vcpu);
+            }
             let x = &mut vcpu.regs.x;
             let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
             let r = vcpu.sbi.call(x[17], x[16], args);
@@ -73,6 +92,37 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         ),
     }
     v
+}
+
+/// With `rvpmu-hv.switch=1ms` (`switch.rs`): before a guest SRST call,
+/// report the switch costs. Out of the SBI call's path.
+#[cold]
+#[inline(never)]
+fn switch_hook(vcpu: &mut Vcpu) {
+    let x = &vcpu.regs.x;
+    let eid = x[17] & 0xffff_ffff;
+    let Some(s) = &mut vcpu.switch else {
+        return;
+    };
+    if eid == sbi_spec::srst::EID_SRST {
+        s.report();
+    }
+}
+
+/// A host counter overflowed (LCOFI, enabled in sie only when the guest
+/// has a PMU and hvien takes bit 13): record which of the guest's
+/// counters overflowed in its engine, clear the host's pending bit and
+/// raise LCOFI for the guest (hvip bit 13; the guest clears it through
+/// its own sip, which hvien makes an alias of hvip's bit).
+fn overflow(vcpu: &mut Vcpu) {
+    let new = match &mut vcpu.sbi.pmu {
+        Some(p) => p.hw_mut().take_overflow(),
+        None => 0,
+    };
+    csr_clear!(sip, 1 << IRQ_LCOF);
+    if new != 0 {
+        csr_set!(0x645, 1 << IRQ_LCOF);
+    }
 }
 
 /// Deliver exception `cause` to the guest as the hardware would if it

@@ -64,6 +64,9 @@ impl VsHart for VsCsrs {
 pub struct Vcpu {
     pub regs: GuestRegs,
     pub sbi: GuestSbi<Ecall, VsCsrs, GuestPmu>,
+    /// The counter switch path, measured every 1 ms of host time
+    /// (host command line `rvpmu-hv.switch=1ms`; `switch.rs`).
+    pub switch: Option<crate::switch::Switch>,
 }
 
 struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);

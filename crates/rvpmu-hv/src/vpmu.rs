@@ -34,6 +34,8 @@
 use rvpmu::counter::{CounterInfo, CSR_CYCLE};
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::hw::{bits, Hpm};
+use rvpmu::mem::SupervisorMemory;
+use rvpmu::snapshot;
 use rvpmu::supervisor::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
@@ -117,6 +119,13 @@ pub struct HostHpm<C: SbiCall, R: HostCounters> {
     /// started since (a 0 written then needs no host call, and the
     /// guest's direct CSR read already sees it).
     zero: u32,
+    /// Host counters whose overflow the hypervisor took (LCOFI at HS)
+    /// and that the guest has not started again: their OF as the guest
+    /// sees it, whatever the host counter's own OF says by then.
+    overflowed: u32,
+    /// Counters [`HostHpm::switch_out`] stopped, and their values.
+    switched_out: u32,
+    saved: [u64; 32],
     failures: u32,
 }
 
@@ -156,6 +165,9 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             running: 0,
             pending: [None; 32],
             zero: 0,
+            overflowed: 0,
+            switched_out: 0,
+            saved: [0; 32],
             failures: 0,
         })
     }
@@ -172,6 +184,103 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
     /// Host counters currently configured / running for the guest.
     pub fn host_state(&self) -> (u32, u32) {
         (self.configured, self.running)
+    }
+
+    /// A local counter overflow interrupt reached the hypervisor: record
+    /// which of the guest's host counters overflowed (`scountovf`) as the
+    /// guest's overflow state (OF in [`Hpm::read_event`], hence the
+    /// snapshot's overflow mask) until the guest starts them again.
+    /// Returns the newly overflowed counters (0: none of the guest's).
+    pub fn take_overflow(&mut self) -> u32 {
+        let new = self.csr.overflow() & self.configured & !self.overflowed;
+        self.overflowed |= new;
+        new
+    }
+
+    /// The guest counters whose overflow is recorded.
+    pub fn overflowed(&self) -> u32 {
+        self.overflowed
+    }
+
+    /// The hypervisor takes the hart from the guest: stop the guest's
+    /// running host counters in one call with TAKE_SNAPSHOT (the host
+    /// firmware writes their values and overflow bits into `area`, the
+    /// hypervisor's own snapshot page registered with it, reached through
+    /// `mem`), keep the values, and record the overflow bits as the
+    /// guest's (a host counter that overflowed but whose LCOFI was not
+    /// taken yet: [`HostHpm::switch_in`] clears its host OF). Returns the
+    /// counters stopped and, of them, the newly overflowed ones (LCOFI to
+    /// inject). Nothing is called when no counter runs.
+    pub fn switch_out<M: SupervisorMemory>(&mut self, mem: &M, area: u64) -> (u32, u32) {
+        let m = self.running;
+        if m == 0 {
+            return (0, 0);
+        }
+        let base = m.trailing_zeros();
+        let r = self.host.pmu_counter_stop(
+            base as usize,
+            (m >> base) as usize,
+            CounterStopFlags::TAKE_SNAPSHOT,
+        );
+        if !self.ok(r) {
+            return (0, 0);
+        }
+        let mut bad = false;
+        let mut k = m;
+        while k != 0 {
+            let i = k.trailing_zeros();
+            k &= k - 1;
+            match snapshot::read_value(mem, area, (i - base) as usize) {
+                Ok(v) => self.saved[i as usize] = v,
+                Err(_) => bad = true,
+            }
+        }
+        let of = match snapshot::read_overflow(mem, area) {
+            Ok(of) => ((of << base) as u32) & m,
+            Err(_) => {
+                bad = true;
+                0
+            }
+        };
+        if bad {
+            self.failures = self.failures.saturating_add(1);
+        }
+        let new = of & !self.overflowed;
+        self.overflowed |= new;
+        self.running &= !m;
+        self.switched_out = m;
+        (m, new)
+    }
+
+    /// The guest gets the hart back: start what [`HostHpm::switch_out`]
+    /// stopped, in one call with INIT_SNAPSHOT from the values it kept
+    /// (written into `area` first). Nothing is called when it stopped
+    /// nothing.
+    pub fn switch_in<M: SupervisorMemory>(&mut self, mem: &mut M, area: u64) {
+        let m = core::mem::take(&mut self.switched_out);
+        if m == 0 {
+            return;
+        }
+        let base = m.trailing_zeros();
+        let mut k = m;
+        while k != 0 {
+            let i = k.trailing_zeros();
+            k &= k - 1;
+            if snapshot::write_value(mem, area, (i - base) as usize, self.saved[i as usize])
+                .is_err()
+            {
+                self.failures = self.failures.saturating_add(1);
+            }
+        }
+        let r = self.host.pmu_counter_start(
+            base as usize,
+            (m >> base) as usize,
+            CounterStartFlags::INIT_SNAPSHOT,
+            0,
+        );
+        if self.ok(r) {
+            self.running |= m;
+        }
     }
 
     fn ok(&mut self, r: sbi_spec::binary::SbiRet) -> bool {
@@ -192,6 +301,8 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
                 .pmu_counter_start(i, 1, CounterStartFlags::empty(), 0),
         };
         self.zero &= !(1 << i);
+        // The host's start clears the counter's OF; so does the guest's.
+        self.overflowed &= !(1 << i);
         if self.ok(r) {
             self.running |= 1 << i;
         }
@@ -232,7 +343,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
     }
     fn read_event(&self, i: usize) -> u64 {
         let i = i % 32;
-        let of = if self.csr.overflow() & self.present & (1 << i) != 0 {
+        let of = if (self.csr.overflow() | self.overflowed) & self.present & (1 << i) != 0 {
             bits::OF
         } else {
             0
@@ -260,6 +371,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
             self.running &= !(1 << i);
         }
         self.zero &= !(1 << i);
+        self.overflowed &= !(1 << i);
         self.event[i] = v;
         self.pending[i] = None;
         if v & SELECT != 0 {
@@ -373,12 +485,16 @@ mod tests {
         }
     }
     struct Csr;
+    thread_local! {
+        /// The fake host's scountovf (per test thread).
+        static SCOUNTOVF: std::cell::Cell<u32> = const { std::cell::Cell::new(1 << 4) };
+    }
     impl HostCounters for Csr {
         fn read(&self, i: usize) -> u64 {
             1000 + i as u64
         }
         fn overflow(&self) -> u32 {
-            1 << 4
+            SCOUNTOVF.get()
         }
     }
 
@@ -527,6 +643,100 @@ mod tests {
         let vu = CounterCfgFlags::SET_VUINH.bits();
         assert_eq!(host.calls.take(), [(2, [3, 1, mminh | vu, 1])]);
         assert_eq!(g.hw().failures(), 0);
+    }
+
+    #[test]
+    fn a_taken_overflow_is_the_guests_of_until_it_starts_the_counter_again() {
+        let host = Host::default();
+        let mut g = guest(&host);
+        // Linux's sampling counter: counter 4 alone, instructions, started
+        // with -period.
+        assert_eq!(call(&mut g, 2, [4, 1, 0, 2, 0]).value, 4);
+        let period = 100_000usize;
+        assert_eq!(
+            call(&mut g, 3, [4, 1, 1, period.wrapping_neg(), 0]).error,
+            RET_SUCCESS
+        );
+        // Host counters 4 and 5 overflow; 5 is not the guest's.
+        SCOUNTOVF.set(1 << 4 | 1 << 5);
+        assert_eq!(g.hw_mut().take_overflow(), 1 << 4);
+        assert_eq!(g.hw_mut().take_overflow(), 0, "taken once");
+        // Whatever the host's OF says later (a switch restored the counter
+        // with INIT_SNAPSHOT, which clears it), the guest sees its overflow.
+        SCOUNTOVF.set(0);
+        assert_eq!(g.hw().read_event(4) & bits::OF, bits::OF);
+        // Linux's handler: stop with TAKE_SNAPSHOT, read the mask (bit 0:
+        // relative to counter_idx_base 4) and the value.
+        assert_eq!(
+            call(&mut g, 7, [0x8000_1000, 0, 0, 0, 0]).error,
+            RET_SUCCESS
+        );
+        assert_eq!(call(&mut g, 4, [4, 1, 2, 0, 0]).error, RET_SUCCESS);
+        let mem = g.mem();
+        assert_eq!(rvpmu::snapshot::read_overflow(mem, 0x8000_1000).unwrap(), 1);
+        assert_eq!(
+            rvpmu::snapshot::read_value(mem, 0x8000_1000, 0).unwrap(),
+            1004
+        );
+        // Restart from the snapshot (Linux's alias-window base 4096 + 4):
+        // the overflow is consumed.
+        rvpmu::snapshot::write_value(g.mem_mut(), 0x8000_1000, 0, period.wrapping_neg() as u64)
+            .unwrap();
+        assert_eq!(call(&mut g, 3, [4096 + 4, 1, 2, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(g.hw().overflowed(), 0);
+        assert_eq!(g.hw().read_event(4) & bits::OF, 0);
+        let calls = host.calls.take();
+        assert_eq!(
+            calls.last(),
+            Some(&(3, [4, 1, 1, period.wrapping_neg()])),
+            "{calls:?}"
+        );
+        SCOUNTOVF.set(1 << 4);
+    }
+
+    #[test]
+    fn a_switch_saves_and_restores_the_running_counters_through_the_host_snapshot() {
+        let host = Host::default();
+        let mut g = guest(&host);
+        // The hypervisor's own page, registered with the host firmware.
+        let area = 0x9000_0000u64;
+        let mut page = BufMemory::new(area, 0x1000, area, 0x1000);
+        assert_eq!(g.hw_mut().switch_out(&page, area), (0, 0), "nothing runs");
+        assert!(host.calls.borrow().is_empty());
+        // instructions on 3, cycles on 5 (configured, started); 4 idle.
+        assert_eq!(call(&mut g, 2, [3, 1, 0, 2, 0]).value, 3);
+        assert_eq!(call(&mut g, 2, [5, 1, 0, 1, 0]).value, 5);
+        assert_eq!(call(&mut g, 3, [3, 1, 0, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(call(&mut g, 3, [5, 1, 0, 0, 0]).error, RET_SUCCESS);
+        host.calls.take();
+        // What the host firmware writes at the stop: values relative to
+        // base 3, counter 5 overflowed.
+        rvpmu::snapshot::write_value(&mut page, area, 0, 111).unwrap();
+        rvpmu::snapshot::write_value(&mut page, area, 2, 333).unwrap();
+        rvpmu::snapshot::write_overflow(&mut page, area, 1 << 2).unwrap();
+        SCOUNTOVF.set(0);
+        let take = CounterStopFlags::TAKE_SNAPSHOT.bits();
+        assert_eq!(
+            g.hw_mut().switch_out(&page, area),
+            (1 << 3 | 1 << 5, 1 << 5)
+        );
+        assert_eq!(host.calls.take(), [(4, [3, 0b101, take, 0])]);
+        assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 0));
+        // Another guest uses the page meanwhile.
+        page.zero(area, 0x1000).unwrap();
+        g.hw_mut().switch_in(&mut page, area);
+        let init = CounterStartFlags::INIT_SNAPSHOT.bits();
+        assert_eq!(host.calls.take(), [(3, [3, 0b101, init, 0])]);
+        assert_eq!(rvpmu::snapshot::read_value(&page, area, 0), Ok(111));
+        assert_eq!(rvpmu::snapshot::read_value(&page, area, 2), Ok(333));
+        assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 1 << 3 | 1 << 5));
+        // The overflow the switch found is the guest's until it restarts
+        // the counter (the host's OF was cleared by INIT_SNAPSHOT's start).
+        assert_eq!(g.hw().read_event(5) & bits::OF, bits::OF);
+        assert_eq!(g.hw().read_event(3) & bits::OF, 0);
+        assert_eq!(g.hw_mut().take_overflow(), 0);
+        assert_eq!(g.hw().failures(), 0);
+        SCOUNTOVF.set(1 << 4);
     }
 
     #[test]
