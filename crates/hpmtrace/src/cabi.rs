@@ -106,61 +106,26 @@ macro_rules! perf_write_cntrs_entry {
 #[macro_export]
 macro_rules! perf_init_entry_points {
     ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr) => {
-        /// `int perfManualInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
+        $crate::perf_init_entry_points!(@one $init, perfManualInit, $manual);
+        $crate::perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
+    };
+    (@one $init:path, $name:ident, $mode:expr) => {
+        #[doc = concat!("`int ", stringify!($name), "(perfEvent*, int, int, perfCountType_t, uint32_t)`.")]
         ///
         /// # Safety
         /// `list` must point to `n` valid `perfEvent`s (and the API's
         /// contract with the program holds).
         #[no_mangle]
-        pub unsafe extern "C" fn perfManualInit(
+        pub unsafe extern "C" fn $name(
             list: *mut $crate::cabi::perfEvent,
             n: core::ffi::c_int,
             chan: core::ffi::c_int,
             ct: core::ffi::c_int,
             sba: u32,
         ) -> core::ffi::c_int {
-            let (init, mode): (
-                unsafe fn(
-                    &str,
-                    *mut $crate::cabi::perfEvent,
-                    core::ffi::c_int,
-                    core::ffi::c_int,
-                    core::ffi::c_int,
-                    u32,
-                    _,
-                ) -> core::ffi::c_int,
-                _,
-            ) = ($init, $manual);
+            let (init, mode): (unsafe fn(&str, *mut $crate::cabi::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
             // SAFETY: the caller's contract, forwarded.
-            unsafe { init("perfManualInit", list, n, chan, ct, sba, mode) }
-        }
-
-        /// `int perfFuncEntryExitInit(perfEvent*, int, int, perfCountType_t, uint32_t)`.
-        ///
-        /// # Safety
-        /// As `perfManualInit`.
-        #[no_mangle]
-        pub unsafe extern "C" fn perfFuncEntryExitInit(
-            list: *mut $crate::cabi::perfEvent,
-            n: core::ffi::c_int,
-            chan: core::ffi::c_int,
-            ct: core::ffi::c_int,
-            sba: u32,
-        ) -> core::ffi::c_int {
-            let (init, mode): (
-                unsafe fn(
-                    &str,
-                    *mut $crate::cabi::perfEvent,
-                    core::ffi::c_int,
-                    core::ffi::c_int,
-                    core::ffi::c_int,
-                    u32,
-                    _,
-                ) -> core::ffi::c_int,
-                _,
-            ) = ($init, $entry_exit);
-            // SAFETY: the caller's contract, forwarded.
-            unsafe { init("perfFuncEntryExitInit", list, n, chan, ct, sba, mode) }
+            unsafe { init(stringify!($name), list, n, chan, ct, sba, mode) }
         }
     };
 }

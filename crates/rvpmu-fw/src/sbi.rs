@@ -14,27 +14,16 @@ use sbi_spec::binary::{
 };
 use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 
-/// SBI specification version implemented: 3.0.
-pub const SPEC_VERSION: usize = 3 << 24;
+pub use rvpmu::ecall::SPEC_VERSION;
 /// Implementation ID. The SBI registry assigns 0..=11 (BBL, OpenSBI, ...,
 /// bhyve); rvpmu-fw uses 0x7276706d ("rvpm"), far outside that range.
 pub const IMPL_ID: usize = 0x7276_706d;
 /// Implementation version: the crate version as major << 16 | minor << 8 | patch.
-pub const IMPL_VERSION: usize = {
-    const fn num(s: &str) -> usize {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let mut v = 0;
-        while i < b.len() {
-            v = v * 10 + (b[i] - b'0') as usize;
-            i += 1;
-        }
-        v
-    }
-    num(env!("CARGO_PKG_VERSION_MAJOR")) << 16
-        | num(env!("CARGO_PKG_VERSION_MINOR")) << 8
-        | num(env!("CARGO_PKG_VERSION_PATCH"))
-};
+pub const IMPL_VERSION: usize = rvpmu::ecall::impl_version(
+    env!("CARGO_PKG_VERSION_MAJOR"),
+    env!("CARGO_PKG_VERSION_MINOR"),
+    env!("CARGO_PKG_VERSION_PATCH"),
+);
 
 /// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
 /// path takes it back from `ecall_fast` in those registers).

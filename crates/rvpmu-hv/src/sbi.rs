@@ -56,27 +56,16 @@ impl GuestPmu for NoPmu {
     }
 }
 
-/// SBI specification version the guest sees: 3.0.
-pub const SPEC_VERSION: usize = 3 << 24;
+pub use rvpmu::ecall::SPEC_VERSION;
 /// Implementation ID: "rvhv", far outside the SBI registry's 0..=11 (and
 /// not rvpmu-fw's "rvpm", so a guest can tell which one answers).
 pub const IMPL_ID: usize = 0x7276_6876;
 /// Implementation version: the crate version, major << 16 | minor << 8 | patch.
-pub const IMPL_VERSION: usize = {
-    const fn num(s: &str) -> usize {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let mut v = 0;
-        while i < b.len() {
-            v = v * 10 + (b[i] - b'0') as usize;
-            i += 1;
-        }
-        v
-    }
-    num(env!("CARGO_PKG_VERSION_MAJOR")) << 16
-        | num(env!("CARGO_PKG_VERSION_MINOR")) << 8
-        | num(env!("CARGO_PKG_VERSION_PATCH"))
-};
+pub const IMPL_VERSION: usize = rvpmu::ecall::impl_version(
+    env!("CARGO_PKG_VERSION_MAJOR"),
+    env!("CARGO_PKG_VERSION_MINOR"),
+    env!("CARGO_PKG_VERSION_PATCH"),
+);
 
 /// What the calls here do to the guest's hart (its VS CSRs and fences):
 /// the seam between the SBI semantics and the hardware.
