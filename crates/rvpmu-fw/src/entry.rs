@@ -10,7 +10,7 @@ use core::mem::{offset_of, size_of};
 // Reset: every hart arrives here with a0 = hartid, a1 = DTB, a2 = fw_dynamic
 // info. Each hart takes the top of its own stack for its root (`HartRoot`:
 // the trap frame, then the pointer to the hart's state; mscratch points at
-// it) and runs on the stack below it.
+// it, zeroed here) and runs on the stack below it.
 core::arch::global_asm!(
     ".section .text.entry, \"ax\"",
     ".globl _start",
@@ -25,6 +25,12 @@ core::arch::global_asm!(
     "   addi t0, t0, -{frame_size}",
     "   csrw mscratch, t0",
     "   mv sp, t0",
+    // The root is stack memory nobody zeroes: clear it so its words (the
+    // trap entry reads `recover` on an M-mode trap) start at 0.
+    "   addi t2, t0, {frame_size}",
+    "1: sd zero, 0(t0)",
+    "   addi t0, t0, 8",
+    "   bltu t0, t2, 1b",
     "   la t1, {trap_entry}",
     "   csrw mtvec, t1",
     "   call {fw_main}",

@@ -8,7 +8,7 @@
 use crate::csr::*;
 use crate::machine::{HartLocal, Ready};
 use crate::platform::Features;
-use core::mem::offset_of;
+use core::mem::{offset_of, size_of};
 
 /// The interrupted context, saved at the top of the hart's M-mode stack.
 /// Layout is used by the assembly in `entry.rs` (via `offset_of!`).
@@ -39,6 +39,8 @@ pub struct HartRoot {
 }
 // The entry code hands mscratch to the handlers as their `&mut TrapFrame`.
 const _: () = assert!(offset_of!(HartRoot, frame) == 0);
+// `_start` clears the root a doubleword at a time, with one `addi`.
+const _: () = assert!(size_of::<HartRoot>() % 8 == 0 && size_of::<HartRoot>() < 2048);
 
 /// Hand the calling hart's private state to its root (at mscratch from
 /// `_start` on), which owns it from now on: the SBI call path finds it
