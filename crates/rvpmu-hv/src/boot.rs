@@ -60,6 +60,9 @@ struct Host {
     timebase: u32,
     /// `rvpmu-hv.switch=1ms` in the host's /chosen bootargs.
     switch_every_ms: bool,
+    /// The host's `/chosen/rng-seed` (QEMU puts 32 bytes there), passed on
+    /// to the guest.
+    rng_seed: Option<&'static [u8]>,
     mem: (u64, u64),
     bundle: (u64, u64),
     reserved: Reserved,
@@ -133,6 +136,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         one_counter_per_event,
         timebase: me.timebase_frequency() as u32,
         switch_every_ms,
+        rng_seed: chosen.property("rng-seed").map(|p| p.value),
         mem,
         bundle,
         reserved,
@@ -196,6 +200,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
             timebase: host.timebase,
             isa: &isa,
             bootargs: bundle.cmdline,
+            rng_seed: host.rng_seed,
         },
     )
     .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));

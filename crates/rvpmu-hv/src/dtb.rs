@@ -275,6 +275,8 @@ pub struct GuestDt<'a> {
     pub isa: &'a GuestIsa,
     /// The kernel command line.
     pub bootargs: &'a str,
+    /// Entropy for the guest kernel's random pool (`/chosen/rng-seed`).
+    pub rng_seed: Option<&'a [u8]>,
 }
 
 /// Write the guest's tree into `buf`; returns its size.
@@ -288,6 +290,9 @@ pub fn guest_dt(buf: &mut [u8], g: &GuestDt<'_>) -> Result<usize, DtFull> {
 
     w.begin("chosen");
     w.prop_str("bootargs", g.bootargs);
+    if let Some(seed) = g.rng_seed {
+        w.prop("rng-seed", seed);
+    }
     if g.layout.initrd.0 != g.layout.initrd.1 {
         w.prop_u64("linux,initrd-start", g.layout.initrd.0);
         w.prop_u64("linux,initrd-end", g.layout.initrd.1);
@@ -414,6 +419,7 @@ mod tests {
                 timebase: 10_000_000,
                 isa: &isa,
                 bootargs: "earlycon=sbi console=hvc0",
+                rng_seed: None,
             },
         )
         .unwrap();
@@ -462,6 +468,7 @@ mod tests {
                 timebase: 1,
                 isa: &isa,
                 bootargs: "",
+                rng_seed: None,
             },
         )
         .unwrap();
@@ -484,6 +491,7 @@ mod tests {
             timebase: 1,
             isa: &isa,
             bootargs: "x",
+            rng_seed: None,
         };
         for len in [0, 10, 56, 200, 500] {
             let mut buf = vec![0u8; len];
@@ -496,6 +504,7 @@ mod tests {
         let long = "x".repeat(600);
         let g = GuestDt {
             bootargs: &long,
+            rng_seed: None,
             ..g
         };
         assert_eq!(guest_dt(&mut buf, &g), Err(DtFull));
