@@ -52,6 +52,9 @@ fn fail(what: &str) -> ! {
 /// What the host device tree says.
 struct Host {
     isa: &'static str,
+    /// The hart's `mmu-type`: vsatp offers the guest the same
+    /// translation modes as satp.
+    mmu_type: Option<&'static str>,
     /// The host's `riscv,pmu` node, for the guest's event map.
     pmu_props: Option<PmuProps<'static>>,
     /// The host counts an event on one HPM counter only (the platform
@@ -132,6 +135,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         || rvpmu::dt::platform_quirk_of(&fdt).is_some_and(|q| q.one_counter_per_event);
     Host {
         isa,
+        mmu_type: me.property("mmu-type").and_then(|p| p.as_str()),
         pmu_props,
         one_counter_per_event,
         timebase: me.timebase_frequency() as u32,
@@ -201,6 +205,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
             isa: &isa,
             bootargs: bundle.cmdline,
             rng_seed: host.rng_seed,
+            mmu_type: host.mmu_type,
         },
     )
     .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));

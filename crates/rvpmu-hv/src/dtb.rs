@@ -277,6 +277,9 @@ pub struct GuestDt<'a> {
     pub bootargs: &'a str,
     /// Entropy for the guest kernel's random pool (`/chosen/rng-seed`).
     pub rng_seed: Option<&'a [u8]>,
+    /// The host hart's `mmu-type` (None: Sv39, which every RV64 hart
+    /// running Linux has).
+    pub mmu_type: Option<&'a str>,
 }
 
 /// Write the guest's tree into `buf`; returns its size.
@@ -321,7 +324,7 @@ pub fn guest_dt(buf: &mut [u8], g: &GuestDt<'_>) -> Result<usize, DtFull> {
     w.prop_str("riscv,isa", g.isa.as_str());
     w.prop_str("riscv,isa-base", "rv64i");
     w.prop_strs("riscv,isa-extensions", g.isa.extensions());
-    w.prop_str("mmu-type", "riscv,sv39");
+    w.prop_str("mmu-type", g.mmu_type.unwrap_or("riscv,sv39"));
     w.begin("interrupt-controller");
     w.prop_u32("#interrupt-cells", 1);
     w.prop("interrupt-controller", &[]);
@@ -419,7 +422,8 @@ mod tests {
                 timebase: 10_000_000,
                 isa: &isa,
                 bootargs: "earlycon=sbi console=hvc0",
-                rng_seed: None,
+                rng_seed: Some(&[7; 32]),
+                mmu_type: Some("riscv,sv57"),
             },
         )
         .unwrap();
@@ -443,6 +447,7 @@ mod tests {
             .as_usize()
             .unwrap();
         assert_eq!((start as u64, end as u64), layout.initrd);
+        assert_eq!(node.property("rng-seed").unwrap().value, &[7; 32]);
         assert_eq!(end - start, 12345);
         let cpus: Vec<_> = fdt.cpus().collect();
         assert_eq!(cpus.len(), 1);
@@ -451,6 +456,10 @@ mod tests {
         assert_eq!(
             cpus[0].property("riscv,isa").unwrap().as_str(),
             Some(isa.as_str())
+        );
+        assert_eq!(
+            cpus[0].property("mmu-type").unwrap().as_str(),
+            Some("riscv,sv57")
         );
         let exts = cpus[0].property("riscv,isa-extensions").unwrap().value;
         assert!(exts.starts_with(b"i\0m\0a\0f\0d\0c\0zicntr\0"));
@@ -469,6 +478,7 @@ mod tests {
                 isa: &isa,
                 bootargs: "",
                 rng_seed: None,
+                mmu_type: None,
             },
         )
         .unwrap();
@@ -478,6 +488,17 @@ mod tests {
             .unwrap()
             .property("linux,initrd-start")
             .is_none());
+        // Neither seed nor host MMU type: no seed, and Sv39.
+        assert!(fdt
+            .find_node("/chosen")
+            .unwrap()
+            .property("rng-seed")
+            .is_none());
+        let cpu = fdt.cpus().next().unwrap();
+        assert_eq!(
+            cpu.property("mmu-type").unwrap().as_str(),
+            Some("riscv,sv39")
+        );
     }
 
     #[test]
@@ -492,6 +513,7 @@ mod tests {
             isa: &isa,
             bootargs: "x",
             rng_seed: None,
+            mmu_type: None,
         };
         for len in [0, 10, 56, 200, 500] {
             let mut buf = vec![0u8; len];
@@ -505,6 +527,7 @@ mod tests {
         let g = GuestDt {
             bootargs: &long,
             rng_seed: None,
+            mmu_type: None,
             ..g
         };
         assert_eq!(guest_dt(&mut buf, &g), Err(DtFull));
