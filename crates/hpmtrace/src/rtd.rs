@@ -196,8 +196,14 @@ impl Framed {
     }
 }
 
-/// How one writer frames Data Acquisition messages.
+/// How one writer frames its messages, with the timestamp chain they
+/// follow.
 struct Framer {
+    chain: TimestampChain,
+    /// The sync message's fixed fields and CKDATA0 (TCODE, SRC, CKSRC,
+    /// CKDF, CKDATA0 = 0) as [`push_field`] takes them: value and slices.
+    sync_fixed: u64,
+    sync_slices: usize,
     /// The messages' first field (TCODE, SRC, IDTAG) for each write size
     /// ([`size_index`]): constant per writer, packed once (at most 4
     /// bytes, stored little-endian).
@@ -212,12 +218,76 @@ struct Framer {
 }
 
 impl Framer {
-    /// Frame the non-empty `writes` of one record into `buf` from `at`,
-    /// the first message with the TIMESTAMP field `field`, the others with
-    /// an empty one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes
-    /// per write plus 16 from `at`.
+    /// Frame the ICT control message with the full timestamp `ts` (masked)
+    /// into `buf` at `at` and restart the timestamp chain there; returns
+    /// the end. `buf` needs [`MAX_MESSAGE`] bytes from `at`.
+    fn sync(&mut self, buf: &mut [u8], mut at: usize, ts: u64) -> usize {
+        push_field(
+            buf,
+            &mut at,
+            self.sync_fixed,
+            self.sync_slices,
+            MSEO_END_FIELD,
+        );
+        push_field(buf, &mut at, ts, 1, MSEO_END_MESSAGE);
+        self.chain.synced(ts);
+        at
+    }
+
+    /// Frame the messages of a record at `ts` (masked) into `buf` from
+    /// `at`, with a sync message where the chain needs one; returns the
+    /// end. `buf` needs [`MAX_MESSAGE`] bytes per write and one more, plus
+    /// 16, from `at`.
     #[inline(always)]
-    fn record(&mut self, buf: &mut [u8], mut at: usize, writes: &[ItcWrite], field: u64) -> usize {
+    fn record(&mut self, buf: &mut [u8], at: usize, writes: &[ItcWrite], ts: u64) -> usize {
+        if writes.len() >= self.chain.left() {
+            return self.record_with_sync(buf, at, writes, ts);
+        }
+        let field = self.chain.compress(ts);
+        self.chain.advance(writes.len() - 1);
+        self.messages(buf, at, writes, field)
+    }
+
+    /// [`Framer::record`] when the chain needs a sync message in the
+    /// record (or right after it): the writes before it, the first
+    /// carrying the change of timestamp, the others an empty TIMESTAMP
+    /// field, the sync message, then the other writes, all with an empty
+    /// field (XOR with the sync's `ts`).
+    #[inline(never)]
+    fn record_with_sync(
+        &mut self,
+        buf: &mut [u8],
+        mut at: usize,
+        writes: &[ItcWrite],
+        ts: u64,
+    ) -> usize {
+        let (head, tail) = writes.split_at(self.chain.left().min(writes.len()));
+        if !head.is_empty() {
+            let field = self.chain.compress(ts);
+            self.chain.advance(head.len() - 1);
+            at = self.messages(buf, at, head, field);
+        }
+        if !tail.is_empty() {
+            at = self.sync(buf, at, ts);
+            let field = self.chain.compress(ts);
+            self.chain.advance(tail.len() - 1);
+            at = self.messages(buf, at, tail, field);
+        }
+        at
+    }
+
+    /// Frame the non-empty `writes` into `buf` from `at`, the first
+    /// message with the TIMESTAMP field `field`, the others with an empty
+    /// one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes per write
+    /// plus 16 from `at`.
+    #[inline(always)]
+    fn messages(
+        &mut self,
+        buf: &mut [u8],
+        mut at: usize,
+        writes: &[ItcWrite],
+        field: u64,
+    ) -> usize {
         let Some((head, rest)) = writes.split_first() else {
             return at;
         };
@@ -278,9 +348,7 @@ impl Framer {
 /// messages are staged and passed on at [`Sink::flush`].
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
-    src: u16,
-    chain: TimestampChain,
-    /// `chain` as of the last successful flush, restored when the sink
+    /// `framer.chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
     framer: Framer,
@@ -330,10 +398,15 @@ impl<B: ByteSink> RtdWriter<B> {
         }
         RtdWriter {
             cfg,
-            src,
-            chain: TimestampChain::default(),
             flushed_chain: TimestampChain::default(),
             framer: Framer {
+                chain: TimestampChain::default(),
+                // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then
+                // CKDATA0 = 0.
+                sync_fixed: TCODE_ICT_SYNC as u64
+                    | (src as u64 & width_mask(cfg.src_bits)) << 6
+                    | (ICT_CKSRC_CONTROL as u64) << (6 + cfg.src_bits),
+                sync_slices: (12 + cfg.src_bits as usize) / 6 + 1,
                 first,
                 first_len,
                 recent: [Framed {
@@ -378,22 +451,7 @@ impl<B: ByteSink> RtdWriter<B> {
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
         self.room()?;
-        let sb = self.cfg.src_bits as u32;
-        // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then CKDATA0 = 0.
-        let fixed = TCODE_ICT_SYNC as u64
-            | (self.src as u64 & width_mask(sb as u8)) << 6
-            | (ICT_CKSRC_CONTROL as u64) << (6 + sb);
-        let mut at = self.len;
-        push_field(
-            &mut self.stage,
-            &mut at,
-            fixed,
-            (12 + sb as usize) / 6 + 1,
-            MSEO_END_FIELD,
-        );
-        push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
-        self.len = at;
-        self.chain.synced(ts);
+        self.len = self.framer.sync(&mut self.stage, self.len, ts);
         Ok(())
     }
 }
@@ -402,11 +460,11 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        if self.chain.needs_sync() {
+        if self.framer.chain.needs_sync() {
             self.sync(ts)?;
         }
         self.room()?;
-        let field = self.chain.compress(ts);
+        let field = self.framer.chain.compress(ts);
         let i = size_index(w.size);
         let mut at = self.len;
         // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
@@ -422,30 +480,29 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     /// into the byte sink when it has room for the longest such record
     /// (no staging copy). After the first message, whose TIMESTAMP field
     /// carries the change since the previous record, every message has
-    /// the same timestamp and so an empty field (XOR 0). Records that
-    /// would need a sync message in the middle go message by message.
+    /// the same timestamp and so an empty field (XOR 0), also after a sync
+    /// message in the middle of the record.
     #[inline]
     fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        let bound = writes.len() * MAX_MESSAGE;
-        if writes.is_empty() || self.chain.left() <= writes.len() || self.len + bound > STAGE {
+        // A message per write and maybe a sync message.
+        let bound = (writes.len() + 1) * MAX_MESSAGE;
+        if writes.is_empty() || self.len + bound > STAGE {
             for w in writes {
                 self.put(*w, ts)?;
             }
             return self.flush();
         }
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        let field = self.chain.compress(ts);
-        self.chain.advance(writes.len() - 1);
         if self.len == 0 {
             // 16 bytes more for the last 16-byte store.
             if let Some(buf) = self.out.spare(bound + 16) {
-                let n = self.framer.record(buf, 0, writes, field);
+                let n = self.framer.record(buf, 0, writes, ts);
                 self.out.commit(n);
-                self.flushed_chain = self.chain;
+                self.flushed_chain = self.framer.chain;
                 return Ok(());
             }
         }
-        self.len = self.framer.record(&mut self.stage, self.len, writes, field);
+        self.len = self.framer.record(&mut self.stage, self.len, writes, ts);
         self.flush()
     }
 
@@ -457,8 +514,8 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let r = self.out.put_bytes(&self.stage[..self.len]);
         self.len = 0;
         match r {
-            Ok(()) => self.flushed_chain = self.chain,
-            Err(_) => self.chain = self.flushed_chain,
+            Ok(()) => self.flushed_chain = self.framer.chain,
+            Err(_) => self.framer.chain = self.flushed_chain,
         }
         r
     }
@@ -579,14 +636,13 @@ mod tests {
                     1 => ts,
                     _ => ts.wrapping_add(r.below(1 << step_bits)),
                 };
-                let at_once = writes.len() < a.chain.left();
                 let ra = a.put_record(&writes, ts);
                 let rb = writes
                     .iter()
                     .try_for_each(|w| b.put(*w, ts))
                     .and_then(|_| b.flush());
                 assert_eq!(ra, rb, "round {round} record {rec}");
-                if at_once && ra.is_ok() {
+                if ra.is_ok() {
                     fast += 1;
                 }
             }
