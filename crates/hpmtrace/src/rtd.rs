@@ -183,17 +183,11 @@ const RECENT: usize = 64;
 struct Framed {
     /// Size index and value of the write; `u64::MAX` for none.
     key: u64,
-    /// The message in the low bytes (little-endian), its length in the
-    /// top byte: a `u128` in two halves, as a `u128` field would make the
-    /// writer (and what embeds it) 16-byte aligned, which moved a
-    /// bare-metal core's hot fields to costlier offsets.
+    /// The message from the first byte, its length in the last, as
+    /// little-endian words (a `u128` would make the writer, and what
+    /// embeds it, 16-byte aligned, which moved a bare-metal core's hot
+    /// fields to costlier offsets).
     bytes: [u64; 2],
-}
-
-impl Framed {
-    fn bytes(&self) -> u128 {
-        self.bytes[0] as u128 | (self.bytes[1] as u128) << 64
-    }
 }
 
 /// How one writer frames its messages, with the timestamp chain they
@@ -215,6 +209,14 @@ struct Framer {
     /// the addresses of the functions being traced, counters that did not
     /// move. A repeated one costs a lookup and a copy instead of framing.
     recent: [Framed; RECENT],
+}
+
+impl Framed {
+    /// Length of the message.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        (self.bytes[1] >> 56) as usize
+    }
 }
 
 impl Framer {
@@ -293,49 +295,62 @@ impl Framer {
         };
         // The head message is the untimed one without its empty TIMESTAMP
         // field (the last byte), then the record's TIMESTAMP field.
-        let bytes = self.untimed(*head);
-        buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
-        at += (bytes >> 120) as usize - 1;
+        let e = self.untimed(*head);
+        buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
+        at += e.len() - 1;
         push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        // The other messages: one 16-byte copy each, unchecked.
+        let end = buf.len();
+        assert!(at + rest.len() * MAX_MESSAGE + 16 <= end);
+        let out = buf.as_mut_ptr();
         for w in rest {
-            let bytes = self.untimed(*w);
-            buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
-            at += (bytes >> 120) as usize;
+            let e = self.untimed(*w);
+            debug_assert!(at + 16 <= end);
+            // SAFETY: before the k-th of `rest` (from 0), `at` is at most
+            // its value checked above plus k * MAX_MESSAGE, as every
+            // message of `recent` is at most 11 bytes (`frame_untimed`),
+            // so the 16 bytes from `at` are inside `buf` (assert above).
+            unsafe {
+                let p = out.add(at).cast::<u64>();
+                p.write_unaligned(e.bytes[0].to_le());
+                p.add(1).write_unaligned(e.bytes[1].to_le());
+            }
+            at += e.len();
         }
         at
     }
 
-    /// The message of `w` with an empty TIMESTAMP field, as
-    /// [`Framed::bytes`]: from [`Framer::recent`], or framed and kept
-    /// there.
+    /// The message of `w` with an empty TIMESTAMP field, from
+    /// [`Framer::recent`], or framed and kept there.
     #[inline(always)]
-    fn untimed(&mut self, w: ItcWrite) -> u128 {
+    fn untimed(&mut self, w: ItcWrite) -> Framed {
         let i = size_index(w.size);
         let key = (i as u64) << 32 | w.value as u64;
         let slot =
             (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize;
         let e = self.recent[slot];
         if e.key == key {
-            return e.bytes();
+            return e;
         }
-        let bytes = self.frame_untimed(i, w.value);
-        self.recent[slot] = Framed {
-            key,
-            bytes: [bytes as u64, (bytes >> 64) as u64],
-        };
-        bytes
+        self.recent[slot] = self.frame_untimed(i, w.value);
+        self.recent[slot]
     }
 
-    /// A message for a write of size index `i` with `value` and an empty
-    /// TIMESTAMP field, as [`Framed::bytes`].
+    /// The message of a write of size index `i` with `value` and an
+    /// empty TIMESTAMP field: at most 4 + 6 + 1 bytes.
     #[inline(never)]
-    fn frame_untimed(&self, i: usize, value: u32) -> u128 {
+    fn frame_untimed(&self, i: usize, value: u32) -> Framed {
         let lz = value.leading_zeros() as usize + 32;
         // DQDATA (at most 6 slices) and the one-byte TIMESTAMP field.
         let data = spread_slices32(value) | DATA_THEN_EMPTY_TIMESTAMP[lz];
         let plen = self.first_len[i] as usize;
         let len = plen + SLICES[lz] as usize + 1;
-        self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120
+        let bytes = self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120;
+        Framed {
+            key: (i as u64) << 32 | value as u64,
+            bytes: [bytes as u64, (bytes >> 64) as u64],
+        }
     }
 }
 
