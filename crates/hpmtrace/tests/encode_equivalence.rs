@@ -251,7 +251,7 @@ fn case() -> impl Strategy<Value = (Header, RtdConfig, u16, Vec<Op>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(100))]
 
     #[test]
     fn fast_paths_give_the_reference_bytes((h, cfg, src, ops) in case()) {
