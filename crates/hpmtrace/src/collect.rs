@@ -27,7 +27,7 @@
 //! Trace-off and reading or writing the trace encode whatever is left:
 //! every thread's chunks and the partly filled one.
 //!
-//! fork(): every thread holds [`FORK_LOCK`] for reading while it holds
+//! fork(): every thread holds `FORK_LOCK` for reading while it holds
 //! or waits for a stream's lock (or the stream list's); `pthread_atfork`
 //! handlers take it for writing around fork(), so a child never inherits
 //! a lock held by a thread that does not exist in it. The child has no
