@@ -488,7 +488,15 @@ fn fork_read() -> RwLockReadGuard<'static, ()> {
 extern "C" fn fork_prepare() {
     let busy = BUSY.with(|b| b.replace(true));
     let hold = FORK_LOCK.write().unwrap_or_else(|e| e.into_inner());
-    FORKING.with(|f| *f.borrow_mut() = Some((hold, busy)));
+    // A thread that forks while exiting (its thread-locals gone) forks
+    // unprotected, as before the handlers existed: the hold is dropped
+    // with the closure that did not run.
+    if FORKING
+        .try_with(|f| *f.borrow_mut() = Some((hold, busy)))
+        .is_err()
+    {
+        BUSY.with(|b| b.set(busy));
+    }
 }
 
 /// `pthread_atfork` parent handler: the fork is done.
@@ -506,7 +514,7 @@ extern "C" fn fork_child() {
 }
 
 fn fork_done() {
-    if let Some((hold, busy)) = FORKING.with(|f| f.borrow_mut().take()) {
+    if let Some((hold, busy)) = FORKING.try_with(|f| f.borrow_mut().take()).ok().flatten() {
         drop(hold);
         BUSY.with(|b| b.set(busy));
     }
