@@ -14,6 +14,10 @@ pub struct TestArgs {
     /// Only the host-side tests (no QEMU, no kernel build).
     #[arg(long)]
     pub host_only: bool,
+    /// Only hpmtrace's bare-metal checks on QEMU (fib with golden bytes,
+    /// timer, manual, SMP; S- and M-mode), nothing else.
+    #[arg(long, conflicts_with = "host_only")]
+    pub bare_metal_only: bool,
     /// Run the Linux e2e suite on this kernel only (default: 7.2 and 6.12).
     #[arg(long, value_enum)]
     pub kernel: Option<crate::linux::kernel::Version>,
@@ -21,6 +25,12 @@ pub struct TestArgs {
 
 pub fn run(args: TestArgs) -> Result<()> {
     crate::setup::ensure_host()?;
+    if args.bare_metal_only {
+        let cli = crate::trace::build_cli()?;
+        crate::baremetal::test(&cli)?;
+        step("hpmtrace bare-metal checks passed");
+        return Ok(());
+    }
     step("host tests (cargo test)");
     crate::util::run(cargo().args([
         "test",

@@ -4,6 +4,12 @@
 //!
 //! `cargo run --release -p hpmtrace --example overhead [-- N [ROUNDS]]`
 //!
+//! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (another build of
+//! the library, e.g. before a change), fib is also linked with that one
+//! and every hpmtrace configuration runs with both in the same rounds; a
+//! second table gives the other library's figures.
+//! `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
+//!
 //! End to end: builds benches/fib_bench.c with gcc -O1 -fno-inline
 //! -fno-optimize-sibling-calls (so every fib call stays a real call in
 //! every build) several ways and times fib(N) inside the program (tracer
@@ -228,6 +234,14 @@ fn main() {
         &["-finstrument-functions", "-DUSE_HPMTRACE"],
         &[lib],
     );
+    let other = std::env::var_os("HPMTRACE_BENCH_AB").map(|lib| {
+        gcc(
+            &dir,
+            "traced-ab",
+            &["-finstrument-functions", "-DUSE_HPMTRACE"],
+            &[PathBuf::from(lib)],
+        )
+    });
     let cyg = gcc(&dir, "cyg", &["-finstrument-functions"], &[]);
     let pg = gcc(&dir, "pg", &["-pg"], &[]);
     let ns = n.to_string();
@@ -254,12 +268,16 @@ fn main() {
         config(uftrace(&cyg), vec![]),
         config(uftrace(&pg), vec![]),
     ];
-    for (set, _) in SETS {
-        for stage in ["64M", "256K"] {
-            configs.push(config(
-                vec![p(&traced), ns.clone(), set.into()],
-                vec![("HPMTRACE_STAGE_BYTES", stage)],
-            ));
+    // Per set: at off, in run; then the same with the A/B library.
+    let libs: Vec<&PathBuf> = std::iter::once(&traced).chain(other.as_ref()).collect();
+    for exe in &libs {
+        for (set, _) in SETS {
+            for stage in ["64M", "256K"] {
+                configs.push(config(
+                    vec![p(exe), ns.clone(), set.into()],
+                    vec![("HPMTRACE_STAGE_BYTES", stage)],
+                ));
+            }
         }
     }
     for _ in 0..rounds {
@@ -289,24 +307,38 @@ fn main() {
         "uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})"
     );
 
-    println!("\nhpmtrace end to end (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; goal <= 0.50):");
-    println!(
-        "{:<40} {:>16} {:>6} {:>16} {:>6}",
-        "counters", "encode at off", "ratio", "encode in run", "ratio"
-    );
-    for (i, (set, label)) in SETS.iter().enumerate() {
-        let (off, off_best) = per_pair(&configs[3 + 2 * i]);
-        let (run, run_best) = per_pair(&configs[4 + 2 * i]);
+    for (l, exe) in libs.iter().enumerate() {
         println!(
-            "{:<40} {:>16} {:>6.2} {:>16} {:>6.2}",
-            format!("{set:>2}: {label}"),
-            format!("{off:.1} ({off_best:.1})"),
-            off / u_cyg,
-            format!("{run:.1} ({run_best:.1})"),
-            run / u_cyg
+            "\nhpmtrace end to end{} (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; goal <= 0.50):",
+            if l == 0 {
+                String::new()
+            } else {
+                format!(", A/B library ({})", exe.display())
+            }
         );
+        println!(
+            "{:<40} {:>16} {:>6} {:>16} {:>6}",
+            "counters", "encode at off", "ratio", "encode in run", "ratio"
+        );
+        let first = 3 + 2 * SETS.len() * l;
+        for (i, (set, label)) in SETS.iter().enumerate() {
+            let (off, off_best) = per_pair(&configs[first + 2 * i]);
+            let (run, run_best) = per_pair(&configs[first + 1 + 2 * i]);
+            println!(
+                "{:<40} {:>16} {:>6.2} {:>16} {:>6.2}",
+                format!("{set:>2}: {label}"),
+                format!("{off:.1} ({off_best:.1})"),
+                off / u_cyg,
+                format!("{run:.1} ({run_best:.1})"),
+                run / u_cyg
+            );
+        }
     }
 
+    if std::env::var_os("HPMTRACE_BENCH_NO_BREAKDOWN").is_some() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     println!("\nbreakdown in-process (ns per enter+exit pair; the last two columns with a 256 KiB stage):");
     println!(
         "{:<40} {:>10} {:>14} {:>12} {:>8} {:>12} {:>14}",

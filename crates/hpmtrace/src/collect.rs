@@ -27,6 +27,14 @@
 //! Trace-off and reading or writing the trace encode whatever is left:
 //! every thread's chunks and the partly filled one.
 //!
+//! fork(): every thread holds `FORK_LOCK` for reading while it holds
+//! or waits for a stream's lock (or the stream list's); `pthread_atfork`
+//! handlers take it for writing around fork(), so a child never inherits
+//! a lock held by a thread that does not exist in it. The child has no
+//! encoder thread: its threads encode their full chunks themselves. It
+//! inherits the parent's streams as they were at the fork (tracing state,
+//! staged samples, trace bytes), like any other memory.
+//!
 //! Streams: thread k (in order of first use) is Nexus source k; the SRC
 //! field is wide enough for `max_threads` sources (`perfInit`'s
 //! `num_cores`). Threads beyond that are not traced (counted in
@@ -42,13 +50,15 @@ use crate::nexus::MAX_SOURCES;
 use crate::rtd::{RtdConfig, RtdWriter};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{
     compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{
+    Arc, Mutex, MutexGuard, Once, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError,
+};
 
 /// How records are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,6 +370,7 @@ impl Local {
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
         let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        let fork = if waiting() { Some(fork_read()) } else { None };
         while waiting() {
             // The encoder thread is awake: it is encoding this stream or
             // about to (it only sleeps when it finds nothing to do), so
@@ -394,6 +405,7 @@ impl Local {
                 INLINE_CHUNKS.fetch_add(1, Ordering::Relaxed);
             }
         }
+        drop(fork);
         let slot = (next % STAGE_CHUNKS as u64) as usize;
         s.lens[slot].store(0, Ordering::Relaxed);
         // Publishes the full chunk and the cleared length together.
@@ -428,11 +440,22 @@ static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
 /// Whether the encoder thread is running its loop rather than parked: a
 /// recording thread then leaves the waiting chunks to it.
 static ENCODER_AWAKE: AtomicBool = AtomicBool::new(false);
+/// This process is a fork()ed child of the one that started the encoder
+/// thread: it has none.
+static CHILD: AtomicBool = AtomicBool::new(false);
 /// The encoder thread (started at the first configuration that asks for
 /// it; `None` if it could not be, and then recording threads encode their
 /// full chunks).
 static ENCODER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
 static STREAMS: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
+/// Held for reading by a thread while it holds or waits for a stream's
+/// lock or [`STREAMS`], always taken before them; held for writing by a
+/// thread calling fork(), from `pthread_atfork`'s prepare handler to its
+/// parent or child handler ([`fork_prepare`]), so no thread holds one of
+/// those locks at the fork.
+static FORK_LOCK: RwLock<()> = RwLock::new(());
+/// Registers the fork handlers once per process.
+static FORK_HANDLERS: Once = Once::new();
 
 thread_local! {
     // Both have const initialisers and no destructor, so an access is a
@@ -447,6 +470,63 @@ thread_local! {
     static UNTRACED_IN: Cell<u64> = const { Cell::new(0) };
     /// Registered when [`LOCAL`] is first set; frees it at thread exit.
     static GUARD: LocalGuard = const { LocalGuard };
+    /// The forking thread's hold of [`FORK_LOCK`] and its [`BUSY`] flag
+    /// before the fork, between the fork handlers.
+    static FORKING: RefCell<Option<(RwLockWriteGuard<'static, ()>, bool)>> =
+        const { RefCell::new(None) };
+}
+
+/// [`FORK_LOCK`] for reading.
+fn fork_read() -> RwLockReadGuard<'static, ()> {
+    FORK_LOCK.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `pthread_atfork` prepare handler: wait until no thread holds a
+/// stream's lock or [`STREAMS`] and keep them from taking one until the
+/// fork is done. The thread is marked busy meanwhile, so its own signal
+/// handlers do not wait for the lock it holds.
+extern "C" fn fork_prepare() {
+    let busy = BUSY.with(|b| b.replace(true));
+    let hold = FORK_LOCK.write().unwrap_or_else(|e| e.into_inner());
+    // A thread that forks while exiting (its thread-locals gone) forks
+    // unprotected, as before the handlers existed: the hold is dropped
+    // with the closure that did not run.
+    if FORKING
+        .try_with(|f| *f.borrow_mut() = Some((hold, busy)))
+        .is_err()
+    {
+        BUSY.with(|b| b.set(busy));
+    }
+}
+
+/// `pthread_atfork` parent handler: the fork is done.
+extern "C" fn fork_parent() {
+    fork_done();
+}
+
+/// `pthread_atfork` child handler: the child has no encoder thread (only
+/// the forking thread exists in it), so its threads encode their full
+/// chunks themselves from now on; the locks are free.
+extern "C" fn fork_child() {
+    ENCODER_AWAKE.store(false, Ordering::Release);
+    CHILD.store(true, Ordering::Release);
+    fork_done();
+}
+
+fn fork_done() {
+    if let Some((hold, busy)) = FORKING.try_with(|f| f.borrow_mut().take()).ok().flatten() {
+        drop(hold);
+        BUSY.with(|b| b.set(busy));
+    }
+}
+
+/// Register the fork handlers (once per process).
+fn register_fork_handlers() {
+    FORK_HANDLERS.call_once(|| {
+        // SAFETY: the handlers are plain extern "C" functions that live
+        // as long as the program.
+        unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    });
 }
 
 struct LocalGuard;
@@ -597,7 +677,11 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
     };
     trace_off();
-    STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    register_fork_handlers();
+    {
+        let _fork = fork_read();
+        STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
     INLINE_CHUNKS.store(0, Ordering::Relaxed);
@@ -651,7 +735,9 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     }
     let stream = Arc::new(Stream {
         src: src as u16,
-        background: c.encoder_thread && matches!(ENCODER.get(), Some(Some(_))),
+        background: c.encoder_thread
+            && matches!(ENCODER.get(), Some(Some(_)))
+            && !CHILD.load(Ordering::Acquire),
         stage: stage.into_boxed_slice(),
         chunk_words: cap,
         lens: Default::default(),
@@ -663,10 +749,13 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
             consumed: 0,
         }),
     });
-    STREAMS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(stream.clone());
+    {
+        let _fork = fork_read();
+        STREAMS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(stream.clone());
+    }
     Some(Box::new(Local {
         collector: c.id,
         generation: 0,
@@ -710,6 +799,7 @@ fn encoder_loop() -> ! {
     ENCODER_AWAKE.store(true, Ordering::Release);
     loop {
         let (mut any, mut blocked) = (false, false);
+        let fork = fork_read();
         for s in streams_by_src().into_iter().filter(|s| s.background) {
             let mut enc = match s.enc.try_lock() {
                 Ok(g) => g,
@@ -724,6 +814,7 @@ fn encoder_loop() -> ! {
             };
             any |= s.drain(&mut enc, false);
         }
+        drop(fork);
         if blocked && !any {
             std::thread::yield_now();
         } else if !any {
@@ -853,6 +944,7 @@ pub fn is_on() -> bool {
     ON_GEN.load(Ordering::Relaxed) != 0
 }
 
+/// The streams in source order. The caller holds [`fork_read`].
 fn streams_by_src() -> Vec<Arc<Stream>> {
     let mut v = STREAMS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     v.sort_by_key(|s| s.src);
@@ -864,6 +956,7 @@ fn streams_by_src() -> Vec<Arc<Stream>> {
 /// stream).
 fn drain_all() {
     exclusive(|| {
+        let _fork = fork_read();
         for s in streams_by_src() {
             let mut enc = s.lock();
             s.drain(&mut enc, true);
@@ -900,6 +993,7 @@ pub fn stats() -> Stats {
         ..Default::default()
     };
     exclusive(|| {
+        let _fork = fork_read();
         for b in streams_by_src() {
             let mut enc = b.lock();
             b.drain(&mut enc, true);
@@ -919,6 +1013,7 @@ pub fn stats() -> Stats {
 pub fn snapshot() -> Vec<u8> {
     let mut out = Vec::new();
     exclusive(|| {
+        let _fork = fork_read();
         for b in streams_by_src() {
             let mut enc = b.lock();
             b.drain(&mut enc, true);

@@ -3,8 +3,8 @@
 //! trace source.
 
 use crate::format::{
-    encode_address, encode_count, width_mask, CountType, Header, ItcWrite, RecordType,
-    MAX_COUNTERS, MAX_RECORDED_BITS,
+    encode_address, width_mask, CountType, Header, ItcWrite, RecordType, MAX_COUNTERS,
+    MAX_RECORDED_BITS,
 };
 use crate::sink::{Sink, Stopped};
 
@@ -176,8 +176,27 @@ impl Encoder {
         if kind.address_count() == 2 {
             self.push_address(&mut k, addrs[1]);
         }
-        let ct = self.header.count_type;
-        for (c, &full) in self.ctr.iter_mut().zip(readings) {
+        // One loop per count type, so that the loop does not dispatch on
+        // it per counter.
+        match self.header.count_type {
+            CountType::Raw => self.push_counts(k, readings, |now, _| now),
+            CountType::Delta => self.push_counts(k, readings, |now, prev| now.wrapping_sub(prev)),
+            CountType::DeltaXor => self.push_counts(k, readings, |now, prev| now ^ prev),
+        }
+    }
+
+    /// Append the writes of the counters' values at `k`, `value(now,
+    /// prev)` giving what is recorded (taken modulo the recorded width);
+    /// returns the new end. `readings` has one reading per counter.
+    #[inline(always)]
+    fn push_counts(
+        &mut self,
+        mut k: usize,
+        readings: &[u64],
+        value: impl Fn(u64, u64) -> u64,
+    ) -> usize {
+        let n = self.n.min(readings.len());
+        for (c, &full) in self.ctr[..n].iter_mut().zip(&readings[..n]) {
             if c.wide {
                 if full.wrapping_sub(c.prev_full) >> MAX_RECORDED_BITS != 0 {
                     self.stats.wide_overflows += 1;
@@ -185,20 +204,15 @@ impl Encoder {
                 c.prev_full = full;
             }
             let now = full & c.mask;
-            let v = match ct {
-                CountType::Raw => now,
-                CountType::Delta => now.wrapping_sub(c.prev) & c.mask,
-                CountType::DeltaXor => now ^ c.prev,
-            };
+            // Below 2^w <= 2^48 by construction: the writes of
+            // `format::encode_count`, 32 bits and 16 more when not 0.
+            let v = value(now, c.prev) & c.mask;
             c.prev = now;
-            // `v` < 2^w <= 2^48 by construction, so this cannot fail.
-            let Ok(w) = encode_count(v) else {
-                continue;
-            };
-            self.writes[k] = ItcWrite::w32(w.low);
+            self.writes[k] = ItcWrite::w32(v as u32);
             k += 1;
-            if let Some(h) = w.high {
-                self.writes[k] = ItcWrite::w16(h);
+            let high = (v >> 32) as u16;
+            if high != 0 {
+                self.writes[k] = ItcWrite::w16(high);
                 k += 1;
             }
         }

@@ -183,21 +183,21 @@ const RECENT: usize = 64;
 struct Framed {
     /// Size index and value of the write; `u64::MAX` for none.
     key: u64,
-    /// The message in the low bytes (little-endian), its length in the
-    /// top byte: a `u128` in two halves, as a `u128` field would make the
-    /// writer (and what embeds it) 16-byte aligned, which moved a
-    /// bare-metal core's hot fields to costlier offsets.
+    /// The message from the first byte, its length in the last, as
+    /// little-endian words (a `u128` would make the writer, and what
+    /// embeds it, 16-byte aligned, which moved a bare-metal core's hot
+    /// fields to costlier offsets).
     bytes: [u64; 2],
 }
 
-impl Framed {
-    fn bytes(&self) -> u128 {
-        self.bytes[0] as u128 | (self.bytes[1] as u128) << 64
-    }
-}
-
-/// How one writer frames Data Acquisition messages.
+/// How one writer frames its messages, with the timestamp chain they
+/// follow.
 struct Framer {
+    chain: TimestampChain,
+    /// The sync message's fixed fields and CKDATA0 (TCODE, SRC, CKSRC,
+    /// CKDF, CKDATA0 = 0) as [`push_field`] takes them: value and slices.
+    sync_fixed: u64,
+    sync_slices: usize,
     /// The messages' first field (TCODE, SRC, IDTAG) for each write size
     /// ([`size_index`]): constant per writer, packed once (at most 4
     /// bytes, stored little-endian).
@@ -211,61 +211,146 @@ struct Framer {
     recent: [Framed; RECENT],
 }
 
-impl Framer {
-    /// Frame the non-empty `writes` of one record into `buf` from `at`,
-    /// the first message with the TIMESTAMP field `field`, the others with
-    /// an empty one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes
-    /// per write plus 16 from `at`.
+impl Framed {
+    /// Length of the message.
     #[inline(always)]
-    fn record(&mut self, buf: &mut [u8], mut at: usize, writes: &[ItcWrite], field: u64) -> usize {
+    fn len(&self) -> usize {
+        (self.bytes[1] >> 56) as usize
+    }
+}
+
+impl Framer {
+    /// Frame the ICT control message with the full timestamp `ts` (masked)
+    /// into `buf` at `at` and restart the timestamp chain there; returns
+    /// the end. `buf` needs [`MAX_MESSAGE`] bytes from `at`.
+    fn sync(&mut self, buf: &mut [u8], mut at: usize, ts: u64) -> usize {
+        push_field(
+            buf,
+            &mut at,
+            self.sync_fixed,
+            self.sync_slices,
+            MSEO_END_FIELD,
+        );
+        push_field(buf, &mut at, ts, 1, MSEO_END_MESSAGE);
+        self.chain.synced(ts);
+        at
+    }
+
+    /// Frame the messages of a record at `ts` (masked) into `buf` from
+    /// `at`, with a sync message where the chain needs one; returns the
+    /// end. `buf` needs [`MAX_MESSAGE`] bytes per write and one more, plus
+    /// 16, from `at`.
+    #[inline(always)]
+    fn record(&mut self, buf: &mut [u8], at: usize, writes: &[ItcWrite], ts: u64) -> usize {
+        if writes.len() >= self.chain.left() {
+            return self.record_with_sync(buf, at, writes, ts);
+        }
+        let field = self.chain.compress(ts);
+        self.chain.advance(writes.len() - 1);
+        self.messages(buf, at, writes, field)
+    }
+
+    /// [`Framer::record`] when the chain needs a sync message in the
+    /// record (or right after it): the writes before it, the first
+    /// carrying the change of timestamp, the others an empty TIMESTAMP
+    /// field, the sync message, then the other writes, all with an empty
+    /// field (XOR with the sync's `ts`).
+    #[inline(never)]
+    fn record_with_sync(
+        &mut self,
+        buf: &mut [u8],
+        mut at: usize,
+        writes: &[ItcWrite],
+        ts: u64,
+    ) -> usize {
+        let (head, tail) = writes.split_at(self.chain.left().min(writes.len()));
+        if !head.is_empty() {
+            let field = self.chain.compress(ts);
+            self.chain.advance(head.len() - 1);
+            at = self.messages(buf, at, head, field);
+        }
+        if !tail.is_empty() {
+            at = self.sync(buf, at, ts);
+            let field = self.chain.compress(ts);
+            self.chain.advance(tail.len() - 1);
+            at = self.messages(buf, at, tail, field);
+        }
+        at
+    }
+
+    /// Frame the non-empty `writes` into `buf` from `at`, the first
+    /// message with the TIMESTAMP field `field`, the others with an empty
+    /// one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes per write
+    /// plus 16 from `at`.
+    #[inline(always)]
+    fn messages(
+        &mut self,
+        buf: &mut [u8],
+        mut at: usize,
+        writes: &[ItcWrite],
+        field: u64,
+    ) -> usize {
         let Some((head, rest)) = writes.split_first() else {
             return at;
         };
         // The head message is the untimed one without its empty TIMESTAMP
         // field (the last byte), then the record's TIMESTAMP field.
-        let bytes = self.untimed(*head);
-        buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
-        at += (bytes >> 120) as usize - 1;
+        let e = self.untimed(*head);
+        buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
+        at += e.len() - 1;
         push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        // The other messages: one 16-byte copy each, unchecked.
+        let end = buf.len();
+        assert!(at + rest.len() * MAX_MESSAGE + 16 <= end);
+        let out = buf.as_mut_ptr();
         for w in rest {
-            let bytes = self.untimed(*w);
-            buf[at..at + 16].copy_from_slice(&bytes.to_le_bytes());
-            at += (bytes >> 120) as usize;
+            let e = self.untimed(*w);
+            debug_assert!(at + 16 <= end);
+            // SAFETY: before the k-th of `rest` (from 0), `at` is at most
+            // its value checked above plus k * MAX_MESSAGE, as every
+            // message of `recent` is at most 11 bytes (`frame_untimed`),
+            // so the 16 bytes from `at` are inside `buf` (assert above).
+            unsafe {
+                let p = out.add(at).cast::<u64>();
+                p.write_unaligned(e.bytes[0].to_le());
+                p.add(1).write_unaligned(e.bytes[1].to_le());
+            }
+            at += e.len();
         }
         at
     }
 
-    /// The message of `w` with an empty TIMESTAMP field, as
-    /// [`Framed::bytes`]: from [`Framer::recent`], or framed and kept
-    /// there.
+    /// The message of `w` with an empty TIMESTAMP field, from
+    /// [`Framer::recent`], or framed and kept there.
     #[inline(always)]
-    fn untimed(&mut self, w: ItcWrite) -> u128 {
+    fn untimed(&mut self, w: ItcWrite) -> Framed {
         let i = size_index(w.size);
         let key = (i as u64) << 32 | w.value as u64;
         let slot =
             (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize;
         let e = self.recent[slot];
         if e.key == key {
-            return e.bytes();
+            return e;
         }
-        let bytes = self.frame_untimed(i, w.value);
-        self.recent[slot] = Framed {
-            key,
-            bytes: [bytes as u64, (bytes >> 64) as u64],
-        };
-        bytes
+        self.recent[slot] = self.frame_untimed(i, w.value);
+        self.recent[slot]
     }
 
-    /// A message for a write of size index `i` with `value` and an empty
-    /// TIMESTAMP field, as [`Framed::bytes`].
+    /// The message of a write of size index `i` with `value` and an
+    /// empty TIMESTAMP field: at most 4 + 6 + 1 bytes.
     #[inline(never)]
-    fn frame_untimed(&self, i: usize, value: u32) -> u128 {
+    fn frame_untimed(&self, i: usize, value: u32) -> Framed {
         let lz = value.leading_zeros() as usize + 32;
         // DQDATA (at most 6 slices) and the one-byte TIMESTAMP field.
         let data = spread_slices32(value) | DATA_THEN_EMPTY_TIMESTAMP[lz];
         let plen = self.first_len[i] as usize;
         let len = plen + SLICES[lz] as usize + 1;
-        self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120
+        let bytes = self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120;
+        Framed {
+            key: (i as u64) << 32 | value as u64,
+            bytes: [bytes as u64, (bytes >> 64) as u64],
+        }
     }
 }
 
@@ -278,9 +363,7 @@ impl Framer {
 /// messages are staged and passed on at [`Sink::flush`].
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
-    src: u16,
-    chain: TimestampChain,
-    /// `chain` as of the last successful flush, restored when the sink
+    /// `framer.chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
     framer: Framer,
@@ -330,10 +413,15 @@ impl<B: ByteSink> RtdWriter<B> {
         }
         RtdWriter {
             cfg,
-            src,
-            chain: TimestampChain::default(),
             flushed_chain: TimestampChain::default(),
             framer: Framer {
+                chain: TimestampChain::default(),
+                // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then
+                // CKDATA0 = 0.
+                sync_fixed: TCODE_ICT_SYNC as u64
+                    | (src as u64 & width_mask(cfg.src_bits)) << 6
+                    | (ICT_CKSRC_CONTROL as u64) << (6 + cfg.src_bits),
+                sync_slices: (12 + cfg.src_bits as usize) / 6 + 1,
                 first,
                 first_len,
                 recent: [Framed {
@@ -378,22 +466,7 @@ impl<B: ByteSink> RtdWriter<B> {
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
         self.room()?;
-        let sb = self.cfg.src_bits as u32;
-        // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then CKDATA0 = 0.
-        let fixed = TCODE_ICT_SYNC as u64
-            | (self.src as u64 & width_mask(sb as u8)) << 6
-            | (ICT_CKSRC_CONTROL as u64) << (6 + sb);
-        let mut at = self.len;
-        push_field(
-            &mut self.stage,
-            &mut at,
-            fixed,
-            (12 + sb as usize) / 6 + 1,
-            MSEO_END_FIELD,
-        );
-        push_field(&mut self.stage, &mut at, ts, 1, MSEO_END_MESSAGE);
-        self.len = at;
-        self.chain.synced(ts);
+        self.len = self.framer.sync(&mut self.stage, self.len, ts);
         Ok(())
     }
 }
@@ -402,11 +475,11 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        if self.chain.needs_sync() {
+        if self.framer.chain.needs_sync() {
             self.sync(ts)?;
         }
         self.room()?;
-        let field = self.chain.compress(ts);
+        let field = self.framer.chain.compress(ts);
         let i = size_index(w.size);
         let mut at = self.len;
         // room() leaves MAX_MESSAGE bytes, and the stage has 16 spare.
@@ -422,30 +495,29 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     /// into the byte sink when it has room for the longest such record
     /// (no staging copy). After the first message, whose TIMESTAMP field
     /// carries the change since the previous record, every message has
-    /// the same timestamp and so an empty field (XOR 0). Records that
-    /// would need a sync message in the middle go message by message.
+    /// the same timestamp and so an empty field (XOR 0), also after a sync
+    /// message in the middle of the record.
     #[inline]
     fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        let bound = writes.len() * MAX_MESSAGE;
-        if writes.is_empty() || self.chain.left() <= writes.len() || self.len + bound > STAGE {
+        // A message per write and maybe a sync message.
+        let bound = (writes.len() + 1) * MAX_MESSAGE;
+        if writes.is_empty() || self.len + bound > STAGE {
             for w in writes {
                 self.put(*w, ts)?;
             }
             return self.flush();
         }
         let ts = ts & width_mask(self.cfg.timestamp_bits);
-        let field = self.chain.compress(ts);
-        self.chain.advance(writes.len() - 1);
         if self.len == 0 {
             // 16 bytes more for the last 16-byte store.
             if let Some(buf) = self.out.spare(bound + 16) {
-                let n = self.framer.record(buf, 0, writes, field);
+                let n = self.framer.record(buf, 0, writes, ts);
                 self.out.commit(n);
-                self.flushed_chain = self.chain;
+                self.flushed_chain = self.framer.chain;
                 return Ok(());
             }
         }
-        self.len = self.framer.record(&mut self.stage, self.len, writes, field);
+        self.len = self.framer.record(&mut self.stage, self.len, writes, ts);
         self.flush()
     }
 
@@ -457,8 +529,8 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
         let r = self.out.put_bytes(&self.stage[..self.len]);
         self.len = 0;
         match r {
-            Ok(()) => self.flushed_chain = self.chain,
-            Err(_) => self.chain = self.flushed_chain,
+            Ok(()) => self.flushed_chain = self.framer.chain,
+            Err(_) => self.framer.chain = self.flushed_chain,
         }
         r
     }
@@ -579,14 +651,13 @@ mod tests {
                     1 => ts,
                     _ => ts.wrapping_add(r.below(1 << step_bits)),
                 };
-                let at_once = writes.len() < a.chain.left();
                 let ra = a.put_record(&writes, ts);
                 let rb = writes
                     .iter()
                     .try_for_each(|w| b.put(*w, ts))
                     .and_then(|_| b.flush());
                 assert_eq!(ra, rb, "round {round} record {rec}");
-                if at_once && ra.is_ok() {
+                if ra.is_ok() {
                     fast += 1;
                 }
             }

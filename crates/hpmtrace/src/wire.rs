@@ -92,10 +92,10 @@ impl TimestampChain {
     }
 
     /// `n` more messages at the timestamp of the previous one (their
-    /// fields are 0); only when fewer than [`Self::left`].
+    /// fields are 0); only when at most [`Self::left`].
     #[inline(always)]
     pub(crate) fn advance(&mut self, n: usize) {
-        debug_assert!(n < self.left as usize, "sync first");
+        debug_assert!(n <= self.left as usize, "sync first");
         self.left -= n as u32;
     }
 
