@@ -242,7 +242,8 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     };
     let vcpu = Vcpu {
         regs,
-        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram, pmu),
+        // SAFETY: as for `mem` above: the window is the guest's alone.
+        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, unsafe { GuestMemory::new(ram) }, pmu),
         switch,
     };
     // SAFETY: once, before the guest runs; the pointer goes to the trap

@@ -13,6 +13,7 @@
 //! | [`layout`] | where the window goes in host RAM and where kernel, initrd and DTB go in guest RAM |
 //! | [`dtb`] | the guest device tree (RAM, one hart, /chosen), written without an allocator |
 //! | [`sbi`] | the guest's SBI calls (ecall from VS): answered, forwarded to the host firmware, or refused |
+//! | [`sched`] | time-slicing vCPUs on one hart: round-robin at a quantum, run/steal/idle accounting for STA |
 //! | [`vpmu`] | the guest's PMU: the `rvpmu` engine over host counters programmed through the host firmware |
 //!
 //! Design, memory layout and trap flow: `docs/hypervisor.md`.
@@ -25,6 +26,7 @@ pub mod gstage;
 pub mod layout;
 pub mod ram;
 pub mod sbi;
+pub mod sched;
 pub mod vpmu;
 
 /// Whether a `riscv,isa` string (`rv64imafdch_zicsr_...`) names the
