@@ -58,6 +58,13 @@ pub struct HvArgs {
     /// (as a switch to another guest and back would) and prints the cost.
     #[arg(long, requires = "perf")]
     pub switch: bool,
+    /// With --linux: this many guests (1 or 2) from the one bundle,
+    /// time-sliced on the one hart (`rvpmu-hv.guests=N`). With 2: both
+    /// busy (rvpmu.mode=steal), steal shares and the hypervisor's
+    /// accounting shown; with --perf, the perf plan in guest 0 next to a
+    /// busy guest 1.
+    #[arg(long, default_value_t = 1, requires = "linux", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub guests: u32,
     /// Run the project's S-mode conformance kernel (crates/conformance)
     /// as the guest instead of vs-check.
     #[arg(long, conflicts_with_all = ["linux", "fault"])]
@@ -76,6 +83,32 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         println!("({})", exit::describe(run.code));
         let (problems, (pass, fail, na)) = check_conformance(&run);
         println!("in the guest: {pass} passed, {fail} failed, {na} n/a");
+        for p in problems {
+            println!("problem: {p}");
+        }
+        return Ok(());
+    }
+    if a.linux && a.guests == 2 && a.perf {
+        let run = run_two_guests(&images, Some(&perf_plan()), ["rvpmu.mode=plan", BUSY_GUEST])?;
+        print!("{}", run.text);
+        println!("({})", exit::describe(run.code));
+        let (problems, v, s) = check_perf(&guest_run(&run, 0), hot_per_iter()?);
+        println!("guest 0 perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
+        println!("guest 0 perf record: {s:?}");
+        println!("hypervisor accounting: {:?}", hv_accounts(&run.text));
+        for p in problems {
+            println!("problem: {p}");
+        }
+        return Ok(());
+    }
+    if a.linux && a.guests == 2 {
+        let run = run_two_guests(&images, None, [BUSY_GUEST, BUSY_GUEST])?;
+        print!("{}", run.text);
+        println!("({})", exit::describe(run.code));
+        let (problems, figures) = check_steal(&run, [true, true]);
+        for f in figures {
+            println!("{f}");
+        }
         for p in problems {
             println!("problem: {p}");
         }
@@ -349,6 +382,244 @@ fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool
         Duration::from_secs(300),
         switch.then_some(SWITCH_EVERY_MS),
     )
+}
+
+/// Host RAM for two Linux guests: two 1 GiB windows and the bundle
+/// (150 MB) fit below 4 GiB with the firmware, the hypervisor and the
+/// host DTB.
+pub const HOST_MEMORY_LINUX_2: &str = "3G";
+/// The scheduler's quantum in the two-guest runs: one tick of the
+/// guests' HZ=250 Linux.
+pub const QUANTUM_US: u64 = 4000;
+/// Guest milliseconds of each busy guest's measured interval (steal
+/// mode): 100 USER_HZ ticks of /proc/stat, so one tick of rounding in
+/// either reading is 1% of the interval.
+pub const STEAL_MS: u64 = 1000;
+/// A busy guest: the steal scenario (a user busy loop on its one CPU,
+/// /proc/stat before and after).
+const BUSY_GUEST: &str = "rvpmu.mode=steal";
+/// An idle guest: sleeps through the busy guest's interval and a
+/// margin for the busy guest's start (its boot and /proc/stat read).
+const IDLE_GUEST: &str = "rvpmu.mode=idle";
+
+/// Boot two Linux guests from one bundle (the e2e kernel and initramfs,
+/// with `plan` as /rvpmu/plan when given), time-sliced at
+/// [`QUANTUM_US`]; `args[g]` are guest g's own words (each word becomes
+/// `rvpmu-hv.argG=WORD`), after the bundle's common command line.
+fn run_two_guests(images: &Images, plan: Option<&Plan>, args: [&str; 2]) -> Result<Run> {
+    use crate::linux::{initramfs, kernel};
+    let k = kernel::build(kernel::Version::V7_2)?;
+    let initrd = initramfs::build(&k)?;
+    let archive = match plan {
+        Some(p) => initrd.with_plan(&k, &p.text())?,
+        None => initrd.archive.clone(),
+    };
+    let dir = root().join("target").join("hv");
+    std::fs::create_dir_all(&dir)?;
+    let bundle = dir.join(if plan.is_some() {
+        "linux2-plan.bundle"
+    } else {
+        "linux2.bundle"
+    });
+    write_bundle(
+        &bundle,
+        LINUX_RAM,
+        &format!("{LINUX_CONSOLE} rvpmu.busy_ms={STEAL_MS}"),
+        &std::fs::read(&k.image)?,
+        &std::fs::read(&archive)?,
+    )?;
+    let mut append = format!("rvpmu-hv.guests=2 rvpmu-hv.quantum_us={QUANTUM_US}");
+    for (g, a) in args.iter().enumerate() {
+        for w in a.split_whitespace() {
+            append += &format!(" rvpmu-hv.arg{g}={w}");
+        }
+    }
+    step(&format!(
+        "booting two Linux 7.2 guests under rvpmu-hv ({append})"
+    ));
+    boot(
+        images,
+        &bundle,
+        HOST_MEMORY_LINUX_2,
+        Duration::from_secs(600),
+        Some(&append),
+    )
+}
+
+/// Guest `g`'s console lines (tagged `[gN] ` by the hypervisor), untagged,
+/// with the run's exit status.
+fn guest_run(run: &Run, g: usize) -> Run {
+    let tag = format!("[g{g}] ");
+    let text = run
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix(&tag))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Run {
+        text,
+        code: run.code,
+    }
+}
+
+/// One guest's time as the hypervisor counted it, in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct HvAccount {
+    run: u64,
+    steal: u64,
+    idle: u64,
+    /// What its STA record reported (from its registration on).
+    sta: u64,
+}
+
+/// The hypervisor's accounting lines ("rvpmu-hv: guest G: run R ns,
+/// steal S ns, idle I ns; STA record: T ns reported"), by guest.
+fn hv_accounts(text: &str) -> Vec<HvAccount> {
+    let mut v = Vec::new();
+    for l in text.lines() {
+        let Some(r) = l.trim().strip_prefix("rvpmu-hv: guest ") else {
+            continue;
+        };
+        let num = |key: &str| -> Option<u64> {
+            let (_, after) = r.split_once(key)?;
+            after.split_whitespace().next()?.parse().ok()
+        };
+        let (Some(g), Some(run), Some(steal), Some(idle), Some(sta)) = (
+            r.split(':').next().and_then(|g| g.parse::<usize>().ok()),
+            num(": run "),
+            num(", steal "),
+            num(", idle "),
+            num("STA record: "),
+        ) else {
+            continue;
+        };
+        if g == v.len() {
+            v.push(HvAccount {
+                run,
+                steal,
+                idle,
+                sta,
+            });
+        }
+    }
+    v
+}
+
+/// A guest's steal result (`RVPMU-RESULT` of scenario steal): the share
+/// of its busy interval, and its absolute steal in USER_HZ ticks at the
+/// end of the interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct StealShare {
+    share: f64,
+    steal: u64,
+    total: u64,
+    steal_after: u64,
+    user_hz: u64,
+}
+
+fn steal_share(guest: &Run) -> Option<StealShare> {
+    let v = guest
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
+        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .find(|v| v["scenario"] == "steal")?;
+    let all = v["cpus"].as_array()?.iter().find(|c| c["cpu"] == "all")?;
+    Some(StealShare {
+        share: all["share"].as_f64()?,
+        steal: all["steal"].as_u64()?,
+        total: all["total"].as_u64()?,
+        steal_after: all["steal_after"].as_u64()?,
+        user_hz: v["user_hz"].as_u64()?,
+    })
+}
+
+/// What is wrong with a two-guest run, `busy[g]` saying whether guest g
+/// ran the steal scenario (else it was idle), and the figures:
+///
+/// - a busy guest next to a busy guest is stolen from half its interval:
+///   share 0.50 +-0.02; next to an idle guest, at most 0.01 (the idle
+///   guest's own runs: its timer ticks);
+/// - the steal its /proc/stat shows at the end of the interval (USER_HZ
+///   ticks) and what the hypervisor reported through its STA record by
+///   the guest's end agree within 1% of the latter (the guest shuts
+///   down within a few ms of its last reading);
+/// - each guest sees STA (Linux's "SBI STA extension detected") and
+///   both shut down (exit 0, the last one's power-off).
+fn check_steal(run: &Run, busy: [bool; 2]) -> (Vec<String>, Vec<String>) {
+    let mut p = Vec::new();
+    let mut f = Vec::new();
+    let acct = hv_accounts(&run.text);
+    if acct.len() != 2 {
+        p.push(format!(
+            "hypervisor accounting for {} guests, want 2",
+            acct.len()
+        ));
+    }
+    let both_busy = busy == [true, true];
+    for (g, &is_busy) in busy.iter().enumerate() {
+        let gr = guest_run(run, g);
+        if !gr.text.contains("SBI STA extension detected") {
+            p.push(format!("guest {g}: no \"SBI STA extension detected\""));
+        }
+        if !gr.text.contains("RVPMU-DONE ok") {
+            p.push(format!("guest {g}: no RVPMU-DONE ok"));
+        }
+        let a = acct.get(g).copied().unwrap_or_default();
+        f.push(format!(
+            "guest {g} ({}): hypervisor: run {} ms, steal {} ms, idle {} ms, STA record {} ms",
+            if is_busy { "busy" } else { "idle" },
+            a.run / 1_000_000,
+            a.steal / 1_000_000,
+            a.idle / 1_000_000,
+            a.sta / 1_000_000
+        ));
+        if !is_busy {
+            continue;
+        }
+        let Some(s) = steal_share(&gr) else {
+            p.push(format!("guest {g}: no steal result"));
+            continue;
+        };
+        let stat_ns = s.steal_after * 1_000_000_000 / s.user_hz.max(1);
+        let diff = stat_ns as f64 - a.sta as f64;
+        let rel = if a.sta > 0 { diff / a.sta as f64 } else { 0.0 };
+        f.push(format!(
+            "guest {g}: /proc/stat: steal share {:.2}% of its {STEAL_MS} ms busy interval ({}/{} ticks); steal at its end {} ms vs the STA record's {} ms at the guest's end: {:+.2}%",
+            s.share * 100.0,
+            s.steal,
+            s.total,
+            stat_ns / 1_000_000,
+            a.sta / 1_000_000,
+            rel * 100.0
+        ));
+        if both_busy && (s.share - 0.5).abs() > 0.02 {
+            p.push(format!(
+                "guest {g}: steal share {:.4}, want 0.50 +-0.02",
+                s.share
+            ));
+        }
+        if !both_busy && s.share > 0.01 {
+            p.push(format!(
+                "guest {g}: steal share {:.4} next to an idle guest, want <= 0.01",
+                s.share
+            ));
+        }
+        if rel.abs() > 0.01 && diff.abs() > 10e6 {
+            p.push(format!(
+                "guest {g}: /proc/stat steal {stat_ns} ns vs the STA record's {} ns: {:+.2}%, want within 1%",
+                a.sta,
+                rel * 100.0
+            ));
+        }
+    }
+    if run.code != Some(exit::POWER_OFF) {
+        p.push(format!("{}, want 0", exit::describe(run.code)));
+    }
+    if run.text.contains("stopping the guest") {
+        p.push("the hypervisor stopped a guest".into());
+    }
+    (p, f)
 }
 
 /// What is wrong with a vs-check run that should end with `end`.
@@ -844,9 +1115,10 @@ mod tests {
         assert_eq!(counts, (CONFORMANCE_MIN, 3, 4));
         // Another failure, a missing N/A, a bad exit: each named.
         let worse = Run {
-            text: text
-                .replace("[PASS] c7 ", "[FAIL] c7 ")
-                .replace("[N/A ] legacy.putchar.upper ", "[PASS] legacy.putchar.upper "),
+            text: text.replace("[PASS] c7 ", "[FAIL] c7 ").replace(
+                "[N/A ] legacy.putchar.upper ",
+                "[PASS] legacy.putchar.upper ",
+            ),
             code: Some(83),
         };
         let (p, _) = check_conformance(&worse);

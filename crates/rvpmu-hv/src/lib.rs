@@ -7,6 +7,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`options`] | the hypervisor's options in the host bootargs (guests, quantum, per-guest words) and each guest's command line |
 //! | [`ram`] | the guest's RAM window: guest-physical to host-physical, bounds-checked; [`ram::GuestMemory`] implements `rvpmu`'s `SupervisorMemory` over it |
 //! | [`gstage`] | the Sv39x4 G-stage page table that maps the window and nothing else |
 //! | [`bundle`] | the guest bundle (kernel, initrd, command line, RAM size) xtask writes and the hypervisor reads |
@@ -24,6 +25,7 @@ pub mod bundle;
 pub mod dtb;
 pub mod gstage;
 pub mod layout;
+pub mod options;
 pub mod ram;
 pub mod sbi;
 pub mod sched;

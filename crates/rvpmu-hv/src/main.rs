@@ -11,6 +11,7 @@
 //! | `counters` | the host counter CSRs the guest's PMU backend reads | csr |
 //! | `vcpu` | the one vCPU: registers and its SBI, in one static | csr |
 //! | `switch` | saving and restoring the guest's counters with the host firmware's snapshot, and its cost | csr, console, vcpu |
+//! | `guests` | several guests time-sliced: VS state save/restore, the scheduler's decisions carried out, STA records written | csr, console, switch, vcpu |
 //! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
 //! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
 //! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs | all |
@@ -26,6 +27,8 @@ mod counters;
 mod csr;
 #[cfg(target_os = "none")]
 mod entry;
+#[cfg(target_os = "none")]
+mod guests;
 #[cfg(target_os = "none")]
 mod switch;
 #[cfg(target_os = "none")]

@@ -26,9 +26,9 @@
 
 use crate::ram::{GuestMemory, GuestRam};
 use rvpmu::event::FwEvent;
-use rvpmu::sta::StealTime;
 use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
+use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{SbiCall, Supervisor};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
@@ -782,7 +782,14 @@ mod tests {
         let mut t = Hart::default();
         let mut p = FakePmu::default();
         let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
-        let mut g = GuestSbi::new(Supervisor(&mut h), ALL, &mut t, true, fake_mem(ram), Some(&mut p));
+        let mut g = GuestSbi::new(
+            Supervisor(&mut h),
+            ALL,
+            &mut t,
+            true,
+            fake_mem(ram),
+            Some(&mut p),
+        );
         let pmu = 0x504d55;
         assert_eq!(g.call(0x10, 3, [pmu, 0, 0, 0, 0, 0]), ok(1));
         assert_eq!(
@@ -823,10 +830,21 @@ mod tests {
             ([end - 32, 0, 0], RET_ERR_INVALID_PARAM),
             ([0x1000_0000, 0, 0], RET_ERR_INVALID_ADDRESS),
         ] {
-            assert_eq!(g.call(STA, 0, [a[0], a[1], a[2], 0, 0, 0]), err(e), "{a:x?}");
+            assert_eq!(
+                g.call(STA, 0, [a[0], a[1], a[2], 0, 0, 0]),
+                err(e),
+                "{a:x?}"
+            );
         }
-        assert_eq!(g.call(STA, 1, [0x8000_2000, 0, 0, 0, 0, 0]), err(RET_ERR_NOT_SUPPORTED));
-        assert_eq!(real.peek(0x8000_2000, 128), vec![0xbb; 128], "no write on refusal");
+        assert_eq!(
+            g.call(STA, 1, [0x8000_2000, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        assert_eq!(
+            real.peek(0x8000_2000, 128),
+            vec![0xbb; 128],
+            "no write on refusal"
+        );
         assert_eq!(g.sta.area(), Some(0x8000_1000));
         // The last 64 bytes of the RAM are a valid record; all-ones stops.
         assert_eq!(g.call(STA, 0, [end - 64, 0, 0, 0, 0, 0]), ok(0));
@@ -861,11 +879,23 @@ mod tests {
         let long = "x".repeat(300);
         let text = format!("one\ntwo {long}\n\nthree");
         g.mem.write(0x8000_0100, text.as_bytes()).unwrap();
-        assert_eq!(g.call(0x4442434e, 0, [text.len(), 0x8000_0100, 0, 0, 0, 0]), ok(text.len()));
-        assert_eq!(g.call(0x4442434e, 2, [b'!' as usize | 0x100, 0, 0, 0, 0, 0]), ok(1));
-        assert_eq!(g.call(0x4442434e, 2, [b'\n' as usize, 0, 0, 0, 0, 0]), ok(1));
+        assert_eq!(
+            g.call(0x4442434e, 0, [text.len(), 0x8000_0100, 0, 0, 0, 0]),
+            ok(text.len())
+        );
+        assert_eq!(
+            g.call(0x4442434e, 2, [b'!' as usize | 0x100, 0, 0, 0, 0, 0]),
+            ok(1)
+        );
+        assert_eq!(
+            g.call(0x4442434e, 2, [b'\n' as usize, 0, 0, 0, 0, 0]),
+            ok(1)
+        );
         // Outside the RAM: refused as untagged.
-        assert_eq!(g.call(0x4442434e, 0, [8, 0x7000_0000, 0, 0, 0, 0]), err(RET_ERR_INVALID_PARAM));
+        assert_eq!(
+            g.call(0x4442434e, 0, [8, 0x7000_0000, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
         let want = format!("[g1] one\n[g1] two {long}\n[g1] \n[g1] three!\n");
         assert_eq!(String::from_utf8(c.text.clone()).unwrap(), want);
     }
@@ -876,8 +906,14 @@ mod tests {
         let mut t = Hart::default();
         let mut g = guest(&mut h, &mut t, true, ALL);
         let srst = 0x5352_5354;
-        assert_eq!(g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], true), Outcome::Ended);
-        assert_eq!(g.call_shared(srst, 0, [1 << 32, 1, 0, 0, 0, 0], true), Outcome::Ended);
+        assert_eq!(
+            g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], true),
+            Outcome::Ended
+        );
+        assert_eq!(
+            g.call_shared(srst, 0, [1 << 32, 1, 0, 0, 0, 0], true),
+            Outcome::Ended
+        );
         for (ty, reason, e) in [
             (1, 0, RET_ERR_NOT_SUPPORTED),
             (2, 0xe000_0000, RET_ERR_NOT_SUPPORTED),
@@ -892,8 +928,14 @@ mod tests {
             );
         }
         // Other calls are the plain ones; the last guest's SRST is forwarded.
-        assert_eq!(g.call_shared(0x10, 0, [0; 6], true), Outcome::Answer(ok(3 << 24)));
-        assert_eq!(g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], false), Outcome::Answer(ok(0)));
+        assert_eq!(
+            g.call_shared(0x10, 0, [0; 6], true),
+            Outcome::Answer(ok(3 << 24))
+        );
+        assert_eq!(
+            g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], false),
+            Outcome::Answer(ok(0))
+        );
         assert_eq!(h.calls, [(srst, 0, [0, 0, 0, 0, 0, 0])]);
     }
 }

@@ -268,12 +268,30 @@ mod tests {
         let mut s = Sched::<2>::new(2, 1000, 100);
         assert_eq!(s.slice_end(), 1100);
         // vCPU 1 waited the whole first quantum.
-        assert_eq!(s.preempt(1100), Next::Run { vcpu: 1, steal: 100 });
+        assert_eq!(
+            s.preempt(1100),
+            Next::Run {
+                vcpu: 1,
+                steal: 100
+            }
+        );
         assert_eq!(s.state(0), State::Runnable { since: 1100 });
         assert_eq!(s.slice_end(), 1200);
         // A quantum end that comes late (the trap is taken a bit after).
-        assert_eq!(s.preempt(1203), Next::Run { vcpu: 0, steal: 103 });
-        assert_eq!(s.preempt(1303), Next::Run { vcpu: 1, steal: 100 });
+        assert_eq!(
+            s.preempt(1203),
+            Next::Run {
+                vcpu: 0,
+                steal: 103
+            }
+        );
+        assert_eq!(
+            s.preempt(1303),
+            Next::Run {
+                vcpu: 1,
+                steal: 100
+            }
+        );
         s.settle(1403);
         for v in 0..2 {
             let a = s.account(v);
@@ -297,11 +315,25 @@ mod tests {
         // vCPU 0's timer passed at 500; it runs at the quantum end, 510:
         // 490 idle, 10 stolen.
         assert_eq!(s.preempt(510), Next::Run { vcpu: 0, steal: 10 });
-        assert_eq!(s.account(0), Account { run: 10, steal: 10, idle: 490 });
+        assert_eq!(
+            s.account(0),
+            Account {
+                run: 10,
+                steal: 10,
+                idle: 490
+            }
+        );
         assert_eq!(s.account(1).steal, 10);
         // A short run, then idle again: vCPU 1 is stolen from only for it.
         assert_eq!(s.idle(530, 2000), Next::Run { vcpu: 1, steal: 20 });
-        assert_eq!(s.account(1), Account { run: 500, steal: 30, idle: 0 });
+        assert_eq!(
+            s.account(1),
+            Account {
+                run: 500,
+                steal: 30,
+                idle: 0
+            }
+        );
     }
 
     #[test]
@@ -315,9 +347,22 @@ mod tests {
         // Late wake-up: vCPU 1's timer passed at 700, it runs at 720,
         // stolen from for the 20 ticks the hart took to notice.
         assert_eq!(s.pick(720), Next::Run { vcpu: 1, steal: 20 });
-        assert_eq!(s.account(1), Account { run: 2, steal: 25, idle: 693 });
+        assert_eq!(
+            s.account(1),
+            Account {
+                run: 2,
+                steal: 25,
+                idle: 693
+            }
+        );
         // vCPU 2 never had a timer: it stays idle.
-        assert_eq!(s.state(2), State::Idle { since: 8, wake: u64::MAX });
+        assert_eq!(
+            s.state(2),
+            State::Idle {
+                since: 8,
+                wake: u64::MAX
+            }
+        );
     }
 
     #[test]
@@ -333,7 +378,14 @@ mod tests {
         assert_eq!(one.preempt(10), Next::Run { vcpu: 0, steal: 0 });
         assert_eq!(one.idle(15, 40), Next::Wait { until: 40 });
         assert_eq!(one.pick(40), Next::Run { vcpu: 0, steal: 0 });
-        assert_eq!(one.account(0), Account { run: 15, steal: 0, idle: 25 });
+        assert_eq!(
+            one.account(0),
+            Account {
+                run: 15,
+                steal: 0,
+                idle: 25
+            }
+        );
     }
 
     #[test]
@@ -343,10 +395,13 @@ mod tests {
         assert_eq!(ticks_to_ns(5, 0), 0);
         // 3 Hz: a tick is 333,333,333.3 ns; the parts add up to the whole.
         let mut c = StealClock::default();
-        let parts: u64 = [1, 2, 3, 4, 5].iter().scan(0, |t, d| {
-            *t += d;
-            Some(c.advance(*t, 3))
-        }).sum();
+        let parts: u64 = [1, 2, 3, 4, 5]
+            .iter()
+            .scan(0, |t, d| {
+                *t += d;
+                Some(c.advance(*t, 3))
+            })
+            .sum();
         assert_eq!(parts, ticks_to_ns(15, 3));
         assert_eq!(c.advance(15, 3), 0);
     }
