@@ -227,16 +227,16 @@ impl Machine {
         csr_read!(time) as u64
     }
 
-    /// The HS timer fired while `v` ran: the quantum ended (or a stale
-    /// interrupt: re-armed).
+    /// The HS timer fired while `v` ran: the quantum ended or an idle
+    /// vCPU's timer passed (or an early interrupt: re-armed).
     pub fn timer(&mut self, v: *mut Vcpu) -> *mut Vcpu {
-        let now = Self::now();
-        if now < self.sched.slice_end() {
-            csr_write!(0x14d, self.sched.slice_end() as usize);
-            return v;
+        match self.sched.timer(Self::now()) {
+            Some(next) => self.go(next),
+            None => {
+                csr_write!(0x14d, self.sched.deadline() as usize);
+                v
+            }
         }
-        let next = self.sched.preempt(now);
-        self.go(next)
     }
 
     /// The running guest executed `wfi` (pc already past it): idle
@@ -306,7 +306,7 @@ impl Machine {
                 Next::Run { vcpu, .. } if vcpu == from && saved.is_none() => {
                     // The same vCPU goes on (nobody else runnable): a new
                     // quantum, nothing to switch or publish.
-                    csr_write!(0x14d, self.sched.slice_end() as usize);
+                    csr_write!(0x14d, self.sched.deadline() as usize);
                     return self.vcpus[vcpu];
                 }
                 Next::Run { vcpu, steal } => {
@@ -323,7 +323,7 @@ impl Machine {
                     }
                     self.switches += 1;
                     self.from = vcpu;
-                    csr_write!(0x14d, self.sched.slice_end() as usize);
+                    csr_write!(0x14d, self.sched.deadline() as usize);
                     return self.vcpus[vcpu];
                 }
                 Next::Wait { until } => {

@@ -13,9 +13,12 @@
 //! - an idle vCPU becomes runnable when its timer (`vstimecmp`) passes:
 //!   the time before is idle, the time after, until it runs, steal;
 //! - the hart goes to the next runnable vCPU after the current one in a
-//!   fixed order (the current one last), at quantum ends and when the
-//!   current one goes idle; if none is runnable the hypervisor waits for
-//!   the earliest timer ([`Next::Wait`]).
+//!   fixed order (the current one last), at quantum ends, when the
+//!   current one goes idle, and when an idle vCPU's timer passes (a
+//!   wake-up preempts: the woken vCPU waits only as long as the
+//!   hypervisor takes to notice, not a quantum); if none is runnable the
+//!   hypervisor waits for the earliest timer ([`Next::Wait`]).
+//!   [`Sched::deadline`] is when the hypervisor's timer must fire.
 //!
 //! The scheduler only decides and counts; the hypervisor (`src/main.rs`'s
 //! `guests` module) switches CSRs and counters and writes the STA
@@ -145,6 +148,25 @@ impl<const N: usize> Sched<N> {
             self.acct[c].run += now.saturating_sub(since);
         }
         self.state[c] = to;
+    }
+
+    /// When the hypervisor must look again: the end of the quantum or
+    /// the earliest idle vCPU's timer, whichever comes first.
+    pub fn deadline(&self) -> u64 {
+        self.state
+            .iter()
+            .filter_map(|s| match s {
+                State::Idle { wake, .. } => Some(*wake),
+                _ => None,
+            })
+            .fold(self.slice_end, u64::min)
+    }
+
+    /// The hypervisor's timer fired at `now`: if the quantum ended or an
+    /// idle vCPU's timer passed, the current vCPU is preempted
+    /// ([`Sched::preempt`]); otherwise (an early interrupt) nothing.
+    pub fn timer(&mut self, now: u64) -> Option<Next> {
+        (now >= self.deadline()).then(|| self.preempt(now))
     }
 
     /// The quantum ended at `now`: the current vCPU is runnable.
@@ -331,6 +353,39 @@ mod tests {
             Account {
                 run: 500,
                 steal: 30,
+                idle: 0
+            }
+        );
+    }
+
+    #[test]
+    fn an_idle_vcpus_timer_preempts_the_running_one() {
+        let mut s = Sched::<2>::new(2, 0, 100);
+        assert_eq!(s.idle(10, 150), Next::Run { vcpu: 1, steal: 10 });
+        // vCPU 1's quantum would end at 110; vCPU 0 sleeps until 150.
+        assert_eq!(s.deadline(), 110);
+        assert_eq!(s.timer(105), None);
+        assert_eq!(s.timer(110), Some(Next::Run { vcpu: 1, steal: 0 }));
+        assert_eq!(s.deadline(), 150);
+        // vCPU 0's timer: it runs at once (2 ticks late), vCPU 1 waits.
+        assert_eq!(s.timer(152), Some(Next::Run { vcpu: 0, steal: 2 }));
+        assert_eq!(
+            s.account(0),
+            Account {
+                run: 10,
+                steal: 2,
+                idle: 140
+            }
+        );
+        assert_eq!(s.deadline(), 252);
+        // vCPU 0 handles its tick and idles: vCPU 1 was stolen from
+        // exactly that long.
+        assert_eq!(s.idle(160, 1000), Next::Run { vcpu: 1, steal: 8 });
+        assert_eq!(
+            s.account(1),
+            Account {
+                run: 142,
+                steal: 18,
                 idle: 0
             }
         );
