@@ -469,19 +469,31 @@ fn run_two_guests(images: &Images, plan: Option<&Plan>, args: [&str; 2]) -> Resu
     )
 }
 
-/// Guest `g`'s console lines (tagged `[gN] ` by the hypervisor), untagged,
-/// with the run's exit status.
-fn guest_run(run: &Run, g: usize) -> Run {
+/// Guest `g`'s console lines (tagged `[gN] ` by the hypervisor), untagged.
+pub fn guest_text(text: &str, g: usize) -> String {
     let tag = format!("[g{g}] ");
-    let text = run
-        .text
-        .lines()
+    text.lines()
         .filter_map(|l| l.strip_prefix(&tag))
         .map(|l| format!("{l}\n"))
-        .collect();
+        .collect()
+}
+
+/// Guest `g`'s part of a run, with the run's exit status.
+fn guest_run(run: &Run, g: usize) -> Run {
     Run {
-        text,
+        text: guest_text(&run.text, g),
         code: run.code,
+    }
+}
+
+/// `plan` (e2e-init's rvpmu.mode=plan) in one guest, or in each of two
+/// guests time-sliced: the whole run (`cargo xtask run --hv`).
+pub fn run_plan(plan: &Plan, guests: u32) -> Result<Run> {
+    let images = build()?;
+    if guests == 2 {
+        run_two_guests(&images, Some(plan), ["rvpmu.mode=plan", "rvpmu.mode=plan"])
+    } else {
+        run_linux_with(&images, "rvpmu.mode=plan", Some(plan), false)
     }
 }
 
