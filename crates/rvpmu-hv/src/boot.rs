@@ -297,8 +297,9 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     let v = if n == 1 {
         vcpus[0]
     } else {
-        // SAFETY: the one registration, at boot.
         let page = if any_pmu {
+            // SAFETY: the one registration, at boot (with one guest the
+            // page is registered above instead, for `switch`).
             unsafe { HostPage::register() }
         } else {
             None

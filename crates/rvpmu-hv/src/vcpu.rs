@@ -84,8 +84,8 @@ struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);
 // runs with interrupts off and a trap in HS-mode never touches a vCPU).
 unsafe impl Sync for Slot {}
 
-const EMPTY: Slot = Slot(UnsafeCell::new(MaybeUninit::uninit()));
-static VCPUS: [Slot; MAX_GUESTS] = [EMPTY; MAX_GUESTS];
+static VCPUS: [Slot; MAX_GUESTS] =
+    [const { Slot(UnsafeCell::new(MaybeUninit::uninit())) }; MAX_GUESTS];
 
 /// Put vCPU `v.id` in its slot and return the pointer the trap vector
 /// and the scheduler use.
