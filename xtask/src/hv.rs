@@ -61,8 +61,7 @@ pub struct HvArgs {
     /// With --linux: this many guests (1 or 2) from the one bundle,
     /// time-sliced on the one hart (`rvpmu-hv.guests=N`). With 2: both
     /// busy (rvpmu.mode=steal), steal shares and the hypervisor's
-    /// accounting shown; with --perf, the perf plan in guest 0 next to a
-    /// busy guest 1.
+    /// accounting shown; with --perf, the perf plan in both.
     #[arg(long, default_value_t = 1, requires = "linux", value_parser = clap::value_parser!(u32).range(1..=2))]
     pub guests: u32,
     /// With --guests 2 (no --perf): guest 1 idles (rvpmu.mode=idle)
@@ -93,20 +92,24 @@ pub fn cmd(a: HvArgs) -> Result<()> {
         return Ok(());
     }
     if a.linux && a.guests == 2 && a.perf {
-        let run = run_two_guests(
-            &images,
-            Some(&perf_plan()),
-            ["rvpmu.mode=plan", BUSY_NEIGHBOUR],
-        )?;
+        let run = run_two_guests(&images, Some(&perf_plan()), PERF_BOTH)?;
         print!("{}", run.text);
         println!("({})", exit::describe(run.code));
-        let (problems, v, s) = check_perf(&guest_run(&run, 0), hot_per_iter()?);
-        println!("guest 0 perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}");
-        println!("guest 0 perf record: {s:?}");
-        println!("hypervisor accounting: {:?}", hv_accounts(&run.text));
-        for p in problems {
-            println!("problem: {p}");
+        for g in 0..2 {
+            let (problems, v, s) = check_perf(&guest_run(&run, g), hot_per_iter()?);
+            println!(
+                "guest {g} perf counts (instructions:u alu N, alu 2N, instructions alu N): {v:?}"
+            );
+            println!("guest {g} perf record: {s:?}");
+            for p in problems {
+                println!("problem: guest {g}: {p}");
+            }
         }
+        println!("hypervisor accounting: {:?}", hv_accounts(&run.text));
+        println!(
+            "guest switch costs: {:?}",
+            switch_costs(&run.text, "guest switch")
+        );
         return Ok(());
     }
     if a.linux && a.guests == 2 {
@@ -410,9 +413,8 @@ pub const STEAL_MS: u64 = 1000;
 /// A busy guest: the steal scenario (a user busy loop on its one CPU,
 /// /proc/stat before and after).
 const BUSY_GUEST: &str = "rvpmu.mode=steal";
-/// A busy neighbour for guest 0's perf plan: the steal scenario for
-/// longer than the plan takes (so every perf command runs time-sliced).
-const BUSY_NEIGHBOUR: &str = "rvpmu.mode=steal rvpmu.busy_ms=1500";
+/// The perf plan in both guests (each guest's words).
+const PERF_BOTH: [&str; 2] = ["rvpmu.mode=plan", "rvpmu.mode=plan"];
 /// An idle guest: sleeps through the busy guest's interval and a
 /// margin for the busy guest's start (its boot and /proc/stat read).
 const IDLE_GUEST: &str = "rvpmu.mode=idle rvpmu.busy_ms=1500";
@@ -908,44 +910,55 @@ fn steal_step(images: &Images, busy: [bool; 2], failures: &mut Vec<&'static str>
     Ok(())
 }
 
-/// Debian's perf in guest 0 while guest 1 is busy, twice: the perf
-/// plan's assertions, and guest 0's instructions:u counts of alu N and
-/// alu 2N exactly what the guest counted alone (`alone`, from
+/// Debian's perf in both guests at once, time-sliced, twice: the perf
+/// plan's assertions in each, and each guest's instructions:u counts of
+/// alu N and alu 2N exactly what a guest counts alone (`alone`, from
 /// [`perf_step`]): neither the other guest's nor the hypervisor's
-/// instructions are in them.
+/// instructions are in them, though both guests use the same host
+/// counters for the same events in turn.
 fn perf_two_step(
     images: &Images,
     alone: Option<[u64; 2]>,
     failures: &mut Vec<&'static str>,
 ) -> Result<()> {
-    step("hypervisor + two Linux 7.2 guests: Debian's perf in guest 0 while guest 1 is busy");
+    step("hypervisor + two Linux 7.2 guests time-sliced: Debian's perf in both");
     let plan = perf_plan();
-    let args = ["rvpmu.mode=plan", BUSY_NEIGHBOUR];
-    let first = run_two_guests(images, Some(&plan), args)?;
-    let (mut problems, v, s) = check_perf(&guest_run(&first, 0), hot_per_iter()?);
-    match alone {
-        Some(a) if [v[0], v[1]] != [Some(a[0]), Some(a[1])] => problems.push(format!(
-            "instructions:u of alu N, 2N time-sliced {:?}, alone {a:?}: want the same",
-            [v[0], v[1]]
-        )),
-        Some(_) => {}
-        None => problems.push("no single-guest counts to compare with".into()),
-    }
-    if !guest_run(&first, 1).text.contains("RVPMU-DONE ok") {
-        problems.push("guest 1: no RVPMU-DONE ok".into());
+    let first = run_two_guests(images, Some(&plan), PERF_BOTH)?;
+    let mut problems = Vec::new();
+    let mut figures = Vec::new();
+    for g in 0..2 {
+        let (p, v, s) = check_perf(&guest_run(&first, g), hot_per_iter()?);
+        problems.extend(p.into_iter().map(|p| format!("guest {g}: {p}")));
+        match alone {
+            Some(a) if [v[0], v[1]] != [Some(a[0]), Some(a[1])] => problems.push(format!(
+                "guest {g}: instructions:u of alu N, 2N time-sliced {:?}, alone {a:?}: want the same",
+                [v[0], v[1]]
+            )),
+            Some(_) => {}
+            None => problems.push("no single-guest counts to compare with".into()),
+        }
+        figures.push((v, s));
     }
     let costs = switch_costs(&first.text, "guest switch");
     if !costs.iter().any(|c| c.0 >= 1 && c.1 > 0) {
         problems.push(format!("no guest switch with a running counter: {costs:?}"));
     }
-    let second = run_two_guests(images, Some(&plan), args)?;
+    let second = run_two_guests(images, Some(&plan), PERF_BOTH)?;
     if second.text != first.text || second.code != first.code {
         problems.push("two identical runs printed different output".into());
     }
     let ok = problems.is_empty();
-    report_perf(&first, &problems, v, s, &costs);
+    for (g, (v, s)) in figures.into_iter().enumerate() {
+        if ok {
+            eprintln!("    guest {g}:");
+        }
+        report_perf(&first, &problems, v, s, if g == 1 { &costs } else { &[] });
+        if !ok {
+            break;
+        }
+    }
     if ok {
-        eprintln!("    ok: the same counts as the guest alone");
+        eprintln!("    ok: both guests count exactly what a guest counts alone");
     } else {
         failures.push("perf-two-guests");
     }

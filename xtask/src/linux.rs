@@ -288,6 +288,15 @@ fn run_hv(a: RunArgs) -> Result<()> {
         }
     ));
     let run = crate::hv::run_plan(&demo.plan(), a.guests)?;
+    let log = crate::util::root()
+        .join("target")
+        .join("hv")
+        .join("run-hv.log");
+    std::fs::write(&log, &run.text)?;
+    step(&format!(
+        "the whole console (hypervisor and guests): {}",
+        log.display()
+    ));
     let outs: Vec<Outcome> = (0..a.guests as usize)
         .map(|g| {
             let text = if two {

@@ -6,13 +6,17 @@
 //!
 //! 1. A's counters stop: `HostHpm::switch_out` (one host call, stop with
 //!    TAKE_SNAPSHOT into the hypervisor's snapshot page; an overflow found
-//!    there becomes A's LCOFI in its saved hvip);
+//!    there becomes A's LCOFI in its saved hvip), and go back to the host
+//!    (`HostHpm::release`, one stop with RESET), so that B can have the
+//!    same host counter for the same event;
 //! 2. A's VS state is saved ([`VsState`]: the VS CSRs, hvip, vstimecmp,
 //!    the previous mode of its trap, the FP registers and fcsr);
 //! 3. if A is still runnable (its quantum ended), its STA record says
 //!    `preempted` = 1;
 //! 4. B's VS state and G-stage (hgatp with B's VMID) are loaded, B's
-//!    counters start again (`switch_in`, INIT_SNAPSHOT), B's STA record
+//!    counters are configured again (`reclaim`: the same counter, event
+//!    and filters; a stopped one gets its value back) and the running
+//!    ones start (`switch_in`, INIT_SNAPSHOT), B's STA record
 //!    gets the steal added since it last ran, `preempted` = 0;
 //! 5. the HS timer is armed at the end of B's quantum.
 //!
@@ -359,6 +363,7 @@ impl Machine {
         let mut running = 0;
         if let (Some(p), Some(page)) = (&mut v.sbi.pmu, &self.page) {
             let (stopped, new) = p.hw_mut().switch_out(page, HostPage::addr());
+            p.hw_mut().release();
             if new != 0 {
                 csr_set!(0x645, 1 << IRQ_LCOF);
             }
@@ -380,6 +385,7 @@ impl Machine {
         v.vs.load();
         csr_write!(0x680, self.hgatp[g]);
         if let (Some(p), Some(page)) = (&mut v.sbi.pmu, &mut self.page) {
+            p.hw_mut().reclaim();
             p.hw_mut().switch_in(page, HostPage::addr());
         }
     }
