@@ -212,6 +212,9 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         hgatp[g] = gstage::hgatp(root, FIRST_VMID + g as u16) as usize;
         if g == 0 {
             timer = setup_h_csrs(hgatp[0]);
+            if n > 1 && !timer {
+                fail("several guests need Sstc: the quanta are timed with stimecmp");
+            }
         }
         let pmu = guest_pmu(&host, ram, g == 0);
         if g == 0 && pmu.is_some() {

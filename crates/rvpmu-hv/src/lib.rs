@@ -1,7 +1,8 @@
 //! # rvpmu-hv: a minimal HS-mode hypervisor on rvpmu-fw
 //!
 //! The hypervisor (`src/main.rs`, riscv64gc-unknown-none-elf only) runs one
-//! VS-mode guest on one hart. Everything it decides from hostile or
+//! VS-mode guest on one hart, or several time-sliced on it
+//! (`rvpmu-hv.guests=N`) with steal time reported through SBI STA. Everything it decides from hostile or
 //! external input lives in this library, which also builds on the host so
 //! that it is tested there:
 //!

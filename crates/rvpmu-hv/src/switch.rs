@@ -5,8 +5,10 @@
 //! through [`HostPage`], the hypervisor's snapshot page registered with
 //! the host firmware.
 //!
-//! One guest runs, so nothing else takes the hart yet. With the host
-//! command line's `rvpmu-hv.switch=1ms` (QEMU `-append`) the hypervisor
+//! With several guests the scheduler (`guests.rs`) uses the same page and
+//! the same two calls at every switch, and [`Costs`] for its cost. With
+//! one guest and the host command line's `rvpmu-hv.switch=1ms` (QEMU
+//! `-append`) the hypervisor
 //! takes the hart every millisecond of host time with its own timer
 //! (Sstc's stimecmp, HS timer interrupt), where a scheduler would switch,
 //! saves and restores the guest's counters as a switch away and back
