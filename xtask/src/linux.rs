@@ -43,7 +43,7 @@ pub struct RunArgs {
     pub steal: u32,
     /// Run the demo in a VS-mode guest of rvpmu-hv (Linux 7.2, one
     /// hart) instead of on the firmware directly.
-    #[arg(long, conflicts_with_all = ["bios", "steal"])]
+    #[arg(long, conflicts_with_all = ["bios", "steal", "json"])]
     pub hv: bool,
     /// With --hv: this many guests (1 or 2) time-sliced on the hart; with
     /// 2 both run the demo and its busy interval, and the steal each

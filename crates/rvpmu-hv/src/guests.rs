@@ -33,7 +33,7 @@ use crate::vcpu::Vcpu;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use rvpmu_hv::options::MAX_GUESTS;
-use rvpmu_hv::sched::{ticks_to_ns, Next, Sched, State, StealClock};
+use rvpmu_hv::sched::{ticks_to_ns, Next, Sched, StealClock};
 
 /// The `wfi` instruction.
 pub const WFI: usize = 0x1050_0073;
@@ -370,7 +370,7 @@ impl Machine {
             running = stopped;
         }
         v.vs.save();
-        if matches!(self.sched.state(g), State::Runnable { .. }) {
+        if self.sched.withheld(g) {
             let sbi = &mut v.sbi;
             sbi.sta.account(&mut sbi.mem, 0, true);
         }

@@ -133,6 +133,13 @@ impl<const N: usize> Sched<N> {
         self.acct[vcpu]
     }
 
+    /// Whether `vcpu` is withheld: runnable while another vCPU has the
+    /// hart. Its STA record says `preempted` = 1 exactly then (an idle or
+    /// ended vCPU is not withheld: it does not want the hart).
+    pub fn withheld(&self, vcpu: usize) -> bool {
+        vcpu != self.current && matches!(self.state[vcpu], State::Runnable { .. })
+    }
+
     /// Whether a vCPU other than `vcpu` has not ended.
     pub fn others_alive(&self, vcpu: usize) -> bool {
         self.state
@@ -356,6 +363,23 @@ mod tests {
                 idle: 0
             }
         );
+    }
+
+    #[test]
+    fn only_a_runnable_vcpu_another_one_displaced_is_withheld() {
+        let mut s = Sched::<3>::new(3, 0, 100);
+        assert!(!s.withheld(0) && s.withheld(1) && s.withheld(2));
+        // 0's quantum ends: 1 runs, 0 and 2 wait.
+        assert_eq!(s.preempt(100), Next::Run { vcpu: 1, steal: 100 });
+        assert!(s.withheld(0) && !s.withheld(1) && s.withheld(2));
+        // 1 idles, 2 ends: neither is withheld.
+        assert_eq!(s.idle(150, 1000), Next::Run { vcpu: 2, steal: 150 });
+        assert!(!s.withheld(1));
+        assert_eq!(s.end(160), Next::Run { vcpu: 0, steal: 60 });
+        assert!(!s.withheld(0) && !s.withheld(1) && !s.withheld(2));
+        // Alone, a vCPU preempted by its own quantum runs on: not withheld.
+        assert_eq!(s.preempt(260), Next::Run { vcpu: 0, steal: 0 });
+        assert!(!s.withheld(0));
     }
 
     #[test]
