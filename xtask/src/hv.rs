@@ -554,6 +554,18 @@ struct StealShare {
     user_hz: u64,
 }
 
+/// An idle guest's result (`RVPMU-RESULT` of scenario idle): steal and
+/// total USER_HZ ticks over its sleep.
+fn idle_steal(guest: &Run) -> Option<(u64, u64)> {
+    let v = guest
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
+        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .find(|v| v["scenario"] == "idle")?;
+    Some((v["steal"].as_u64()?, v["total"].as_u64()?))
+}
+
 fn steal_share(guest: &Run) -> Option<StealShare> {
     let v = guest
         .text
@@ -576,7 +588,8 @@ fn steal_share(guest: &Run) -> Option<StealShare> {
 ///
 /// - a busy guest next to a busy guest is stolen from half its interval:
 ///   share 0.50 +-0.02; next to an idle guest, at most 0.01 (the idle
-///   guest's own runs: its timer ticks);
+///   guest's own runs: its timer ticks); the idle guest itself sees at
+///   most one tick of steal over its sleep (idle time is never steal);
 /// - the steal its /proc/stat shows at the end of the interval (USER_HZ
 ///   ticks) and what the hypervisor reported through its STA record by
 ///   the guest's end agree within 1% of the latter (the guest shuts
@@ -612,6 +625,22 @@ fn check_steal(run: &Run, busy: [bool; 2]) -> (Vec<String>, Vec<String>) {
             a.sta / 1_000_000
         ));
         if !is_busy {
+            // Idle time is never steal: over its sleep the idle guest's
+            // /proc/stat shows at most one tick of it (its timer ticks
+            // wait for nothing but the trap).
+            match idle_steal(&gr) {
+                Some((steal, total)) => {
+                    f.push(format!(
+                        "guest {g}: /proc/stat over its sleep: steal {steal} of {total} ticks"
+                    ));
+                    if steal > 1 {
+                        p.push(format!(
+                            "guest {g}: steal {steal} of {total} ticks while idle, want at most 1"
+                        ));
+                    }
+                }
+                None => p.push(format!("guest {g}: no idle result")),
+            }
             continue;
         }
         let Some(s) = steal_share(&gr) else {
