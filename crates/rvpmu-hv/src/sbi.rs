@@ -91,6 +91,9 @@ pub trait VsHart {
 /// The guest's only hart id.
 pub const GUEST_HART: usize = 0;
 
+/// Most bytes of one tagged console write (several guests).
+pub const TAGGED_WRITE_MAX: usize = 4096;
+
 /// Whether the hart set (`hart_mask`, `hart_mask_base`) holds the guest's
 /// hart, or INVALID_PARAM if it names any other (SBI "Hart list"; a base
 /// of -1 means every hart).
@@ -401,8 +404,11 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
 
     /// A console write of guest-physical `[gpa, gpa + len)` (inside the
     /// guest's RAM: checked by the caller) with line tags, copied through
-    /// a bounded buffer. The answer counts the guest's bytes.
+    /// a bounded buffer. At most [`TAGGED_WRITE_MAX`] bytes per call (the
+    /// answer counts the guest's bytes written, which DBCN allows to be
+    /// fewer than asked): one guest's write cannot hold the hart for long.
     fn tagged_write(&mut self, gpa: u64, len: usize) -> SbiRet {
+        let len = len.min(TAGGED_WRITE_MAX);
         let mut chunk = [0u8; 128];
         let mut done = 0;
         while done < len {
@@ -896,7 +902,17 @@ mod tests {
             g.call(0x4442434e, 0, [8, 0x7000_0000, 0, 0, 0, 0]),
             err(RET_ERR_INVALID_PARAM)
         );
-        let want = format!("[g1] one\n[g1] two {long}\n[g1] \n[g1] three!\n");
+        // A long write is cut at TAGGED_WRITE_MAX bytes (the guest writes
+        // the rest with another call), the answer says how many.
+        g.mem.write(0x8001_0000, &[b'z'; 5000]).unwrap();
+        assert_eq!(
+            g.call(0x4442434e, 0, [5000, 0x8001_0000, 0, 0, 0, 0]),
+            ok(TAGGED_WRITE_MAX)
+        );
+        let want = format!(
+            "[g1] one\n[g1] two {long}\n[g1] \n[g1] three!\n[g1] {}",
+            "z".repeat(TAGGED_WRITE_MAX)
+        );
         assert_eq!(String::from_utf8(c.text.clone()).unwrap(), want);
     }
 

@@ -370,10 +370,22 @@ mod tests {
         let mut s = Sched::<3>::new(3, 0, 100);
         assert!(!s.withheld(0) && s.withheld(1) && s.withheld(2));
         // 0's quantum ends: 1 runs, 0 and 2 wait.
-        assert_eq!(s.preempt(100), Next::Run { vcpu: 1, steal: 100 });
+        assert_eq!(
+            s.preempt(100),
+            Next::Run {
+                vcpu: 1,
+                steal: 100
+            }
+        );
         assert!(s.withheld(0) && !s.withheld(1) && s.withheld(2));
         // 1 idles, 2 ends: neither is withheld.
-        assert_eq!(s.idle(150, 1000), Next::Run { vcpu: 2, steal: 150 });
+        assert_eq!(
+            s.idle(150, 1000),
+            Next::Run {
+                vcpu: 2,
+                steal: 150
+            }
+        );
         assert!(!s.withheld(1));
         assert_eq!(s.end(160), Next::Run { vcpu: 0, steal: 60 });
         assert!(!s.withheld(0) && !s.withheld(1) && !s.withheld(2));
