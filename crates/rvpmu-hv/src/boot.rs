@@ -21,7 +21,7 @@ use rvpmu_hv::gstage::{self, GStage};
 use rvpmu_hv::layout::{self, Reserved};
 use rvpmu_hv::options::{guest_cmdline, HostOptions, MAX_GUESTS};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
-use rvpmu_hv::sbi::{GuestSbi, HostExtensions};
+use rvpmu_hv::sbi::{ConsoleLine, GuestSbi, HostExtensions};
 use rvpmu_hv::vpmu::{load_guest_event_map, HostHpm};
 use sbi_spec::{dbcn, srst};
 
@@ -34,6 +34,15 @@ struct Tables(UnsafeCell<GStage>);
 unsafe impl Sync for Tables {}
 static GSTAGE: [Tables; MAX_GUESTS] =
     [const { Tables(UnsafeCell::new(GStage::new())) }; MAX_GUESTS];
+
+struct LineSlot(UnsafeCell<ConsoleLine>);
+// SAFETY: each slot is handed out once, as the `&'static mut` of its
+// guest's console (`hv_main`); nothing else refers to it.
+unsafe impl Sync for LineSlot {}
+/// Each guest's console line buffer (8 KiB) when several guests share
+/// the console.
+static CONSOLE_LINES: [LineSlot; MAX_GUESTS] =
+    [const { LineSlot(UnsafeCell::new(ConsoleLine::new())) }; MAX_GUESTS];
 
 struct MapSlot(UnsafeCell<EventMap>);
 // SAFETY: written once by `guest_pmu` before the guest runs (nothing
@@ -291,7 +300,9 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
             switch,
         };
         if n > 1 {
-            vcpu.sbi.tag_console(g as u8);
+            // SAFETY: each guest's line is taken once, here (g counts up).
+            let line = unsafe { &mut *CONSOLE_LINES[g].0.get() };
+            vcpu.sbi.tag_console(g as u8, line);
         }
         // SAFETY: once per guest, before any guest runs; the pointer goes
         // to the trap vector and the scheduler only.

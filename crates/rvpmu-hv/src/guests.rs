@@ -267,6 +267,8 @@ impl Machine {
     /// The running guest shut down; another one runs.
     pub fn end(&mut self) -> *mut Vcpu {
         let g = self.sched.current();
+        // SAFETY: as in `save`.
+        unsafe { (*self.vcpus[g]).sbi.flush_console() };
         hvprintln!("guest {g} shut down");
         let next = self.sched.end(Self::now());
         self.go(next)
@@ -276,6 +278,10 @@ impl Machine {
     /// costs; before the last guest's shutdown ends the machine.
     pub fn report(&mut self) {
         self.sched.settle(Self::now());
+        for &v in &self.vcpus[..self.n] {
+            // SAFETY: as in `save`: the trap path's one reference.
+            unsafe { (*v).sbi.flush_console() };
+        }
         for g in 0..self.n {
             let a = self.sched.account(g);
             // SAFETY: a shared look at an installed vCPU's STA state, on

@@ -194,8 +194,42 @@ pub struct GuestSbi<C: SbiCall, T: VsHart, P: GuestPmu = NoPmu> {
     /// The vCPU's steal-time record (registered by the guest's STA call,
     /// written by the scheduler).
     pub sta: StealTime,
-    /// `Some((n, at_line_start))`: console output lines are prefixed `[gn] `.
-    tag: Option<(u8, bool)>,
+    /// With several guests: this guest's console lines, tagged and
+    /// held until complete ([`GuestSbi::tag_console`]).
+    console: Option<LineBuf>,
+}
+
+/// Bytes of one guest's console line held until its newline.
+pub const LINE_MAX: usize = 8192;
+
+/// The memory one guest's console line is assembled in (several
+/// guests; [`GuestSbi::tag_console`]). Kept apart from [`GuestSbi`]
+/// (the hypervisor has one static per guest), so that the fields every
+/// SBI call uses stay close together.
+pub struct ConsoleLine([u8; LINE_MAX]);
+
+impl ConsoleLine {
+    /// An empty line.
+    pub const fn new() -> ConsoleLine {
+        ConsoleLine([0; LINE_MAX])
+    }
+}
+
+impl Default for ConsoleLine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A guest's console output being assembled into whole lines: `[gN] `,
+/// then the line's bytes; sent to the host console at its newline (or
+/// when full: a longer line goes out in parts, the later ones untagged).
+struct LineBuf {
+    n: u8,
+    buf: &'static mut ConsoleLine,
+    len: usize,
+    /// The next byte continues a line already partly sent.
+    continued: bool,
 }
 
 impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
@@ -218,16 +252,30 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
             pmu,
             mem,
             sta: StealTime::new(),
-            tag: None,
+            console: None,
         }
     }
 
     /// Prefix every line this guest writes to the console with `[gn] `
-    /// (several guests share the host console). Its DBCN writes are then
-    /// copied through the hypervisor (a bounded buffer at a time) instead
-    /// of forwarded in place.
-    pub fn tag_console(&mut self, n: u8) {
-        self.tag = Some((n, true));
+    /// and send it whole (several guests share the host console: a line
+    /// of one never has another's in its middle, even when the guest
+    /// writes it in parts across a switch). Its DBCN writes are then
+    /// copied through the hypervisor instead of forwarded in place.
+    pub fn tag_console(&mut self, n: u8, line: &'static mut ConsoleLine) {
+        self.console = Some(LineBuf {
+            n,
+            buf: line,
+            len: 0,
+            continued: false,
+        });
+    }
+
+    /// Send what is held of an unfinished console line (the guest ends).
+    pub fn flush_console(&mut self) {
+        if let Some(mut l) = self.console.take() {
+            self.send_line(&mut l);
+            self.console = Some(l);
+        }
     }
 
     /// [`GuestSbi::call`] for a guest that shares the machine: with
@@ -384,7 +432,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
                 let Some(hpa) = self.ram.translate(lo as u64, len as u64) else {
                     return err(RET_ERR_INVALID_PARAM);
                 };
-                if fid == dbcn::CONSOLE_WRITE && self.tag.is_some() {
+                if fid == dbcn::CONSOLE_WRITE && self.console.is_some() {
                     self.tagged_write(lo as u64, len)
                 } else if fid == dbcn::CONSOLE_WRITE {
                     self.host.console_write(len, hpa as usize, 0)
@@ -393,7 +441,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
                 }
             }
             // `uint8_t byte`: only the low 8 bits count.
-            dbcn::CONSOLE_WRITE_BYTE if self.tag.is_some() => {
+            dbcn::CONSOLE_WRITE_BYTE if self.console.is_some() => {
                 let b = [a[0] as u8];
                 self.tagged_bytes(&b)
             }
@@ -425,33 +473,43 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
         ok(len)
     }
 
-    /// Forward `bytes` to the host console, `[gn] ` before each line.
+    /// Add `bytes` to the guest's console line, sending each line when
+    /// it is complete (or the buffer full).
     fn tagged_bytes(&mut self, bytes: &[u8]) -> SbiRet {
-        let Some((n, mut line_start)) = self.tag else {
+        let Some(mut l) = self.console.take() else {
             return err(RET_ERR_FAILED);
         };
-        // Room for every byte plus a tag per line of the worst case.
-        let mut out = [0u8; 128 * 6];
-        let mut k = 0;
+        let mut r = ok(bytes.len());
         for &b in bytes {
-            if line_start {
-                for t in [b'[', b'g', b'0' + n % 10, b']', b' '] {
-                    out[k] = t;
-                    k += 1;
+            if l.len == 0 && !l.continued {
+                l.buf.0[..5].copy_from_slice(&[b'[', b'g', b'0' + l.n % 10, b']', b' ']);
+                l.len = 5;
+            }
+            l.buf.0[l.len] = b;
+            l.len += 1;
+            if b == b'\n' || l.len == LINE_MAX {
+                let sent = self.send_line(&mut l);
+                l.continued = b != b'\n';
+                if sent.error != RET_SUCCESS {
+                    r = sent;
+                    break;
                 }
             }
-            out[k] = b;
-            k += 1;
-            line_start = b == b'\n';
         }
-        self.tag = Some((n, line_start));
+        self.console = Some(l);
+        r
+    }
+
+    /// Send the held bytes to the host console and empty the buffer.
+    fn send_line(&mut self, l: &mut LineBuf) -> SbiRet {
+        let k = core::mem::take(&mut l.len);
         let mut sent = 0;
         while sent < k {
             // The buffer is the hypervisor's own (host-physical: it runs
             // untranslated), valid for the call.
             let r = self
                 .host
-                .console_write(k - sent, out[sent..].as_ptr() as usize, 0);
+                .console_write(k - sent, l.buf.0[sent..].as_ptr() as usize, 0);
             if r.error != RET_SUCCESS {
                 return r;
             }
@@ -460,7 +518,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
             }
             sent += r.value.min(k - sent);
         }
-        ok(bytes.len())
+        ok(k)
     }
 }
 
@@ -861,59 +919,74 @@ mod tests {
 
     /// What the host console received, read from the buffers the calls
     /// named (they are the hypervisor's own and alive during the call).
+    #[derive(Default)]
     struct Console {
-        text: Vec<u8>,
+        text: std::cell::RefCell<Vec<u8>>,
     }
-    impl SbiCall for &mut Console {
+    impl SbiCall for &Console {
         fn call(&mut self, eid: usize, fid: usize, args: [usize; 6]) -> SbiRet {
             assert_eq!((eid, fid), (0x4442434e, 0));
             // SAFETY: the address is a live buffer of the caller (above).
             let b = unsafe { std::slice::from_raw_parts(args[1] as *const u8, args[0]) };
-            self.text.extend_from_slice(b);
+            self.text.borrow_mut().extend_from_slice(b);
             ok(args[0])
+        }
+    }
+    impl Console {
+        fn seen(&self) -> String {
+            String::from_utf8(self.text.borrow().clone()).unwrap()
         }
     }
 
     #[test]
-    fn a_tagged_console_prefixes_every_line_across_writes() {
+    fn a_tagged_console_sends_whole_tagged_lines() {
         let real = RealRam::new();
-        let mut c = Console { text: Vec::new() };
+        let c = Console::default();
         let mut t = Hart::default();
         let mut g: GuestSbi<_, _> =
-            GuestSbi::new(Supervisor(&mut c), ALL, &mut t, true, real.mem(), None);
-        g.tag_console(1);
+            GuestSbi::new(Supervisor(&c), ALL, &mut t, true, real.mem(), None);
+        g.tag_console(1, Box::leak(Box::default()));
+        let dbcn = 0x4442434e;
         let long = "x".repeat(300);
         let text = format!("one\ntwo {long}\n\nthree");
         g.mem.write(0x8000_0100, text.as_bytes()).unwrap();
         assert_eq!(
-            g.call(0x4442434e, 0, [text.len(), 0x8000_0100, 0, 0, 0, 0]),
+            g.call(dbcn, 0, [text.len(), 0x8000_0100, 0, 0, 0, 0]),
             ok(text.len())
         );
+        // "three" waits for the rest of its line (another guest may write
+        // meanwhile: its lines cannot land in the middle of this one).
+        let done = format!("[g1] one\n[g1] two {long}\n[g1] \n");
+        assert_eq!(c.seen(), done);
         assert_eq!(
-            g.call(0x4442434e, 2, [b'!' as usize | 0x100, 0, 0, 0, 0, 0]),
+            g.call(dbcn, 2, [b'!' as usize | 0x100, 0, 0, 0, 0, 0]),
             ok(1)
         );
-        assert_eq!(
-            g.call(0x4442434e, 2, [b'\n' as usize, 0, 0, 0, 0, 0]),
-            ok(1)
-        );
+        assert_eq!(g.call(dbcn, 2, [b'\n' as usize, 0, 0, 0, 0, 0]), ok(1));
+        assert_eq!(c.seen(), format!("{done}[g1] three!\n"));
         // Outside the RAM: refused as untagged.
         assert_eq!(
-            g.call(0x4442434e, 0, [8, 0x7000_0000, 0, 0, 0, 0]),
+            g.call(dbcn, 0, [8, 0x7000_0000, 0, 0, 0, 0]),
             err(RET_ERR_INVALID_PARAM)
         );
         // A long write is cut at TAGGED_WRITE_MAX bytes (the guest writes
-        // the rest with another call), the answer says how many.
+        // the rest with another call), the answer says how many; a line
+        // longer than LINE_MAX goes out in parts, the later ones untagged;
+        // the guest's end flushes what is held.
         g.mem.write(0x8001_0000, &[b'z'; 5000]).unwrap();
-        assert_eq!(
-            g.call(0x4442434e, 0, [5000, 0x8001_0000, 0, 0, 0, 0]),
-            ok(TAGGED_WRITE_MAX)
-        );
+        for _ in 0..2 {
+            assert_eq!(
+                g.call(dbcn, 0, [5000, 0x8001_0000, 0, 0, 0, 0]),
+                ok(TAGGED_WRITE_MAX)
+            );
+        }
+        assert_eq!(c.seen().len(), done.len() + 12 + LINE_MAX);
+        g.flush_console();
         let want = format!(
-            "[g1] one\n[g1] two {long}\n[g1] \n[g1] three!\n[g1] {}",
-            "z".repeat(TAGGED_WRITE_MAX)
+            "{done}[g1] three!\n[g1] {}",
+            "z".repeat(2 * TAGGED_WRITE_MAX)
         );
-        assert_eq!(String::from_utf8(c.text.clone()).unwrap(), want);
+        assert_eq!(c.seen(), want);
     }
 
     #[test]

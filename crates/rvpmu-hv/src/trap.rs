@@ -68,18 +68,23 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
             }
             let x = &mut vcpu.regs.x;
             let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
+            let (eid, fid) = (x[17], x[16]);
             let others = match &machine {
                 Some(m) => m.others_alive(),
                 None => false,
             };
             if let Some(m) = &mut machine {
-                if !others && x[17] as u32 as usize == sbi_spec::srst::EID_SRST {
+                if !others && eid as u32 as usize == sbi_spec::srst::EID_SRST {
                     // The last guest's reset reaches the host: the
                     // accounting first.
                     m.report();
                 }
             }
-            let r = match vcpu.sbi.call_shared(x[17], x[16], args, others) {
+            // SAFETY: `v` as above, borrowed again: the report reached the
+            // vCPUs through their own pointers, so the earlier `&mut` is
+            // not used past it.
+            let vcpu = unsafe { &mut *v };
+            let r = match vcpu.sbi.call_shared(eid, fid, args, others) {
                 Outcome::Answer(r) => r,
                 // Only with others alive, i.e. with the machine.
                 Outcome::Ended => match machine {
