@@ -17,7 +17,7 @@ use crate::util::step;
 use anyhow::{bail, Result};
 use dt::{Chosen, NoisyNeighbour};
 use qemu::{Boot, Firmware, Machine, Outcome};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -41,6 +41,15 @@ pub struct RunArgs {
     /// steal share Linux reports in /proc/stat over a busy interval.
     #[arg(long, default_value_t = 0, value_name = "PERCENT")]
     pub steal: u32,
+    /// Run the demo in a VS-mode guest of rvpmu-hv (Linux 7.2, one
+    /// hart) instead of on the firmware directly.
+    #[arg(long, conflicts_with_all = ["bios", "steal", "json"])]
+    pub hv: bool,
+    /// With --hv: this many guests (1 or 2) time-sliced on the hart; with
+    /// 2 both run the demo and its busy interval, and the steal each
+    /// one's /proc/stat shows is printed with the hypervisor's accounting.
+    #[arg(long, default_value_t = 1, requires = "hv", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub guests: u32,
 }
 
 /// Guest milliseconds of the busy interval over which steal is measured
@@ -126,6 +135,20 @@ fn our_firmware() -> Result<Firmware> {
     })
 }
 
+/// Boot Linux 7.2 with `plan` (see [`Guest::run_plan`]) on the firmware
+/// image `firmware`, one hart, icount, QEMU's own DT; returns the console.
+/// The hypervisor's test sets a guest's counts against these.
+pub fn run_plan_natively(firmware: &Path, plan: &str) -> Result<String> {
+    let fw = Firmware {
+        name: "rvpmu-fw".into(),
+        path: firmware.to_path_buf(),
+    };
+    let guest = Guest::build(kernel::Version::V7_2)?;
+    Ok(guest
+        .run_plan(&fw, 1, Chosen::default(), plan, 300)?
+        .console)
+}
+
 fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
     match bios {
         Some(p) if p.as_os_str() == "opensbi" => Ok(Firmware::opensbi()),
@@ -148,6 +171,9 @@ fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
 /// `cargo xtask run`: boot Linux on the chosen firmware, run the real
 /// perf tool on known workloads and print what it said and the summary.
 pub fn run(a: RunArgs) -> Result<()> {
+    if a.hv {
+        return run_hv(a);
+    }
     check_smp(a.smp)?;
     let noisy = NoisyNeighbour::from_steal_option(a.steal)?;
     crate::setup::ensure_host()?;
@@ -177,17 +203,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     // The injector's M-mode spin is slow to emulate under icount.
     let timeout = if noisy.is_some() { 900 } else { 300 };
     let out = guest.run_plan(&firmware, a.smp, chosen, &demo.plan().text(), timeout)?;
-    if out.timed_out || out.done.as_deref() != Some("ok") {
-        bail!(
-            "the guest did not finish the demo ({}); console tail:\n{}",
-            if out.timed_out {
-                "timed out".to_string()
-            } else {
-                format!("/init said: {:?}", out.done)
-            },
-            out.tail(40)
-        );
-    }
+    check_demo_done(&out)?;
     let results = demo::Results::collect(&out, &guest.initramfs.init_elf)?;
     let rows = results.summary();
     let steal = noisy.map(|n| demo::steal(&results, n));
@@ -218,9 +234,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             println!("          {l}");
         }
         println!();
-        print!("{}", results.transcript());
-        println!("summary (perf stat -x, and perf report, against the workloads' construction):");
-        demo::print_summary(&rows);
+        print_demo(&results, &rows);
         if a.smp > 1 {
             println!(
                 "(-smp {}: under icount QEMU derives each hart's counts from the whole machine's instruction count, \
@@ -230,6 +244,111 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         if let Some(s) = &steal {
             println!("\n{}", s["text"].as_str().unwrap_or(""));
+        }
+    }
+    Ok(())
+}
+
+/// The guest ran the demo to its end, or an error with the console's tail.
+fn check_demo_done(out: &Outcome) -> Result<()> {
+    if out.timed_out || out.done.as_deref() != Some("ok") {
+        bail!(
+            "the guest did not finish the demo ({}); console tail:\n{}",
+            if out.timed_out {
+                "timed out".to_string()
+            } else {
+                format!("/init said: {:?}", out.done)
+            },
+            out.tail(40)
+        );
+    }
+    Ok(())
+}
+
+/// The demo's transcript and summary table.
+fn print_demo(results: &demo::Results, rows: &[serde_json::Value]) {
+    print!("{}", results.transcript());
+    println!("summary (perf stat -x, and perf report, against the workloads' construction):");
+    demo::print_summary(rows);
+}
+
+/// `cargo xtask run --hv [--guests 2]`: the demo in a VS-mode guest of
+/// rvpmu-hv on rvpmu-fw (Linux 7.2, one hart, icount); with two guests
+/// both run it time-sliced, guest 0's transcript is shown, and each
+/// guest's steal over its busy interval next to the hypervisor's
+/// accounting.
+fn run_hv(a: RunArgs) -> Result<()> {
+    if a.smp != 1 || a.kernel != kernel::Version::V7_2 {
+        bail!("--hv runs Linux 7.2 on one hart (the hypervisor's guests have one vCPU)");
+    }
+    crate::setup::ensure_host()?;
+    let guest = Guest::build(a.kernel)?;
+    let two = a.guests == 2;
+    let demo = demo::Demo {
+        smp: 1,
+        steal_busy_ms: two.then_some(crate::hv::STEAL_MS),
+    };
+    step(&format!(
+        "the demo in {} under rvpmu-hv (perf stat, perf record, perf report{})",
+        if two {
+            "two Linux 7.2 guests time-sliced"
+        } else {
+            "a Linux 7.2 guest"
+        },
+        if two {
+            "; then a busy interval for steal"
+        } else {
+            ""
+        }
+    ));
+    let run = crate::hv::run_plan(&demo.plan(), a.guests)?;
+    let log = crate::util::root()
+        .join("target")
+        .join("hv")
+        .join("run-hv.log");
+    std::fs::write(&log, &run.text)?;
+    step(&format!(
+        "the whole console (hypervisor and guests): {}",
+        log.display()
+    ));
+    let outs: Vec<Outcome> = (0..a.guests as usize)
+        .map(|g| {
+            let text = if two {
+                crate::hv::guest_text(&run.text, g)
+            } else {
+                run.text.clone()
+            };
+            Outcome::from_console(text, run.code.is_none(), Duration::ZERO)
+        })
+        .collect();
+    for out in &outs {
+        check_demo_done(out)?;
+    }
+    let results = demo::Results::collect(&outs[0], &guest.initramfs.init_elf)?;
+    let rows = results.summary();
+    println!("hypervisor: rvpmu-hv on rvpmu-fw, {} guest(s)", a.guests);
+    println!("kernel:     {} (one vCPU per guest)", guest.version);
+    for l in e2e::kernel_pmu_lines(&outs[0]) {
+        println!("            {l}");
+    }
+    println!();
+    print_demo(&results, &rows);
+    if two {
+        println!();
+        for (g, out) in outs.iter().enumerate() {
+            let r = demo::Results::collect(out, &guest.initramfs.init_elf)?;
+            println!(
+                "guest {g}: /proc/stat over its {} ms busy interval: steal {}",
+                crate::hv::STEAL_MS,
+                demo::steal_text(&demo::steal_cells(&r))
+            );
+        }
+        for l in run
+            .text
+            .lines()
+            .filter(|l| l.starts_with("rvpmu-hv: guest") && l.contains(": run "))
+        {
+            println!("{l}");
         }
     }
     Ok(())

@@ -28,6 +28,9 @@ pub enum Mode {
     /// Instructions from a sampling counter's overflow to the sampled
     /// task's resumption (firmware + kernel), from timed loops.
     SampleCost,
+    /// Sleep `rvpmu.busy_ms` (default [`Params::STEAL_MS`]) and end: an
+    /// idle guest next to a busy one under rvpmu-hv.
+    Idle,
 }
 
 impl Mode {
@@ -43,6 +46,7 @@ impl Mode {
             "plan" => Mode::Plan,
             "shell" => Mode::Shell,
             "samplecost" => Mode::SampleCost,
+            "idle" => Mode::Idle,
             _ => return None,
         })
     }
@@ -60,6 +64,7 @@ impl Mode {
             Mode::Plan => "plan",
             Mode::Shell => "shell",
             Mode::SampleCost => "samplecost",
+            Mode::Idle => "idle",
         }
     }
 }
@@ -121,7 +126,7 @@ impl Params {
                 "mode" => {
                     p.mode = Mode::from_word(value).ok_or_else(|| {
                         format!(
-                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents, steal, trace, plan, shell or samplecost"
+                        "`{word}`: mode must be boot, demo, sampling, stress, fwevents, steal, trace, plan, shell, samplecost or idle"
                     )
                     })?
                 }
@@ -166,6 +171,8 @@ mod tests {
         assert_eq!((p.busy_ms, p.hotplug), (Some(1500), true));
         assert!(!Params::parse("rvpmu.hotplug=0").unwrap().hotplug);
         assert_eq!(Params::parse("rvpmu.mode=trace").unwrap().mode, Mode::Trace);
+        let p = Params::parse("rvpmu.mode=steal rvpmu.mode=idle rvpmu.busy_ms=9").unwrap();
+        assert_eq!((p.mode, p.busy_ms), (Mode::Idle, Some(9)));
         for (word, mode) in [
             ("plan", Mode::Plan),
             ("shell", Mode::Shell),

@@ -5,6 +5,7 @@
 use crate::console::hvprintln;
 use crate::counters::HsCounters;
 use crate::csr::*;
+use crate::guests::VsState;
 use crate::switch::{HostPage, Switch};
 use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
@@ -18,19 +19,30 @@ use rvpmu_hv::bundle::Bundle;
 use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
 use rvpmu_hv::gstage::{self, GStage};
 use rvpmu_hv::layout::{self, Reserved};
+use rvpmu_hv::options::{guest_cmdline, HostOptions, MAX_GUESTS};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
-use rvpmu_hv::sbi::{GuestSbi, HostExtensions};
+use rvpmu_hv::sbi::{ConsoleLine, GuestSbi, HostExtensions};
 use rvpmu_hv::vpmu::{load_guest_event_map, HostHpm};
 use sbi_spec::{dbcn, srst};
 
-/// VMID of the one guest.
-const VMID: u16 = 1;
+/// VMID of guest 0 (guest g has `FIRST_VMID + g`).
+const FIRST_VMID: u16 = 1;
 
 struct Tables(UnsafeCell<GStage>);
-// SAFETY: written once by the boot path before the guest runs, read only
-// by the hardware afterwards.
+// SAFETY: each written once by the boot path before any guest runs,
+// read only by the hardware afterwards.
 unsafe impl Sync for Tables {}
-static GSTAGE: Tables = Tables(UnsafeCell::new(GStage::new()));
+static GSTAGE: [Tables; MAX_GUESTS] =
+    [const { Tables(UnsafeCell::new(GStage::new())) }; MAX_GUESTS];
+
+struct LineSlot(UnsafeCell<ConsoleLine>);
+// SAFETY: each slot is handed out once, as the `&'static mut` of its
+// guest's console (`hv_main`); nothing else refers to it.
+unsafe impl Sync for LineSlot {}
+/// Each guest's console line buffer (8 KiB) when several guests share
+/// the console.
+static CONSOLE_LINES: [LineSlot; MAX_GUESTS] =
+    [const { LineSlot(UnsafeCell::new(ConsoleLine::new())) }; MAX_GUESTS];
 
 struct MapSlot(UnsafeCell<EventMap>);
 // SAFETY: written once by `guest_pmu` before the guest runs (nothing
@@ -61,10 +73,10 @@ struct Host {
     /// quirk table or the node's property).
     one_counter_per_event: bool,
     timebase: u32,
-    /// `rvpmu-hv.switch=1ms` in the host's /chosen bootargs.
-    switch_every_ms: bool,
-    /// The host's `/chosen/rng-seed` (QEMU puts 32 bytes there), passed on
-    /// to the guest.
+    /// The host's /chosen bootargs (the hypervisor's options).
+    bootargs: &'static str,
+    /// The host's `/chosen/rng-seed` (QEMU puts 32 bytes there): each
+    /// guest's seed is made from it.
     rng_seed: Option<&'static [u8]>,
     mem: (u64, u64),
     bundle: (u64, u64),
@@ -105,10 +117,10 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         fail("no guest bundle: give it to QEMU with -initrd (cargo xtask hv does)")
     };
     let bundle = (start as u64, end as u64);
-    let switch_every_ms = chosen
+    let bootargs = chosen
         .property("bootargs")
         .and_then(|p| p.as_str())
-        .is_some_and(|a| a.split_whitespace().any(|w| w == "rvpmu-hv.switch=1ms"));
+        .unwrap_or("");
     if bundle.0 >= bundle.1 || bundle.0 < mem.0 || bundle.1 > mem.1 {
         fail("the guest bundle is not inside host RAM");
     }
@@ -139,7 +151,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         pmu_props,
         one_counter_per_event,
         timebase: me.timebase_frequency() as u32,
-        switch_every_ms,
+        bootargs,
         rng_seed: chosen.property("rng-seed").map(|p| p.value),
         mem,
         bundle,
@@ -150,12 +162,23 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
 /// Rust entry from `_start`: a0 = hartid, a1 = host DTB.
 #[no_mangle]
 extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
-    hvprintln!(
-        "{} on hart {hartid}: one VS-mode guest, SBI 3.0 (impl id {:#x})",
-        env!("CARGO_PKG_VERSION"),
-        rvpmu_hv::sbi::IMPL_ID
-    );
     let host = read_host_dt(hartid, dtb);
+    let opts = HostOptions::parse(host.bootargs).unwrap_or_else(|e| fail(e));
+    let n = opts.guests;
+    if n == 1 {
+        hvprintln!(
+            "{} on hart {hartid}: one VS-mode guest, SBI 3.0 (impl id {:#x})",
+            env!("CARGO_PKG_VERSION"),
+            rvpmu_hv::sbi::IMPL_ID
+        );
+    } else {
+        hvprintln!(
+            "{} on hart {hartid}: {n} VS-mode guests time-sliced, quantum {} us, SBI 3.0 (impl id {:#x})",
+            env!("CARGO_PKG_VERSION"),
+            opts.quantum_us,
+            rvpmu_hv::sbi::IMPL_ID
+        );
+    }
     hvprintln!(
         "host RAM {:#x}..{:#x}, DTB at {dtb:#x}, guest bundle at {:#x}..{:#x}",
         host.mem.0,
@@ -165,7 +188,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     );
     // SAFETY: QEMU loaded the bundle at [start, end) of host RAM (checked
     // against the memory node); the hypervisor only reads it, and the
-    // guest's window is placed clear of it.
+    // guests' windows are placed clear of it.
     let bytes = unsafe {
         core::slice::from_raw_parts(
             host.bundle.0 as *const u8,
@@ -173,100 +196,162 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         )
     };
     let bundle = Bundle::parse(bytes).unwrap_or_else(|e| fail(e.as_str()));
-    let ram = layout::place_window(host.mem.0, host.mem.1, &host.reserved, bundle.ram_size)
-        .unwrap_or_else(|e| fail(e.as_str()));
-    let guest = layout::guest_layout(
-        &ram,
-        layout::kernel_footprint(bundle.kernel),
-        bundle.initrd.len() as u64,
-    )
-    .unwrap_or_else(|e| fail(e.as_str()));
-    // SAFETY: the window is host RAM clear of the hypervisor, the bundle,
-    // the host DTB and reserved memory (place_window), given to the guest
-    // alone; no Rust object lives there.
-    let mut mem = unsafe { GuestMemory::new(ram) };
-    load(&mut mem, guest.kernel, bundle.kernel);
-    load(&mut mem, guest.initrd.0, bundle.initrd);
-
-    let root = map_guest(&ram);
-    let timer = setup_h_csrs(root);
-    let pmu = guest_pmu(&host, ram);
-    if pmu.is_some() {
-        overflow_to_guest(&host);
-    }
-    let isa = GuestIsa::from_host(host.isa, timer, pmu.is_some());
-    let mut dt = [0u8; 8192];
-    let dt_len = guest_dt(
-        &mut dt,
-        &GuestDt {
-            ram,
-            layout: guest,
-            timebase: host.timebase,
-            isa: &isa,
-            bootargs: bundle.cmdline,
-            rng_seed: host.rng_seed,
-            mmu_type: host.mmu_type,
-        },
-    )
-    .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));
-    load(&mut mem, guest.dtb, &dt[..dt_len]);
     let host_ext = HostExtensions {
         dbcn: sbi().base_probe_extension(dbcn::EID_DBCN).value != 0,
         srst: sbi().base_probe_extension(srst::EID_SRST).value != 0,
     };
-    hvprintln!(
-        "guest RAM {:#x}..{:#x} at host {:#x}; kernel {} bytes at {:#x}, initrd {} bytes, DTB at {:#x}{}",
-        ram.gpa(),
-        ram.gpa_end(),
-        ram.hpa(),
-        bundle.kernel.len(),
-        guest.kernel,
-        bundle.initrd.len(),
-        guest.dtb,
-        if timer {
-            "; timer: Sstc vstimecmp"
+    let mut reserved = host.reserved;
+    let mut vcpus = [core::ptr::null_mut(); MAX_GUESTS];
+    let mut hgatp = [0usize; MAX_GUESTS];
+    let mut timer = false;
+    let mut any_pmu = false;
+    let fs = csr_read!(sstatus) & SSTATUS_FS;
+    for g in 0..n {
+        let ram = layout::place_window(host.mem.0, host.mem.1, &reserved, bundle.ram_size)
+            .unwrap_or_else(|e| fail(e.as_str()));
+        if !reserved.add(ram.hpa(), ram.hpa() + ram.size()) {
+            fail("more reserved host memory ranges than the hypervisor keeps");
+        }
+        let guest = layout::guest_layout(
+            &ram,
+            layout::kernel_footprint(bundle.kernel),
+            bundle.initrd.len() as u64,
+        )
+        .unwrap_or_else(|e| fail(e.as_str()));
+        // SAFETY: the window is host RAM clear of the hypervisor, the
+        // bundle, the host DTB, reserved memory and the other guests'
+        // windows (place_window, `reserved`), given to this guest alone;
+        // no Rust object lives there.
+        let mut mem = unsafe { GuestMemory::new(ram) };
+        load(&mut mem, guest.kernel, bundle.kernel);
+        load(&mut mem, guest.initrd.0, bundle.initrd);
+        let root = map_guest(g, &ram);
+        hgatp[g] = gstage::hgatp(root, FIRST_VMID + g as u16) as usize;
+        if g == 0 {
+            timer = setup_h_csrs(hgatp[0]);
+            if n > 1 && !timer {
+                fail("several guests need Sstc: the quanta are timed with stimecmp");
+            }
+        }
+        let pmu = guest_pmu(&host, ram, g == 0);
+        if g == 0 && pmu.is_some() {
+            overflow_to_guest(&host);
+        }
+        any_pmu |= pmu.is_some();
+        let isa = GuestIsa::from_host(host.isa, timer, pmu.is_some());
+        let mut args = [0u8; 1024];
+        let bootargs = guest_cmdline(&mut args, bundle.cmdline, opts.guest_args(g))
+            .unwrap_or_else(|| fail("a guest's command line is too long"));
+        let mut dt = [0u8; 8192];
+        let mut seed = [0u8; rvpmu_hv::dtb::MAX_RNG_SEED];
+        let dt_len = guest_dt(
+            &mut dt,
+            &GuestDt {
+                ram,
+                layout: guest,
+                timebase: host.timebase,
+                isa: &isa,
+                bootargs,
+                rng_seed: host
+                    .rng_seed
+                    .map(|h| rvpmu_hv::dtb::guest_rng_seed(h, g, &mut seed)),
+                mmu_type: host.mmu_type,
+            },
+        )
+        .unwrap_or_else(|_| fail("the guest device tree does not fit (command line too long?)"));
+        load(&mut mem, guest.dtb, &dt[..dt_len]);
+        hvprintln!(
+            "{}guest RAM {:#x}..{:#x} at host {:#x}; kernel {} bytes at {:#x}, initrd {} bytes, DTB at {:#x}{}",
+            if n > 1 { GUEST_NAMES[g] } else { "" },
+            ram.gpa(),
+            ram.gpa_end(),
+            ram.hpa(),
+            bundle.kernel.len(),
+            guest.kernel,
+            bundle.initrd.len(),
+            guest.dtb,
+            if timer {
+                "; timer: Sstc vstimecmp"
+            } else {
+                "; no timer (no Sstc)"
+            }
+        );
+        let mut regs = GuestRegs {
+            x: [0; 32],
+            pc: guest.kernel as usize,
+        };
+        regs.x[A0] = 0; // the guest's hart id
+        regs.x[A1] = guest.dtb as usize;
+        let switch = if n == 1 && opts.switch_every_ms && pmu.is_some() {
+            // SAFETY: the one registration, at boot.
+            match unsafe { HostPage::register() } {
+                Some(page) => {
+                    hvprintln!("guest PMU: counters saved and restored (host snapshot at {:#x}) every 1 ms (the hypervisor's timer)", HostPage::addr());
+                    Some(Switch::new(page, host.timebase as u64))
+                }
+                None => {
+                    hvprintln!("guest PMU: the host firmware refuses a snapshot area: no switch");
+                    None
+                }
+            }
         } else {
-            "; no timer (no Sstc)"
+            None
+        };
+        let mut vcpu = Vcpu {
+            regs,
+            id: g,
+            vs: VsState::initial(fs),
+            // SAFETY: as for `mem` above: the window is this guest's alone.
+            sbi: GuestSbi::new(
+                sbi(),
+                host_ext,
+                VsCsrs,
+                timer,
+                unsafe { GuestMemory::new(ram) },
+                pmu,
+            ),
+            switch,
+        };
+        if n > 1 {
+            // SAFETY: each guest's line is taken once, here (g counts up).
+            let line = unsafe { &mut *CONSOLE_LINES[g].0.get() };
+            vcpu.sbi.tag_console(g as u8, line);
         }
-    );
-    let mut regs = GuestRegs {
-        x: [0; 32],
-        pc: guest.kernel as usize,
-    };
-    regs.x[A0] = 0; // the guest's hart id
-    regs.x[A1] = guest.dtb as usize;
-    let switch = if host.switch_every_ms && pmu.is_some() {
-        // SAFETY: the one registration, at boot.
-        match unsafe { HostPage::register() } {
-            Some(page) => {
-                hvprintln!("guest PMU: counters saved and restored (host snapshot at {:#x}) every 1 ms (the hypervisor's timer)", HostPage::addr());
-                Some(Switch::new(page, host.timebase as u64))
-            }
-            None => {
-                hvprintln!("guest PMU: the host firmware refuses a snapshot area: no switch");
-                None
-            }
-        }
+        // SAFETY: once per guest, before any guest runs; the pointer goes
+        // to the trap vector and the scheduler only.
+        vcpus[g] = unsafe { crate::vcpu::install(vcpu) };
+    }
+    let v = if n == 1 {
+        vcpus[0]
     } else {
-        None
+        let page = if any_pmu {
+            // SAFETY: the one registration, at boot (with one guest the
+            // page is registered above instead, for `switch`).
+            unsafe { HostPage::register() }
+        } else {
+            None
+        };
+        if any_pmu && page.is_none() {
+            hvprintln!(
+                "guest PMU: the host firmware refuses a snapshot area: counters are not switched"
+            );
+        }
+        let quantum = (opts.quantum_us as u64 * host.timebase as u64 / 1_000_000).max(1);
+        // SAFETY: once, before any guest runs, with the installed vCPUs.
+        unsafe { crate::guests::start(vcpus, hgatp, n, quantum, host.timebase as u64, page) }
     };
-    let vcpu = Vcpu {
-        regs,
-        sbi: GuestSbi::new(sbi(), host_ext, VsCsrs, timer, ram, pmu),
-        switch,
-    };
-    // SAFETY: once, before the guest runs; the pointer goes to the trap
-    // vector only.
-    let v = unsafe { crate::vcpu::install(vcpu) };
     // SAFETY: the CSRs are set for VS-mode with the G-stage in place.
     unsafe { crate::entry::run_guest(v) }
 }
+
+/// "guest N: " for the boot lines of each of several guests.
+const GUEST_NAMES: [&str; MAX_GUESTS] = ["guest 0: ", "guest 1: ", "guest 2: ", "guest 3: "];
 
 /// The guest's PMU, if the host can give it one: Sscofpmf (the host
 /// counters must filter modes) and host HPM counters through the host
 /// firmware's PMU. hcounteren then lets the guest read those counters.
 /// Called once, at boot (it fills `GUEST_MAP`).
-fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
+fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
     if !host.isa.split('_').any(|e| e == "sscofpmf") {
         hvprintln!("no PMU for the guest: the hart has no Sscofpmf");
         return None;
@@ -276,17 +361,28 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
         return None;
     };
     let present = hw.present();
-    // SAFETY: `guest_pmu` runs once, from `hv_main` before the guest
-    // runs, so this is the one write and nothing refers to the map yet;
-    // after this block it is only shared.
+    // SAFETY: the map is written only in the first call (`first`), from
+    // `hv_main` before any guest runs, so that is the one write and
+    // nothing refers to the map yet; afterwards it is only shared (every
+    // guest gets the same map).
     let map: &'static EventMap = unsafe {
-        let map = &mut *GUEST_MAP.0.get();
-        if !load_guest_event_map(map, host.pmu_props, present, host.one_counter_per_event) {
-            hvprintln!("warning: the host's riscv,pmu node was rejected; the guest counts firmware events only");
+        if first {
+            let map = &mut *GUEST_MAP.0.get();
+            if !load_guest_event_map(map, host.pmu_props, present, host.one_counter_per_event) {
+                hvprintln!("warning: the host's riscv,pmu node was rejected; the guest counts firmware events only");
+            }
         }
-        map
+        &*GUEST_MAP.0.get()
     };
     csr_set!(0x606, present as usize);
+    if !first {
+        return Some(Pmu::new(
+            guest_pmu_config(map, host),
+            hw,
+            guest_mem(ram),
+            present,
+        ));
+    }
     hvprintln!(
         "guest PMU: host counters {present:#x} (CSR = host's), modes VS/VU only{}, firmware event SET_TIMER",
         if host.one_counter_per_event {
@@ -295,7 +391,17 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
             ""
         }
     );
-    let cfg = PmuConfig {
+    Some(Pmu::new(
+        guest_pmu_config(map, host),
+        hw,
+        guest_mem(ram),
+        present,
+    ))
+}
+
+/// The engine's configuration for a guest (the same for every guest).
+fn guest_pmu_config(map: &'static EventMap, _host: &Host) -> PmuConfig<'static> {
+    PmuConfig {
         map,
         isa: IsaFeatures {
             sscofpmf: true,
@@ -309,12 +415,15 @@ fn guest_pmu(host: &Host, ram: GuestRam) -> Option<GuestPmu> {
         snapshot: true,
         // Linux's snapshot restart (counter_idx_base 4096), as on rvpmu-fw.
         alias_window: true,
-    };
+    }
+}
+
+/// The guest's RAM for its engine's shared memory.
+fn guest_mem(ram: GuestRam) -> GuestMemory {
     // SAFETY: the window is the guest's RAM, which the hypervisor reads
     // and writes with plain accesses and where no Rust object lives; the
     // engine keeps this value as long as the vCPU lives.
-    let mem = unsafe { GuestMemory::new(ram) };
-    Some(Pmu::new(cfg, hw, mem, present))
+    unsafe { GuestMemory::new(ram) }
 }
 
 /// Counter overflow for the guest: the host counters' LCOFI (rvpmu-fw
@@ -350,11 +459,11 @@ fn load(mem: &mut GuestMemory, gpa: u64, data: &[u8]) {
     }
 }
 
-/// Map the guest's RAM in the G-stage table; returns the root's address.
-fn map_guest(ram: &GuestRam) -> u64 {
-    // SAFETY: the only borrow of the tables, before the guest runs; after
-    // it only the hardware reads them (through hgatp).
-    let g = unsafe { &mut *GSTAGE.0.get() };
+/// Map guest `n`'s RAM in its G-stage table; returns the root's address.
+fn map_guest(n: usize, ram: &GuestRam) -> u64 {
+    // SAFETY: the only borrow of guest n's tables, before any guest runs;
+    // after it only the hardware reads them (through hgatp).
+    let g = unsafe { &mut *GSTAGE[n].0.get() };
     if let Err(e) = g.map(ram) {
         hvprintln!("G-stage: {e:?}");
         fail("cannot map the guest's RAM");
@@ -365,7 +474,7 @@ fn map_guest(ram: &GuestRam) -> u64 {
 /// Delegation, counters, timer and translation for the guest; returns
 /// whether the guest has its timer (henvcfg.STCE sticks only when the
 /// hart has Sstc and the firmware set menvcfg.STCE).
-fn setup_h_csrs(root: u64) -> bool {
+fn setup_h_csrs(hgatp: usize) -> bool {
     // Exceptions the guest handles itself, straight from the hardware:
     // those the firmware delegates to HS-mode (medeleg) and that are the
     // guest's own. The rest the firmware redirects here (`trap.rs`).
@@ -395,7 +504,7 @@ fn setup_h_csrs(root: u64) -> bool {
     let fs = csr_read!(sstatus) & SSTATUS_FS;
     csr_write!(0x200, fs);
     csr_set!(sstatus, SSTATUS_FS);
-    csr_write!(0x680, gstage::hgatp(root, VMID) as usize);
+    csr_write!(0x680, hgatp);
     if csr_read!(0x680) >> 60 != gstage::HGATP_MODE_SV39X4 as usize {
         fail("the hart does not offer Sv39x4 G-stage translation");
     }

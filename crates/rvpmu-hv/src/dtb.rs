@@ -282,6 +282,24 @@ pub struct GuestDt<'a> {
     pub mmu_type: Option<&'a str>,
 }
 
+/// The most bytes of the host's `rng-seed` a guest gets.
+pub const MAX_RNG_SEED: usize = 64;
+
+/// Guest `g`'s `rng-seed`, made from the host's (at most
+/// [`MAX_RNG_SEED`] bytes of it) in `out`: guest 0 gets the host's bytes,
+/// and every other guest the same with its index XORed into the first
+/// eight, so no two guests of one machine start their random pool alike.
+/// (The guests share the host's entropy: a hypervisor with its own
+/// source of randomness would give each guest fresh bytes.)
+pub fn guest_rng_seed<'a>(host: &[u8], g: usize, out: &'a mut [u8; MAX_RNG_SEED]) -> &'a [u8] {
+    let n = host.len().min(MAX_RNG_SEED);
+    out[..n].copy_from_slice(&host[..n]);
+    for (b, x) in out[..n].iter_mut().zip((g as u64).to_le_bytes()) {
+        *b ^= x;
+    }
+    &out[..n]
+}
+
 /// Write the guest's tree into `buf`; returns its size.
 pub fn guest_dt(buf: &mut [u8], g: &GuestDt<'_>) -> Result<usize, DtFull> {
     let mut w = FdtWriter::new(buf);
@@ -499,6 +517,22 @@ mod tests {
             cpu.property("mmu-type").unwrap().as_str(),
             Some("riscv,sv39")
         );
+    }
+
+    #[test]
+    fn each_guest_gets_its_own_seed_of_the_hosts_length() {
+        let host = [0x5a; 32];
+        let (mut a, mut b, mut c) = ([0; MAX_RNG_SEED], [0; MAX_RNG_SEED], [0; MAX_RNG_SEED]);
+        let g0 = guest_rng_seed(&host, 0, &mut a);
+        let g1 = guest_rng_seed(&host, 1, &mut b);
+        assert_eq!(g0, &host);
+        assert_eq!(g1.len(), 32);
+        assert_ne!(g0, g1);
+        assert_eq!(g1[0], 0x5b);
+        assert_eq!(g1[1..], host[1..]);
+        // A longer host seed is cut; a short one (under 8 bytes) kept whole.
+        assert_eq!(guest_rng_seed(&[1; 100], 2, &mut c).len(), MAX_RNG_SEED);
+        assert_eq!(guest_rng_seed(&[1, 2, 3], 3, &mut c), &[2, 2, 3]);
     }
 
     #[test]

@@ -1,18 +1,21 @@
 //! # rvpmu-hv: a minimal HS-mode hypervisor on rvpmu-fw
 //!
 //! The hypervisor (`src/main.rs`, riscv64gc-unknown-none-elf only) runs one
-//! VS-mode guest on one hart. Everything it decides from hostile or
+//! VS-mode guest on one hart, or several time-sliced on it
+//! (`rvpmu-hv.guests=N`) with steal time reported through SBI STA. Everything it decides from hostile or
 //! external input lives in this library, which also builds on the host so
 //! that it is tested there:
 //!
 //! | module | what |
 //! |---|---|
+//! | [`options`] | the hypervisor's options in the host bootargs (guests, quantum, per-guest words) and each guest's command line |
 //! | [`ram`] | the guest's RAM window: guest-physical to host-physical, bounds-checked; [`ram::GuestMemory`] implements `rvpmu`'s `SupervisorMemory` over it |
 //! | [`gstage`] | the Sv39x4 G-stage page table that maps the window and nothing else |
 //! | [`bundle`] | the guest bundle (kernel, initrd, command line, RAM size) xtask writes and the hypervisor reads |
 //! | [`layout`] | where the window goes in host RAM and where kernel, initrd and DTB go in guest RAM |
 //! | [`dtb`] | the guest device tree (RAM, one hart, /chosen), written without an allocator |
 //! | [`sbi`] | the guest's SBI calls (ecall from VS): answered, forwarded to the host firmware, or refused |
+//! | [`sched`] | time-slicing vCPUs on one hart: round-robin at a quantum, run/steal/idle accounting for STA |
 //! | [`vpmu`] | the guest's PMU: the `rvpmu` engine over host counters programmed through the host firmware |
 //!
 //! Design, memory layout and trap flow: `docs/hypervisor.md`.
@@ -23,8 +26,10 @@ pub mod bundle;
 pub mod dtb;
 pub mod gstage;
 pub mod layout;
+pub mod options;
 pub mod ram;
 pub mod sbi;
+pub mod sched;
 pub mod vpmu;
 
 /// Whether a `riscv,isa` string (`rv64imafdch_zicsr_...`) names the

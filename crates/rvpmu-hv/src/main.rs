@@ -1,6 +1,7 @@
 //! rvpmu-hv: a minimal HS-mode hypervisor, loaded by rvpmu-fw as its
 //! S-mode payload (QEMU `-kernel`, at 0x80200000, `-cpu rv64,h=true`),
-//! running one VS-mode guest from a bundle given as `-initrd`.
+//! running one VS-mode guest from a bundle given as `-initrd`, or several
+//! from the same bundle time-sliced on the hart (`rvpmu-hv.guests=N`).
 //! Design, memory layout and trap flow: `docs/hypervisor.md`; the
 //! decisions made from guest input live in the `rvpmu_hv` library
 //! (`src/lib.rs`), tested on the host.
@@ -9,8 +10,9 @@
 //! |---|---|---|
 //! | `csr`, `console` | CSR access and bits; the hypervisor's messages through the host's DBCN | - |
 //! | `counters` | the host counter CSRs the guest's PMU backend reads | csr |
-//! | `vcpu` | the one vCPU: registers and its SBI, in one static | csr |
+//! | `vcpu` | the vCPUs, one per guest: registers, VS state and SBI, in static slots | csr |
 //! | `switch` | saving and restoring the guest's counters with the host firmware's snapshot, and its cost | csr, console, vcpu |
+//! | `guests` | several guests time-sliced: VS state save/restore, the scheduler's decisions carried out, STA records written | csr, console, switch, vcpu |
 //! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
 //! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
 //! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs | all |
@@ -26,6 +28,8 @@ mod counters;
 mod csr;
 #[cfg(target_os = "none")]
 mod entry;
+#[cfg(target_os = "none")]
+mod guests;
 #[cfg(target_os = "none")]
 mod switch;
 #[cfg(target_os = "none")]

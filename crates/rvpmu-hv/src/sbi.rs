@@ -12,20 +12,27 @@
 //! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
 //! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
 //! | PMU | the `rvpmu` engine ([`GuestPmu`], built by the hypervisor over [`crate::vpmu::HostHpm`]) when there is one; SET_TIMER is its firmware event |
+//! | STA | `rvpmu`'s STA engine ([`rvpmu::ecall::sta`]) over the guest's RAM: the record is registered here, the scheduler (`crate::sched`) fills it |
+//!
+//! With more than one guest, a guest's SRST shutdown ends that guest only
+//! ([`GuestSbi::call`] answers [`Outcome::Ended`]; the last one's is
+//! forwarded), and its console lines are tagged `[gN] `
+//! ([`GuestSbi::tag_console`]).
 //!
 //! Forwarded extensions are offered only when the host firmware offers
 //! them ([`HostExtensions`]). Every other EID, and every unknown FID, is
 //! `SBI_ERR_NOT_SUPPORTED`. EID and FID are the low 32 bits of a7 and a6
 //! (the spec's binary encoding makes them signed 32-bit integers).
 
-use crate::ram::GuestRam;
+use crate::ram::{GuestMemory, GuestRam};
 use rvpmu::event::FwEvent;
 use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
+use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{SbiCall, Supervisor};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
-use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, time};
+use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, sta, time};
 
 /// The guest's PMU extension as the dispatch sees it.
 pub trait GuestPmu {
@@ -84,6 +91,9 @@ pub trait VsHart {
 /// The guest's only hart id.
 pub const GUEST_HART: usize = 0;
 
+/// Most bytes of one tagged console write (several guests).
+pub const TAGGED_WRITE_MAX: usize = 4096;
+
 /// Whether the hart set (`hart_mask`, `hart_mask_base`) holds the guest's
 /// hart, or INVALID_PARAM if it names any other (SBI "Hart list"; a base
 /// of -1 means every hart).
@@ -129,6 +139,31 @@ pub enum Extension {
     Rfence,
     /// PMU, the engine over host counters.
     Pmu,
+    /// STA, the vCPU's steal-time record.
+    Sta,
+}
+
+/// What a guest's SRST call means when other guests are still alive
+/// ([`GuestSbi::call`] with `others_alive`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// An answer for the guest (it resumes).
+    Answer(SbiRet),
+    /// The guest asked for a shutdown and other guests still run: it
+    /// ends, the machine does not (the last guest's shutdown is
+    /// forwarded to the host firmware).
+    Ended,
+}
+
+/// Whether an SRST `reset_type` and `reset_reason` (both 32 bits wide)
+/// are defined by the spec (or in its implementation/vendor ranges);
+/// reserved values are SBI_ERR_INVALID_PARAM.
+fn srst_valid(reset_type: usize, reason: usize) -> bool {
+    let t = reset_type as u32;
+    let r = reason as u32;
+    let type_ok = t <= srst::RESET_TYPE_WARM_REBOOT || t >= 0xf000_0000;
+    let reason_ok = r <= srst::RESET_REASON_SYSTEM_FAILURE || r >= 0xe000_0000;
+    type_ok && reason_ok
 }
 
 const fn ok(value: usize) -> SbiRet {
@@ -154,26 +189,120 @@ pub struct GuestSbi<C: SbiCall, T: VsHart, P: GuestPmu = NoPmu> {
     host_ext: HostExtensions,
     /// The guest's PMU, when the host can give it one.
     pub pmu: Option<P>,
+    /// The guest's RAM, for the STA record and tagged console output.
+    pub mem: GuestMemory,
+    /// The vCPU's steal-time record (registered by the guest's STA call,
+    /// written by the scheduler).
+    pub sta: StealTime,
+    /// With several guests: this guest's console lines, tagged and
+    /// held until complete ([`GuestSbi::tag_console`]).
+    console: Option<LineBuf>,
+}
+
+/// Bytes of one guest's console line held until its newline.
+pub const LINE_MAX: usize = 8192;
+
+/// The memory one guest's console line is assembled in (several
+/// guests; [`GuestSbi::tag_console`]). Kept apart from [`GuestSbi`]
+/// (the hypervisor has one static per guest), so that the fields every
+/// SBI call uses stay close together.
+pub struct ConsoleLine([u8; LINE_MAX]);
+
+impl ConsoleLine {
+    /// An empty line.
+    pub const fn new() -> ConsoleLine {
+        ConsoleLine([0; LINE_MAX])
+    }
+}
+
+impl Default for ConsoleLine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A guest's console output being assembled into whole lines: `[gN] `,
+/// then the line's bytes; sent to the host console at its newline (or
+/// when full: a longer line goes out in parts, the later ones untagged).
+struct LineBuf {
+    n: u8,
+    buf: &'static mut ConsoleLine,
+    len: usize,
+    /// The next byte continues a line already partly sent.
+    continued: bool,
 }
 
 impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
-    /// The SBI of a guest whose RAM is `ram`, on `hart`, which has the
+    /// The SBI of a guest whose RAM is `mem`, on `hart`, which has the
     /// guest timer when `timer`, and the PMU `pmu` if any.
     pub fn new(
         host: Supervisor<C>,
         host_ext: HostExtensions,
         hart: T,
         timer: bool,
-        ram: GuestRam,
+        mem: GuestMemory,
         pmu: Option<P>,
     ) -> Self {
         GuestSbi {
             host,
             hart,
             timer,
-            ram,
+            ram: *mem.ram(),
             host_ext,
             pmu,
+            mem,
+            sta: StealTime::new(),
+            console: None,
+        }
+    }
+
+    /// Prefix every line this guest writes to the console with `[gn] `
+    /// and send it whole (several guests share the host console: a line
+    /// of one never has another's in its middle, even when the guest
+    /// writes it in parts across a switch). Its DBCN writes are then
+    /// copied through the hypervisor instead of forwarded in place.
+    pub fn tag_console(&mut self, n: u8, line: &'static mut ConsoleLine) {
+        self.console = Some(LineBuf {
+            n,
+            buf: line,
+            len: 0,
+            continued: false,
+        });
+    }
+
+    /// Send what is held of an unfinished console line (the guest ends).
+    pub fn flush_console(&mut self) {
+        if let Some(mut l) = self.console.take() {
+            self.send_line(&mut l);
+            self.console = Some(l);
+        }
+    }
+
+    /// [`GuestSbi::call`] for a guest that shares the machine: with
+    /// `others_alive`, a valid SRST shutdown ends this guest only
+    /// ([`Outcome::Ended`]) and a valid reboot is NOT_SUPPORTED (a guest
+    /// cannot reboot the machine under the others; "reset_type is valid
+    /// but not implemented"); reserved types or reasons are
+    /// INVALID_PARAM. Without `others_alive` SRST is forwarded.
+    pub fn call_shared(
+        &mut self,
+        eid: usize,
+        fid: usize,
+        a: [usize; 6],
+        others_alive: bool,
+    ) -> Outcome {
+        let srst_call = self.extension(eid) == Some(Extension::Srst)
+            && fid as u32 as usize == srst::SYSTEM_RESET;
+        if !others_alive || !srst_call {
+            return Outcome::Answer(self.call(eid, fid, a));
+        }
+        if !srst_valid(a[0], a[1]) {
+            return Outcome::Answer(err(RET_ERR_INVALID_PARAM));
+        }
+        if a[0] as u32 == srst::RESET_TYPE_SHUTDOWN {
+            Outcome::Ended
+        } else {
+            Outcome::Answer(err(RET_ERR_NOT_SUPPORTED))
         }
     }
 
@@ -189,6 +318,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
             dbcn::EID_DBCN if self.host_ext.dbcn => Some(Extension::Dbcn),
             srst::EID_SRST if self.host_ext.srst => Some(Extension::Srst),
             pmu::EID_PMU if self.pmu.is_some() => Some(Extension::Pmu),
+            sta::EID_STA => Some(Extension::Sta),
             _ => None,
         }
     }
@@ -221,6 +351,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
             },
             Some(Extension::Rfence) => self.rfence(fid, a),
             Some(Extension::Dbcn) => self.dbcn(fid, a),
+            Some(Extension::Sta) => rvpmu::ecall::sta(&mut self.sta, &mut self.mem, fid, a),
             Some(Extension::Srst) if fid == srst::SYSTEM_RESET => {
                 // Returns only when the host refused (its error is the
                 // guest's answer) or, under test, never acted.
@@ -301,23 +432,100 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
                 let Some(hpa) = self.ram.translate(lo as u64, len as u64) else {
                     return err(RET_ERR_INVALID_PARAM);
                 };
-                if fid == dbcn::CONSOLE_WRITE {
+                if fid == dbcn::CONSOLE_WRITE && self.console.is_some() {
+                    self.tagged_write(lo as u64, len)
+                } else if fid == dbcn::CONSOLE_WRITE {
                     self.host.console_write(len, hpa as usize, 0)
                 } else {
                     self.host.console_read(len, hpa as usize, 0)
                 }
             }
             // `uint8_t byte`: only the low 8 bits count.
+            dbcn::CONSOLE_WRITE_BYTE if self.console.is_some() => {
+                let b = [a[0] as u8];
+                self.tagged_bytes(&b)
+            }
             dbcn::CONSOLE_WRITE_BYTE => self.host.console_write_byte(a[0] as u8),
             _ => err(RET_ERR_NOT_SUPPORTED),
         }
+    }
+
+    /// A console write of guest-physical `[gpa, gpa + len)` (inside the
+    /// guest's RAM: checked by the caller) with line tags, copied through
+    /// a bounded buffer. At most [`TAGGED_WRITE_MAX`] bytes per call (the
+    /// answer counts the guest's bytes written, which DBCN allows to be
+    /// fewer than asked): one guest's write cannot hold the hart for long.
+    fn tagged_write(&mut self, gpa: u64, len: usize) -> SbiRet {
+        let len = len.min(TAGGED_WRITE_MAX);
+        let mut chunk = [0u8; 128];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(chunk.len());
+            if self.mem.read(gpa + done as u64, &mut chunk[..n]).is_err() {
+                return err(RET_ERR_INVALID_PARAM);
+            }
+            let r = self.tagged_bytes(&chunk[..n]);
+            if r.error != RET_SUCCESS {
+                return r;
+            }
+            done += n;
+        }
+        ok(len)
+    }
+
+    /// Add `bytes` to the guest's console line, sending each line when
+    /// it is complete (or the buffer full).
+    fn tagged_bytes(&mut self, bytes: &[u8]) -> SbiRet {
+        let Some(mut l) = self.console.take() else {
+            return err(RET_ERR_FAILED);
+        };
+        let mut r = ok(bytes.len());
+        for &b in bytes {
+            if l.len == 0 && !l.continued {
+                l.buf.0[..5].copy_from_slice(&[b'[', b'g', b'0' + l.n % 10, b']', b' ']);
+                l.len = 5;
+            }
+            l.buf.0[l.len] = b;
+            l.len += 1;
+            if b == b'\n' || l.len == LINE_MAX {
+                let sent = self.send_line(&mut l);
+                l.continued = b != b'\n';
+                if sent.error != RET_SUCCESS {
+                    r = sent;
+                    break;
+                }
+            }
+        }
+        self.console = Some(l);
+        r
+    }
+
+    /// Send the held bytes to the host console and empty the buffer.
+    fn send_line(&mut self, l: &mut LineBuf) -> SbiRet {
+        let k = core::mem::take(&mut l.len);
+        let mut sent = 0;
+        while sent < k {
+            // The buffer is the hypervisor's own (host-physical: it runs
+            // untranslated), valid for the call.
+            let r = self
+                .host
+                .console_write(k - sent, l.buf.0[sent..].as_ptr() as usize, 0);
+            if r.error != RET_SUCCESS {
+                return r;
+            }
+            if r.value == 0 {
+                return err(RET_ERR_FAILED);
+            }
+            sent += r.value.min(k - sent);
+        }
+        ok(k)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sbi_spec::binary::RET_ERR_FAILED;
+    use sbi_spec::binary::RET_ERR_INVALID_ADDRESS;
 
     /// Records every call that reaches the "host" and answers success with
     /// the byte count (or the error set in `answer`).
@@ -362,7 +570,45 @@ mod tests {
         ext: HostExtensions,
     ) -> GuestSbi<&'a mut Host, &'a mut Hart> {
         let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
-        GuestSbi::new(Supervisor(host), ext, hart, timer, ram, None)
+        GuestSbi::new(Supervisor(host), ext, hart, timer, fake_mem(ram), None)
+    }
+
+    /// A window at a made-up host address: the tests using it never make
+    /// the hypervisor touch guest memory (every such call is refused
+    /// before, or forwarded by address only).
+    fn fake_mem(ram: GuestRam) -> GuestMemory {
+        // SAFETY: never dereferenced (see above).
+        unsafe { GuestMemory::new(ram) }
+    }
+
+    /// Real host memory standing in for a 4 MiB guest RAM at 0x80000000.
+    struct RealRam {
+        _host: Vec<u8>,
+        base: u64,
+        ram: GuestRam,
+    }
+    impl RealRam {
+        fn new() -> RealRam {
+            let granule = crate::ram::GRANULE;
+            let host = vec![0u8; 3 * granule as usize];
+            let base = (host.as_ptr() as u64).div_ceil(granule) * granule;
+            let ram = GuestRam::new(0x8000_0000, base, 2 * granule).unwrap();
+            RealRam {
+                _host: host,
+                base,
+                ram,
+            }
+        }
+        fn mem(&self) -> GuestMemory {
+            // SAFETY: the window lies inside `_host`, which lives as long
+            // as `self`; the tests keep `self` alive while they use it.
+            unsafe { GuestMemory::new(self.ram) }
+        }
+        fn peek(&self, gpa: u64, len: usize) -> Vec<u8> {
+            let off = gpa - 0x8000_0000;
+            // SAFETY: inside the window (the tests' addresses), as above.
+            unsafe { std::slice::from_raw_parts((self.base + off) as *const u8, len).to_vec() }
+        }
     }
     const ALL: HostExtensions = HostExtensions {
         dbcn: true,
@@ -395,8 +641,12 @@ mod tests {
             // The EID is the low 32 bits.
             assert_eq!(probe(&mut g, eid | 1 << 32), 1, "{eid:#x}");
         }
-        // Not served: PMU (without one), STA, legacy, unknown.
-        for eid in [0x504d55, 0x535441, 1, 8, 0x1234_5678] {
+        // STA is served (its record is the guest's RAM): probed; an address
+        // outside the guest's RAM is refused before any access.
+        assert_eq!(probe(&mut g, 0x535441), 1);
+        assert_eq!(g.call(0x535441, 0, [0; 6]), err(RET_ERR_INVALID_ADDRESS));
+        // Not served: PMU (without one), legacy, unknown.
+        for eid in [0x504d55, 1, 8, 0x1234_5678] {
             assert_eq!(probe(&mut g, eid), 0, "{eid:#x}");
             assert_eq!(g.call(eid, 0, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
         }
@@ -596,7 +846,14 @@ mod tests {
         let mut t = Hart::default();
         let mut p = FakePmu::default();
         let ram = GuestRam::new(RAM.0, RAM.1, RAM.2).unwrap();
-        let mut g = GuestSbi::new(Supervisor(&mut h), ALL, &mut t, true, ram, Some(&mut p));
+        let mut g = GuestSbi::new(
+            Supervisor(&mut h),
+            ALL,
+            &mut t,
+            true,
+            fake_mem(ram),
+            Some(&mut p),
+        );
         let pmu = 0x504d55;
         assert_eq!(g.call(0x10, 3, [pmu, 0, 0, 0, 0, 0]), ok(1));
         assert_eq!(
@@ -607,5 +864,167 @@ mod tests {
         assert_eq!(p.calls, [(2, [1, 2, 3, 4, 5, 6])]);
         assert_eq!(p.events, [FwEvent::SetTimer]);
         assert!(h.calls.is_empty());
+    }
+
+    const STA: usize = 0x535441;
+
+    #[test]
+    fn sta_registers_only_inside_the_guests_ram_and_refuses_per_spec() {
+        let real = RealRam::new();
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g: GuestSbi<_, _> =
+            GuestSbi::new(Supervisor(&mut h), ALL, &mut t, true, real.mem(), None);
+        let end = 0x8000_0000 + (4 << 20) as usize;
+        // Dirty the record's place, then register: zeroed, answer 0.
+        g.mem.write(0x8000_1000, &[0xaa; 64]).unwrap();
+        assert_eq!(g.call(STA, 0, [0x8000_1000, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(real.peek(0x8000_1000, 64), vec![0; 64]);
+        assert_eq!(g.sta.area(), Some(0x8000_1000));
+        // Flags not 0, misaligned, above 64 bits, outside the RAM (below,
+        // at the end, straddling it), unknown FID: the spec's errors, and
+        // the registration stands.
+        g.mem.write(0x8000_2000, &[0xbb; 128]).unwrap();
+        for (a, e) in [
+            ([0x8000_2000, 0, 1], RET_ERR_INVALID_PARAM),
+            ([0x8000_2020, 0, 0], RET_ERR_INVALID_PARAM),
+            ([0x8000_2000, 1, 0], RET_ERR_INVALID_ADDRESS),
+            ([0x7fff_ffc0, 0, 0], RET_ERR_INVALID_ADDRESS),
+            ([end, 0, 0], RET_ERR_INVALID_ADDRESS),
+            ([end - 32, 0, 0], RET_ERR_INVALID_PARAM),
+            ([0x1000_0000, 0, 0], RET_ERR_INVALID_ADDRESS),
+        ] {
+            assert_eq!(
+                g.call(STA, 0, [a[0], a[1], a[2], 0, 0, 0]),
+                err(e),
+                "{a:x?}"
+            );
+        }
+        assert_eq!(
+            g.call(STA, 1, [0x8000_2000, 0, 0, 0, 0, 0]),
+            err(RET_ERR_NOT_SUPPORTED)
+        );
+        assert_eq!(
+            real.peek(0x8000_2000, 128),
+            vec![0xbb; 128],
+            "no write on refusal"
+        );
+        assert_eq!(g.sta.area(), Some(0x8000_1000));
+        // The last 64 bytes of the RAM are a valid record; all-ones stops.
+        assert_eq!(g.call(STA, 0, [end - 64, 0, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.call(STA, 0, [usize::MAX, usize::MAX, 0, 0, 0, 0]), ok(0));
+        assert_eq!(g.sta.area(), None);
+        assert!(h.calls.is_empty(), "STA never reaches the host");
+    }
+
+    /// What the host console received, read from the buffers the calls
+    /// named (they are the hypervisor's own and alive during the call).
+    #[derive(Default)]
+    struct Console {
+        text: std::cell::RefCell<Vec<u8>>,
+    }
+    impl SbiCall for &Console {
+        fn call(&mut self, eid: usize, fid: usize, args: [usize; 6]) -> SbiRet {
+            assert_eq!((eid, fid), (0x4442434e, 0));
+            // SAFETY: the address is a live buffer of the caller (above).
+            let b = unsafe { std::slice::from_raw_parts(args[1] as *const u8, args[0]) };
+            self.text.borrow_mut().extend_from_slice(b);
+            ok(args[0])
+        }
+    }
+    impl Console {
+        fn seen(&self) -> String {
+            String::from_utf8(self.text.borrow().clone()).unwrap()
+        }
+    }
+
+    #[test]
+    fn a_tagged_console_sends_whole_tagged_lines() {
+        let real = RealRam::new();
+        let c = Console::default();
+        let mut t = Hart::default();
+        let mut g: GuestSbi<_, _> =
+            GuestSbi::new(Supervisor(&c), ALL, &mut t, true, real.mem(), None);
+        g.tag_console(1, Box::leak(Box::default()));
+        let dbcn = 0x4442434e;
+        let long = "x".repeat(300);
+        let text = format!("one\ntwo {long}\n\nthree");
+        g.mem.write(0x8000_0100, text.as_bytes()).unwrap();
+        assert_eq!(
+            g.call(dbcn, 0, [text.len(), 0x8000_0100, 0, 0, 0, 0]),
+            ok(text.len())
+        );
+        // "three" waits for the rest of its line (another guest may write
+        // meanwhile: its lines cannot land in the middle of this one).
+        let done = format!("[g1] one\n[g1] two {long}\n[g1] \n");
+        assert_eq!(c.seen(), done);
+        assert_eq!(
+            g.call(dbcn, 2, [b'!' as usize | 0x100, 0, 0, 0, 0, 0]),
+            ok(1)
+        );
+        assert_eq!(g.call(dbcn, 2, [b'\n' as usize, 0, 0, 0, 0, 0]), ok(1));
+        assert_eq!(c.seen(), format!("{done}[g1] three!\n"));
+        // Outside the RAM: refused as untagged.
+        assert_eq!(
+            g.call(dbcn, 0, [8, 0x7000_0000, 0, 0, 0, 0]),
+            err(RET_ERR_INVALID_PARAM)
+        );
+        // A long write is cut at TAGGED_WRITE_MAX bytes (the guest writes
+        // the rest with another call), the answer says how many; a line
+        // longer than LINE_MAX goes out in parts, the later ones untagged;
+        // the guest's end flushes what is held.
+        g.mem.write(0x8001_0000, &[b'z'; 5000]).unwrap();
+        for _ in 0..2 {
+            assert_eq!(
+                g.call(dbcn, 0, [5000, 0x8001_0000, 0, 0, 0, 0]),
+                ok(TAGGED_WRITE_MAX)
+            );
+        }
+        assert_eq!(c.seen().len(), done.len() + 12 + LINE_MAX);
+        g.flush_console();
+        let want = format!(
+            "{done}[g1] three!\n[g1] {}",
+            "z".repeat(2 * TAGGED_WRITE_MAX)
+        );
+        assert_eq!(c.seen(), want);
+    }
+
+    #[test]
+    fn a_shared_guests_shutdown_ends_it_alone_and_reserved_values_are_refused() {
+        let mut h = Host::default();
+        let mut t = Hart::default();
+        let mut g = guest(&mut h, &mut t, true, ALL);
+        let srst = 0x5352_5354;
+        assert_eq!(
+            g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], true),
+            Outcome::Ended
+        );
+        assert_eq!(
+            g.call_shared(srst, 0, [1 << 32, 1, 0, 0, 0, 0], true),
+            Outcome::Ended
+        );
+        for (ty, reason, e) in [
+            (1, 0, RET_ERR_NOT_SUPPORTED),
+            (2, 0xe000_0000, RET_ERR_NOT_SUPPORTED),
+            (3, 0, RET_ERR_INVALID_PARAM),
+            (0, 2, RET_ERR_INVALID_PARAM),
+            (0xefff_ffff, 0, RET_ERR_INVALID_PARAM),
+        ] {
+            assert_eq!(
+                g.call_shared(srst, 0, [ty, reason, 0, 0, 0, 0], true),
+                Outcome::Answer(err(e)),
+                "{ty:#x} {reason:#x}"
+            );
+        }
+        // Other calls are the plain ones; the last guest's SRST is forwarded.
+        assert_eq!(
+            g.call_shared(0x10, 0, [0; 6], true),
+            Outcome::Answer(ok(3 << 24))
+        );
+        assert_eq!(
+            g.call_shared(srst, 0, [0, 0, 0, 0, 0, 0], false),
+            Outcome::Answer(ok(0))
+        );
+        assert_eq!(h.calls, [(srst, 0, [0, 0, 0, 0, 0, 0])]);
     }
 }

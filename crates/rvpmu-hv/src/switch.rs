@@ -5,8 +5,10 @@
 //! through [`HostPage`], the hypervisor's snapshot page registered with
 //! the host firmware.
 //!
-//! One guest runs, so nothing else takes the hart yet. With the host
-//! command line's `rvpmu-hv.switch=1ms` (QEMU `-append`) the hypervisor
+//! With several guests the scheduler (`guests.rs`) uses the same page and
+//! the same two calls at every switch, and [`Costs`] for its cost. With
+//! one guest and the host command line's `rvpmu-hv.switch=1ms` (QEMU
+//! `-append`) the hypervisor
 //! takes the hart every millisecond of host time with its own timer
 //! (Sstc's stimecmp, HS timer interrupt), where a scheduler would switch,
 //! saves and restores the guest's counters as a switch away and back
@@ -105,12 +107,53 @@ struct Cost {
     max: u64,
 }
 
+/// Switch costs in instructions, per number of running counters.
+pub struct Costs([Cost; 33]);
+
+impl Costs {
+    /// None yet.
+    pub const fn new() -> Costs {
+        Costs(
+            [Cost {
+                n: 0,
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+            }; 33],
+        )
+    }
+
+    /// One switch with `running` counters (the stopped set) that cost
+    /// `cost` instructions.
+    pub fn add(&mut self, running: u32, cost: u64) {
+        let c = &mut self.0[(running.count_ones() as usize).min(32)];
+        c.n += 1;
+        c.sum += cost;
+        c.min = c.min.min(cost);
+        c.max = c.max.max(cost);
+    }
+
+    /// One line per number of running counters seen: "`what` with k
+    /// counter(s) running: ...".
+    pub fn report(&self, what: &str) {
+        for (k, c) in self.0.iter().enumerate().filter(|(_, c)| c.n > 0) {
+            hvprintln!(
+                "{what} with {k} counter(s) running: {} times, {}..{} instructions (mean {})",
+                c.n,
+                c.min,
+                c.max,
+                c.sum / c.n
+            );
+        }
+    }
+}
+
 /// The switch path and its measurements.
 pub struct Switch {
     page: HostPage,
     /// The quantum in timebase ticks.
     quantum: u64,
-    cost: [Cost; 33],
+    cost: Costs,
 }
 
 impl Switch {
@@ -121,12 +164,7 @@ impl Switch {
         let s = Switch {
             page,
             quantum: (timebase / 1000).max(1),
-            cost: [Cost {
-                n: 0,
-                sum: 0,
-                min: u64::MAX,
-                max: 0,
-            }; 33],
+            cost: Costs::new(),
         };
         s.arm();
         csr_set!(sie, 1 << IRQ_STIMER);
@@ -150,23 +188,11 @@ impl Switch {
         if new != 0 {
             csr_set!(0x645, 1 << IRQ_LCOF);
         }
-        let c = &mut self.cost[stopped.count_ones() as usize];
-        c.n += 1;
-        c.sum += cost;
-        c.min = c.min.min(cost);
-        c.max = c.max.max(cost);
+        self.cost.add(stopped, cost);
     }
 
     /// One line per number of running counters seen.
     pub fn report(&self) {
-        for (k, c) in self.cost.iter().enumerate().filter(|(_, c)| c.n > 0) {
-            hvprintln!(
-                "switch save+restore with {k} counter(s) running: {} times, {}..{} instructions (mean {})",
-                c.n,
-                c.min,
-                c.max,
-                c.sum / c.n
-            );
-        }
+        self.cost.report("switch save+restore");
     }
 }

@@ -8,7 +8,8 @@
 //! | 22, virtual instruction | reflected into the guest as an illegal instruction (what the same instruction does on a hart without the feature) |
 //! | other exceptions | the guest's own (illegal instructions and access faults the firmware redirected, anything hedeleg did not send straight to VS): reflected into the guest |
 //! | interrupt 13, LCOFI | a host counter overflowed: recorded in the guest's PMU and injected into VS (hvip bit 13) |
-//! | interrupt 5, HS timer | with `rvpmu-hv.switch=1ms` only: the guest's counters saved and restored as a switch would (`switch.rs`) |
+//! | interrupt 5, HS timer | with several guests: the quantum ended, the scheduler may switch guests (`guests.rs`); with `rvpmu-hv.switch=1ms` and one guest: the guest's counters saved and restored as a switch would (`switch.rs`) |
+//! | 22 with `wfi` from VS, several guests | the vCPU goes idle until its timer (hstatus.VTW is set then) |
 //! | other interrupts | not enabled in sie: reported, the guest is stopped |
 //!
 //! "Stopped" means an SBI SRST shutdown with reason "system failure"
@@ -18,6 +19,7 @@ use crate::console::hvprintln;
 use crate::csr::*;
 use crate::vcpu::{Vcpu, A0, A1};
 use rvpmu::supervisor::sbi;
+use rvpmu_hv::sbi::Outcome;
 use sbi_spec::srst::{RESET_REASON_SYSTEM_FAILURE, RESET_TYPE_SHUTDOWN};
 
 /// Called by the trap vector with the vCPU whose registers it saved;
@@ -35,7 +37,12 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         overflow(vcpu);
         return v;
     }
+    // SAFETY: the trap path; the machine is reached only here.
+    let mut machine = unsafe { crate::guests::machine() };
     if scause == 1 << 63 | IRQ_STIMER {
+        if let Some(m) = &mut machine {
+            return m.timer(v);
+        }
         if let Some(s) = &mut vcpu.switch {
             // The hypervisor's quantum ended: a switch away and back.
             if let Some(p) = &mut vcpu.sbi.pmu {
@@ -61,7 +68,31 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
             }
             let x = &mut vcpu.regs.x;
             let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
-            let r = vcpu.sbi.call(x[17], x[16], args);
+            let (eid, fid) = (x[17], x[16]);
+            let others = match &machine {
+                Some(m) => m.others_alive(),
+                None => false,
+            };
+            if let Some(m) = &mut machine {
+                if !others && eid as u32 as usize == sbi_spec::srst::EID_SRST {
+                    // The last guest's reset reaches the host: the
+                    // accounting first.
+                    m.report();
+                }
+            }
+            // SAFETY: `v` as above, borrowed again: the report reached the
+            // vCPUs through their own pointers, so the earlier `&mut` is
+            // not used past it.
+            let vcpu = unsafe { &mut *v };
+            let r = match vcpu.sbi.call_shared(eid, fid, args, others) {
+                Outcome::Answer(r) => r,
+                // Only with others alive, i.e. with the machine.
+                Outcome::Ended => match machine {
+                    Some(m) => return m.end(),
+                    None => shutdown_failure(),
+                },
+            };
+            let x = &mut vcpu.regs.x;
             x[A0] = r.error;
             x[A1] = r.value;
             vcpu.regs.pc = vcpu.regs.pc.wrapping_add(4);
@@ -83,6 +114,17 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
                     "guest {kind} page fault at guest-physical {gpa:#x} (outside the guest's RAM)"
                 ),
             );
+        }
+        CAUSE_VIRTUAL_INSN
+            if stval == crate::guests::WFI && csr_read!(0x600) & HSTATUS_SPVP != 0 =>
+        {
+            match &mut machine {
+                Some(m) => {
+                    vcpu.regs.pc = vcpu.regs.pc.wrapping_add(4);
+                    return m.wfi(v);
+                }
+                None => reflect(vcpu, CAUSE_ILLEGAL_INSN, stval),
+            }
         }
         CAUSE_VIRTUAL_INSN => reflect(vcpu, CAUSE_ILLEGAL_INSN, stval),
         c if c < 16 && c != 9 && c != 11 => reflect(vcpu, c, stval),

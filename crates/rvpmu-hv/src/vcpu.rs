@@ -1,8 +1,10 @@
-//! The one vCPU: the guest's registers (saved and restored by the trap
-//! vector in `entry.rs`) and what serves its SBI calls. It lives in one
-//! static, reached in three ways only: `install` writes it once before the
-//! guest first runs, the trap vector passes a pointer to it to
-//! `trap::hv_trap` (which makes the one `&mut` of the trap), and
+//! The vCPUs, one per guest: the guest's registers (saved and restored by
+//! the trap vector in `entry.rs`), its VS-mode state while another guest
+//! has the hart (`guests.rs`), and what serves its SBI calls. Each lives
+//! in a static slot, reached in these ways only: `install` writes it
+//! once before any guest runs, the trap vector passes a pointer to the
+//! running one to `trap::hv_trap` (which makes the one `&mut` of the
+//! trap, handed on to `guests.rs` when the hart changes guests), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
 
 use crate::counters::HsCounters;
@@ -10,6 +12,7 @@ use crate::csr::{csr_set, csr_write};
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
+use rvpmu_hv::options::MAX_GUESTS;
 use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
 use rvpmu_hv::vpmu::HostHpm;
@@ -63,6 +66,10 @@ impl VsHart for VsCsrs {
 #[repr(C)]
 pub struct Vcpu {
     pub regs: GuestRegs,
+    /// Which guest (0..): its slot, its VMID - 1, its console tag.
+    pub id: usize,
+    /// Its VS CSRs and FP registers while another guest has the hart.
+    pub vs: crate::guests::VsState,
     pub sbi: GuestSbi<Ecall, VsCsrs, GuestPmu>,
     /// The counter switch path, measured every 1 ms of host time
     /// (host command line `rvpmu-hv.switch=1ms`; `switch.rs`).
@@ -71,21 +78,25 @@ pub struct Vcpu {
 
 struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);
 
-// SAFETY: one hart runs the hypervisor; the slot is written once by
-// `install` before any trap can reach it, then only through the pointer
-// the trap vector passes (one trap at a time: HS-mode runs with
-// interrupts off and a trap in HS-mode never touches the vCPU).
+// SAFETY: one hart runs the hypervisor; a slot is written once by
+// `install` before any trap can reach it, then only through the pointers
+// the trap vector and the scheduler pass (one trap at a time: HS-mode
+// runs with interrupts off and a trap in HS-mode never touches a vCPU).
 unsafe impl Sync for Slot {}
 
-static VCPU: Slot = Slot(UnsafeCell::new(MaybeUninit::uninit()));
+static VCPUS: [Slot; MAX_GUESTS] =
+    [const { Slot(UnsafeCell::new(MaybeUninit::uninit())) }; MAX_GUESTS];
 
-/// Put the vCPU in its slot and return the pointer the trap vector uses.
+/// Put vCPU `v.id` in its slot and return the pointer the trap vector
+/// and the scheduler use.
 ///
 /// # Safety
 ///
-/// Called once, before the guest first runs; the caller keeps no
-/// reference into the slot (the pointer is only given to `run_guest`).
+/// Called once per slot, before any guest runs; the caller keeps no
+/// reference into the slot (the pointer goes only to `run_guest` and
+/// the scheduler).
 pub unsafe fn install(v: Vcpu) -> *mut Vcpu {
+    let slot = &VCPUS[v.id];
     // SAFETY: the caller's contract: nothing else refers to the slot yet.
-    unsafe { (*VCPU.0.get()).write(v) as *mut Vcpu }
+    unsafe { (*slot.0.get()).write(v) as *mut Vcpu }
 }

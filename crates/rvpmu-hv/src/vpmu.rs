@@ -126,6 +126,10 @@ pub struct HostHpm<C: SbiCall, R: HostCounters> {
     /// Counters [`HostHpm::switch_out`] stopped, and their values.
     switched_out: u32,
     saved: [u64; 32],
+    /// Counters [`HostHpm::release`] gave back to the host (still the
+    /// guest's), and the values of those that were not running.
+    released: u32,
+    released_value: [u64; 32],
     failures: u32,
 }
 
@@ -168,6 +172,8 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
             overflowed: 0,
             switched_out: 0,
             saved: [0; 32],
+            released: 0,
+            released_value: [0; 32],
             failures: 0,
         })
     }
@@ -250,6 +256,80 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
         self.running &= !m;
         self.switched_out = m;
         (m, new)
+    }
+
+    /// After [`HostHpm::switch_out`], when another guest will run: give
+    /// every host counter configured for this guest back to the host
+    /// (one stop with RESET over the set; ALREADY_STOPPED is the answer
+    /// for counters already stopped, and RESET releases them anyway), so
+    /// that the other guest can configure the same counter for the same
+    /// event (QEMU counts an event on one counter only: a stopped but
+    /// configured counter would keep it). The values of the configured
+    /// counters that were not running are kept from their CSRs, and any
+    /// overflow the host shows for them becomes the guest's. Nothing is
+    /// called when none is configured.
+    pub fn release(&mut self) {
+        let m = self.configured;
+        if m == 0 {
+            return;
+        }
+        self.overflowed |= self.csr.overflow() & m & !self.switched_out;
+        let mut k = m & !self.switched_out;
+        while k != 0 {
+            let i = k.trailing_zeros() as usize;
+            k &= k - 1;
+            self.released_value[i] = self.csr.read(i);
+        }
+        let base = m.trailing_zeros();
+        let r = self.host.pmu_counter_stop(
+            base as usize,
+            (m >> base) as usize,
+            CounterStopFlags::RESET,
+        );
+        if r.error != 0 && r.error != sbi_spec::binary::RET_ERR_ALREADY_STOPPED {
+            self.failures = self.failures.saturating_add(1);
+        }
+        self.released = m;
+    }
+
+    /// Before [`HostHpm::switch_in`]: configure again every counter
+    /// [`HostHpm::release`] gave back, on the same host counter with the
+    /// same event and filters (from 0), and give the ones that were not
+    /// running their value again (a start with it and a stop: they count
+    /// nothing in between, the hart being in HS-mode). A counter the host
+    /// refuses now is counted as a failure and no longer the guest's on
+    /// the host.
+    pub fn reclaim(&mut self) {
+        let m = core::mem::take(&mut self.released);
+        let mut k = m;
+        while k != 0 {
+            let i = k.trailing_zeros() as usize;
+            k &= k - 1;
+            let ev = self.event[i];
+            let r = self.host.pmu_counter_config_matching(
+                i,
+                1,
+                host_flags(ev) | CounterCfgFlags::CLEAR_VALUE,
+                (ev & SELECT) as usize,
+                0,
+            );
+            if r.error != 0 || r.value != i {
+                self.failures = self.failures.saturating_add(1);
+                self.configured &= !(1 << i);
+                self.switched_out &= !(1 << i);
+                continue;
+            }
+            let v = self.released_value[i];
+            if self.switched_out & (1 << i) == 0 && v != 0 {
+                let r = self
+                    .host
+                    .pmu_counter_start(i, 1, CounterStartFlags::INIT_VALUE, v);
+                if self.ok(r) {
+                    let r = self.host.pmu_counter_stop(i, 1, CounterStopFlags::empty());
+                    self.ok(r);
+                }
+            }
+        }
     }
 
     /// The guest gets the hart back: start what [`HostHpm::switch_out`]
@@ -735,6 +815,64 @@ mod tests {
         assert_eq!(g.hw().read_event(5) & bits::OF, bits::OF);
         assert_eq!(g.hw().read_event(3) & bits::OF, 0);
         assert_eq!(g.hw_mut().take_overflow(), 0);
+        assert_eq!(g.hw().failures(), 0);
+        SCOUNTOVF.set(1 << 4);
+    }
+
+    #[test]
+    fn between_guests_the_counters_go_back_to_the_host_and_come_back_with_their_values() {
+        let host = Host::default();
+        let mut g = guest(&host);
+        let area = 0x9000_0000u64;
+        let mut page = BufMemory::new(area, 0x1000, area, 0x1000);
+        // Nothing configured: neither call reaches the host.
+        g.hw_mut().release();
+        g.hw_mut().reclaim();
+        assert!(host.calls.borrow().is_empty());
+        // instructions:u on 3, running; cycles on 5, configured and
+        // stopped (its CSR reads 1005 in the fake host).
+        assert_eq!(call(&mut g, 2, [3, 1, 1 << 6, 2, 0]).value, 3);
+        assert_eq!(call(&mut g, 2, [5, 1, 0, 1, 0]).value, 5);
+        assert_eq!(call(&mut g, 3, [3, 1, 0, 0, 0]).error, RET_SUCCESS);
+        host.calls.take();
+        rvpmu::snapshot::write_value(&mut page, area, 0, 111).unwrap();
+        rvpmu::snapshot::write_overflow(&mut page, area, 0).unwrap();
+        SCOUNTOVF.set(0);
+        assert_eq!(g.hw_mut().switch_out(&page, area), (1 << 3, 0));
+        g.hw_mut().release();
+        let (take, reset) = (
+            CounterStopFlags::TAKE_SNAPSHOT.bits(),
+            CounterStopFlags::RESET.bits(),
+        );
+        assert_eq!(
+            host.calls.take(),
+            [(4, [3, 1, take, 0]), (4, [3, 0b101, reset, 0])]
+        );
+        // The other guest ran; this one comes back: the same counters,
+        // events and filters, the stopped one's value, then the running
+        // one from the snapshot.
+        page.zero(area, 0x1000).unwrap();
+        g.hw_mut().reclaim();
+        g.hw_mut().switch_in(&mut page, area);
+        let clear = CounterCfgFlags::CLEAR_VALUE.bits();
+        let u = (CounterCfgFlags::SET_MINH | CounterCfgFlags::SET_SINH | CounterCfgFlags::SET_UINH)
+            .bits();
+        let (init, snap) = (
+            CounterStartFlags::INIT_VALUE.bits(),
+            CounterStartFlags::INIT_SNAPSHOT.bits(),
+        );
+        assert_eq!(
+            host.calls.take(),
+            [
+                (2, [3, 1, u | CounterCfgFlags::SET_VSINH.bits() | clear, 2]),
+                (2, [5, 1, u | clear, 1]),
+                (3, [5, 1, init, 1005]),
+                (4, [5, 1, 0, 0]),
+                (3, [3, 1, snap, 0]),
+            ]
+        );
+        assert_eq!(rvpmu::snapshot::read_value(&page, area, 0), Ok(111));
+        assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 1 << 3));
         assert_eq!(g.hw().failures(), 0);
         SCOUNTOVF.set(1 << 4);
     }

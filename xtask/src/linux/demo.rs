@@ -293,6 +293,38 @@ pub fn print_summary(rows: &[Value]) {
 
 /// Steal per CPU over the busy interval, from the two /proc/stat reads.
 pub fn steal(r: &Results, n: NoisyNeighbour) -> Value {
+    let cells = steal_cells(r);
+    let text = format!(
+        "steal: the firmware's noisy neighbour takes {} us of every {} us ({:.1}% of a busy hart)\n       /proc/stat over the busy interval: {}",
+        n.busy_us,
+        n.period_us,
+        n.share() * 100.0,
+        steal_text(&cells)
+    );
+    json!({"busy_us": n.busy_us, "period_us": n.period_us, "expected_share": n.share(), "cpus": cells, "text": text})
+}
+
+/// "cpu0 50.0%, all 50.0%": the shares of [`steal_cells`].
+pub fn steal_text(cells: &[Value]) -> String {
+    cells
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["cpu"].as_str().unwrap_or("?"),
+                c["share"]
+                    .as_f64()
+                    .map(|s| format!("{:.1}%", s * 100.0))
+                    .unwrap_or("n/a".into())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Steal ticks, total ticks and share per CPU ("all" for the sum) over
+/// the demo's busy interval, from its two /proc/stat reads.
+pub fn steal_cells(r: &Results) -> Vec<Value> {
     let read = |name: &str| {
         r.cmd(name)
             .map(|c| parse_proc_stat(&c.stdout))
@@ -308,20 +340,5 @@ pub fn steal(r: &Results, n: NoisyNeighbour) -> Value {
         let share = (dt > 0).then(|| ds as f64 / dt as f64);
         cells.push(json!({"cpu": if cpu == "cpu" { "all" } else { cpu }, "steal_ticks": ds, "total_ticks": dt, "share": share}));
     }
-    let text = format!(
-        "steal: the firmware's noisy neighbour takes {} us of every {} us ({:.1}% of a busy hart)\n       /proc/stat over the busy interval: {}",
-        n.busy_us,
-        n.period_us,
-        n.share() * 100.0,
-        cells
-            .iter()
-            .map(|c| format!(
-                "{} {}",
-                c["cpu"].as_str().unwrap_or("?"),
-                c["share"].as_f64().map(|s| format!("{:.1}%", s * 100.0)).unwrap_or("n/a".into())
-            ))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    json!({"busy_us": n.busy_us, "period_us": n.period_us, "expected_share": n.share(), "cpus": cells, "text": text})
+    cells
 }

@@ -131,7 +131,13 @@ impl Boot<'_> {
             console.push_str("\n[qemu stderr] ");
             console.push_str(&run.stderr.replace('\r', ""));
         }
-        let (timed_out, wall) = (run.timed_out, run.wall);
+        Ok(Outcome::from_console(console, run.timed_out, run.wall))
+    }
+}
+
+impl Outcome {
+    /// A guest's console text, its results and its RVPMU-DONE line.
+    pub fn from_console(console: String, timed_out: bool, wall: Duration) -> Outcome {
         let mut results = Vec::new();
         let mut bad_results = Vec::new();
         let mut done = None;
@@ -145,13 +151,13 @@ impl Boot<'_> {
                 done = Some(d.trim().to_string());
             }
         }
-        Ok(Outcome {
+        Outcome {
             console,
             results,
             bad_results,
             done,
             timed_out,
             wall,
-        })
+        }
     }
 }

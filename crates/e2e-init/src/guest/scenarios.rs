@@ -22,6 +22,7 @@ pub fn run(p: &Params) -> Result<(), String> {
         Mode::Stress => stress(p),
         Mode::FwEvents => fwevents(),
         Mode::Steal => super::steal::steal(p),
+        Mode::Idle => super::steal::idle(p),
         Mode::Trace => super::trace::trace(),
         Mode::Plan => super::session::plan(),
         Mode::Shell => super::session::shell(),

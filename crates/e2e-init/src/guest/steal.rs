@@ -177,6 +177,28 @@ pub fn demo_steal(ms: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The idle scenario: sleep `rvpmu.busy_ms` (every CPU idle: nothing
+/// to steal from), then report this guest's steal over the sleep.
+pub fn idle(p: &Params) -> Result<(), String> {
+    let ms = p.busy_ms.unwrap_or(Params::STEAL_MS);
+    let before = read_stat()?;
+    std::thread::sleep(Duration::from_millis(ms));
+    let after = read_stat()?;
+    let d = procstat::delta(&before, &after, None)
+        .ok_or("/proc/stat: line missing or a value went backwards")?;
+    println!(
+        "idle: slept {ms} ms; steal {} of {} USER_HZ ticks",
+        d.steal, d.total
+    );
+    let o = Obj::new()
+        .str("scenario", "idle")
+        .u64("ms", ms)
+        .u64("steal", d.steal)
+        .u64("total", d.total);
+    println!("RVPMU-RESULT {}", o.finish());
+    Ok(())
+}
+
 /// The steal scenario: one interval on all CPUs; with `hotplug`, cpu1
 /// offline and online through sysfs (Linux unregisters and re-registers
 /// its STA record) and a second interval.

@@ -572,7 +572,7 @@ mod guest {
             (EID_DBCN, 1),
             (EID_SRST, 1),
             (sbi_spec::pmu::EID_PMU, 1),
-            (sbi_spec::sta::EID_STA, 0),
+            (sbi_spec::sta::EID_STA, 1),
             (sbi_spec::hsm::EID_HSM, 1),
             (sbi_spec::spi::EID_SPI, 1),
             (sbi_spec::rfnc::EID_RFNC, 1),
