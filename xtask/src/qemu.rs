@@ -21,8 +21,8 @@ pub struct Qemu {
     pub smp: u32,
     /// `-m` value.
     pub memory: String,
-    /// `-icount shift=0,sleep=off`: 1 instruction = 1 cycle = 1 ns, exact
-    /// and repeatable counts (every test and benchmark).
+    /// `-icount shift=0,sleep=off` and `-seed 1`: 1 instruction = 1 cycle
+    /// = 1 ns, exact and repeatable counts (every test and benchmark).
     pub icount: bool,
     pub bios: Option<PathBuf>,
     pub kernel: Option<PathBuf>,
@@ -65,7 +65,11 @@ impl Qemu {
             self.memory.clone(),
         ];
         if self.icount {
+            // A repeatable run needs repeatable randomness too: QEMU's
+            // guest random numbers (the DT's /chosen/rng-seed, which the
+            // hypervisor passes on to its guests) come from this seed.
             v.extend(["-icount".into(), "shift=0,sleep=off".into()]);
+            v.extend(["-seed".into(), "1".into()]);
         }
         v
     }
@@ -155,6 +159,8 @@ mod tests {
                 "256M",
                 "-icount",
                 "shift=0,sleep=off",
+                "-seed",
+                "1",
                 "-nographic",
                 "-bios",
                 "fw.bin",
@@ -167,6 +173,10 @@ mod tests {
         q.icount = false;
         q.no_reboot = true;
         let a = argv(&q.command());
-        assert!(!a.contains(&"-icount".to_string()) && a.contains(&"-no-reboot".to_string()));
+        assert!(
+            !a.contains(&"-icount".to_string())
+                && !a.contains(&"-seed".to_string())
+                && a.contains(&"-no-reboot".to_string())
+        );
     }
 }

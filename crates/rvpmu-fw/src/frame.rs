@@ -40,7 +40,7 @@ pub struct HartRoot {
 // The entry code hands mscratch to the handlers as their `&mut TrapFrame`.
 const _: () = assert!(offset_of!(HartRoot, frame) == 0);
 // `_start` clears the root a doubleword at a time, with one `addi`.
-const _: () = assert!(size_of::<HartRoot>() % 8 == 0 && size_of::<HartRoot>() < 2048);
+const _: () = assert!(size_of::<HartRoot>().is_multiple_of(8) && size_of::<HartRoot>() < 2048);
 
 /// Hand the calling hart's private state to its root (at mscratch from
 /// `_start` on), which owns it from now on: the SBI call path finds it
