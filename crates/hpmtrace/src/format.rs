@@ -49,15 +49,17 @@ pub const TIMESTAMP_COUNTER_INDEX: u8 = 1;
 /// recorded modulo 2^48 (see [`CounterInfo::recorded_width`]).
 pub const MAX_RECORDED_BITS: u8 = 48;
 
-/// Width of one ITC write.
+/// Width of one ITC write. 32 bits wide, so that an [`ItcWrite`] is two
+/// words without padding, which the encoder reads as one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
 pub enum WriteSize {
     /// A 32-bit store to the stimulus register (offset +0).
-    Bits32,
+    Bits32 = 0,
     /// A 16-bit store to the upper half (offset +2).
-    Bits16,
+    Bits16 = 1,
     /// An 8-bit store to the top byte (offset +3).
-    Bits8,
+    Bits8 = 2,
 }
 
 impl WriteSize {
@@ -115,12 +117,17 @@ impl IdTag {
 }
 
 /// One ITC write: a size and a value that fits that size.
+///
+/// Laid out as one aligned 64-bit word (value, then size), so that the
+/// encoder copies it and builds `size << 32 | value` from it with one load
+/// and one store each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C, align(8))]
 pub struct ItcWrite {
-    /// Width of the store.
-    pub size: WriteSize,
     /// Stored value (only the low `size` bits are meaningful).
     pub value: u32,
+    /// Width of the store.
+    pub size: WriteSize,
 }
 
 impl ItcWrite {

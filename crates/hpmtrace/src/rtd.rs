@@ -363,6 +363,9 @@ impl Framer {
 /// messages are staged and passed on at [`Sink::flush`].
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
+    /// `2^timestamp_bits - 1`: timestamps are taken modulo the counter's
+    /// width.
+    ts_mask: u64,
     /// `framer.chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
@@ -374,14 +377,11 @@ pub struct RtdWriter<B> {
     out: B,
 }
 
-/// Index of a write size in [`RtdWriter`]'s first-field table.
+/// Index of a write size in [`RtdWriter`]'s first-field table: its
+/// discriminant (0, 1, 2).
 #[inline(always)]
 fn size_index(size: WriteSize) -> usize {
-    match size {
-        WriteSize::Bits32 => 0,
-        WriteSize::Bits16 => 1,
-        WriteSize::Bits8 => 2,
-    }
+    size as usize
 }
 
 impl<B: ByteSink> RtdWriter<B> {
@@ -413,6 +413,7 @@ impl<B: ByteSink> RtdWriter<B> {
         }
         RtdWriter {
             cfg,
+            ts_mask: width_mask(cfg.timestamp_bits),
             flushed_chain: TimestampChain::default(),
             framer: Framer {
                 chain: TimestampChain::default(),
@@ -464,7 +465,7 @@ impl<B: ByteSink> RtdWriter<B> {
     /// Stage the ICT control message with the full timestamp `ts`; later
     /// messages compress their timestamps against it.
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         self.room()?;
         self.len = self.framer.sync(&mut self.stage, self.len, ts);
         Ok(())
@@ -474,7 +475,7 @@ impl<B: ByteSink> RtdWriter<B> {
 impl<B: ByteSink> Sink for RtdWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         if self.framer.chain.needs_sync() {
             self.sync(ts)?;
         }
@@ -507,7 +508,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
             }
             return self.flush();
         }
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         if self.len == 0 {
             // 16 bytes more for the last 16-byte store.
             if let Some(buf) = self.out.spare(bound + 16) {
