@@ -131,26 +131,32 @@ pub struct ItcWrite {
 }
 
 impl ItcWrite {
+    /// A write of `size` and `value`, made as one 64-bit word: the encoder
+    /// reads a write it stored with one load, which a store of the two
+    /// halves apart would make wait (store forwarding).
+    #[inline(always)]
+    const fn new(size: WriteSize, value: u32) -> ItcWrite {
+        // The word whose bytes in memory are `value`'s, then `size`'s.
+        #[cfg(target_endian = "little")]
+        let word = (size as u64) << 32 | value as u64;
+        #[cfg(target_endian = "big")]
+        let word = (value as u64) << 32 | size as u64;
+        // SAFETY: `ItcWrite` is `repr(C)`: `value` (u32) at offset 0,
+        // `size` (`repr(u32)`, 0..=2) at offset 4, no padding, 8 bytes;
+        // `word` has those bytes, with a valid discriminant.
+        unsafe { core::mem::transmute::<u64, ItcWrite>(word) }
+    }
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
-        ItcWrite {
-            size: WriteSize::Bits32,
-            value,
-        }
+        ItcWrite::new(WriteSize::Bits32, value)
     }
     /// A 16-bit write.
     pub const fn w16(value: u16) -> ItcWrite {
-        ItcWrite {
-            size: WriteSize::Bits16,
-            value: value as u32,
-        }
+        ItcWrite::new(WriteSize::Bits16, value as u32)
     }
     /// An 8-bit write.
     pub const fn w8(value: u8) -> ItcWrite {
-        ItcWrite {
-            size: WriteSize::Bits8,
-            value: value as u32,
-        }
+        ItcWrite::new(WriteSize::Bits8, value as u32)
     }
     /// The IDTAG this write produces on `channel`.
     pub const fn idtag(self, channel: u8) -> IdTag {
