@@ -188,6 +188,9 @@ struct Framed {
     /// embeds it, 16-byte aligned, which moved a bare-metal core's hot
     /// fields to costlier offsets).
     bytes: [u64; 2],
+    /// Unused: 32 bytes per entry make an entry's offset a shift of the
+    /// hash.
+    _pad: u64,
 }
 
 /// How one writer frames its messages, with the timestamp chain they
@@ -350,6 +353,7 @@ impl Framer {
         Framed {
             key: (i as u64) << 32 | value as u64,
             bytes: [bytes as u64, (bytes >> 64) as u64],
+            _pad: 0,
         }
     }
 }
@@ -428,6 +432,7 @@ impl<B: ByteSink> RtdWriter<B> {
                 recent: [Framed {
                     key: u64::MAX,
                     bytes: [0; 2],
+                    _pad: 0,
                 }; RECENT],
             },
             stage: [0; STAGE + 16],
