@@ -170,9 +170,9 @@ fn spread_slices32(v: u32) -> u64 {
 /// Entries of [`Framer::recent`] (a power of two). With 256, two hot
 /// writes of the overhead benchmark's fib trace with 2 counters shared an
 /// entry and evicted each other on every record (encoding 18 % slower);
-/// 512 is as fast as any larger size on the traces tried: 12 KiB per
+/// 512 is as fast as any larger size on the traces tried: 16 KiB per
 /// writer. Without `std` (bare metal, where writers sit in static memory
-/// and may be built on small stacks) 64: 1.5 KiB.
+/// and may be built on small stacks) 64: 2 KiB.
 #[cfg(feature = "std")]
 const RECENT: usize = 512;
 #[cfg(not(feature = "std"))]
