@@ -32,13 +32,14 @@ pub struct Encoder {
 struct CounterState {
     /// `2^w - 1` for the recorded width `w` (<= 48).
     mask: u64,
-    /// Whether the hardware counter is wider than what is recorded.
-    wide: bool,
-    /// Previous reading modulo the recorded width (Delta: seeded at
-    /// trace-on; DeltaXOR: 0 at trace-on).
+    /// For a hardware counter wider than what is recorded, the bits of a
+    /// change the format cannot carry (`!(2^48 - 1)`); 0 otherwise.
+    over: u64,
+    /// Previous full reading (seeded at trace-on): Delta's base, and what
+    /// a change is checked against.
     prev: u64,
-    /// Previous full reading, to detect intervals the format cannot carry.
-    prev_full: u64,
+    /// DeltaXOR's previous reading (0 at trace-on).
+    xor_prev: u64,
 }
 
 /// What the encoder could not express.
@@ -68,7 +69,9 @@ impl Encoder {
         };
         for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
             s.mask = width_mask(c.info.recorded_width());
-            s.wide = c.info.width > MAX_RECORDED_BITS;
+            if c.info.width > MAX_RECORDED_BITS {
+                s.over = !width_mask(MAX_RECORDED_BITS);
+            }
             e.n += 1;
         }
         e
@@ -110,11 +113,8 @@ impl Encoder {
         self.last_addr = 0;
         for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
             let r = readings.get(i).copied().unwrap_or(0);
-            c.prev_full = r;
-            c.prev = match self.header.count_type {
-                CountType::Delta => r & c.mask,
-                CountType::Raw | CountType::DeltaXor => 0,
-            };
+            c.prev = r;
+            c.xor_prev = 0;
         }
         res
     }
@@ -179,35 +179,40 @@ impl Encoder {
         // One loop per count type, so that the loop does not dispatch on
         // it per counter.
         match self.header.count_type {
-            CountType::Raw => self.push_counts(k, readings, |now, _| now),
-            CountType::Delta => self.push_counts(k, readings, |now, prev| now.wrapping_sub(prev)),
-            CountType::DeltaXor => self.push_counts(k, readings, |now, prev| now ^ prev),
+            CountType::Raw => self.push_counts(k, readings, |now, _, _| now),
+            CountType::Delta => self.push_counts(k, readings, |_, change, _| change),
+            CountType::DeltaXor => self.push_counts(k, readings, |now, _, xor_prev| {
+                let v = now ^ *xor_prev;
+                *xor_prev = now;
+                v
+            }),
         }
     }
 
     /// Append the writes of the counters' values at `k`, `value(now,
-    /// prev)` giving what is recorded (taken modulo the recorded width);
-    /// returns the new end. `readings` has one reading per counter.
+    /// change, xor_prev)` giving what is recorded (taken modulo the
+    /// recorded width) from the reading, its change since the previous
+    /// one and DeltaXOR's state; returns the new end. `readings` has one
+    /// reading per counter.
     #[inline(always)]
     fn push_counts(
         &mut self,
         mut k: usize,
         readings: &[u64],
-        value: impl Fn(u64, u64) -> u64,
+        value: impl Fn(u64, u64, &mut u64) -> u64,
     ) -> usize {
         let n = self.n.min(readings.len());
-        for (c, &full) in self.ctr[..n].iter_mut().zip(&readings[..n]) {
-            if c.wide {
-                if full.wrapping_sub(c.prev_full) >> MAX_RECORDED_BITS != 0 {
-                    self.stats.wide_overflows += 1;
-                }
-                c.prev_full = full;
+        for (c, &now) in self.ctr[..n].iter_mut().zip(&readings[..n]) {
+            // The change modulo 2^64 equals it modulo 2^w (Delta's value)
+            // once masked.
+            let change = now.wrapping_sub(c.prev);
+            if change & c.over != 0 {
+                self.stats.wide_overflows += 1;
             }
-            let now = full & c.mask;
+            c.prev = now;
             // Below 2^w <= 2^48 by construction: the writes of
             // `format::encode_count`, 32 bits and 16 more when not 0.
-            let v = value(now, c.prev) & c.mask;
-            c.prev = now;
+            let v = value(now, change, &mut c.xor_prev) & c.mask;
             self.writes[k] = ItcWrite::w32(v as u32);
             k += 1;
             let high = (v >> 32) as u16;

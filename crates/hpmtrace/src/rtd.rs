@@ -170,9 +170,9 @@ fn spread_slices32(v: u32) -> u64 {
 /// Entries of [`Framer::recent`] (a power of two). With 256, two hot
 /// writes of the overhead benchmark's fib trace with 2 counters shared an
 /// entry and evicted each other on every record (encoding 18 % slower);
-/// 512 is as fast as any larger size on the traces tried: 12 KiB per
+/// 512 is as fast as any larger size on the traces tried: 16 KiB per
 /// writer. Without `std` (bare metal, where writers sit in static memory
-/// and may be built on small stacks) 64: 1.5 KiB.
+/// and may be built on small stacks) 64: 2 KiB.
 #[cfg(feature = "std")]
 const RECENT: usize = 512;
 #[cfg(not(feature = "std"))]
@@ -188,6 +188,9 @@ struct Framed {
     /// embeds it, 16-byte aligned, which moved a bare-metal core's hot
     /// fields to costlier offsets).
     bytes: [u64; 2],
+    /// Unused: 32 bytes per entry make an entry's offset a shift of the
+    /// hash.
+    _pad: u64,
 }
 
 /// How one writer frames its messages, with the timestamp chain they
@@ -350,6 +353,7 @@ impl Framer {
         Framed {
             key: (i as u64) << 32 | value as u64,
             bytes: [bytes as u64, (bytes >> 64) as u64],
+            _pad: 0,
         }
     }
 }
@@ -363,6 +367,9 @@ impl Framer {
 /// messages are staged and passed on at [`Sink::flush`].
 pub struct RtdWriter<B> {
     cfg: RtdConfig,
+    /// `2^timestamp_bits - 1`: timestamps are taken modulo the counter's
+    /// width.
+    ts_mask: u64,
     /// `framer.chain` as of the last successful flush, restored when the sink
     /// refuses the staged bytes (they never reach the trace).
     flushed_chain: TimestampChain,
@@ -374,14 +381,11 @@ pub struct RtdWriter<B> {
     out: B,
 }
 
-/// Index of a write size in [`RtdWriter`]'s first-field table.
+/// Index of a write size in [`RtdWriter`]'s first-field table: its
+/// discriminant (0, 1, 2).
 #[inline(always)]
 fn size_index(size: WriteSize) -> usize {
-    match size {
-        WriteSize::Bits32 => 0,
-        WriteSize::Bits16 => 1,
-        WriteSize::Bits8 => 2,
-    }
+    size as usize
 }
 
 impl<B: ByteSink> RtdWriter<B> {
@@ -413,6 +417,7 @@ impl<B: ByteSink> RtdWriter<B> {
         }
         RtdWriter {
             cfg,
+            ts_mask: width_mask(cfg.timestamp_bits),
             flushed_chain: TimestampChain::default(),
             framer: Framer {
                 chain: TimestampChain::default(),
@@ -427,6 +432,7 @@ impl<B: ByteSink> RtdWriter<B> {
                 recent: [Framed {
                     key: u64::MAX,
                     bytes: [0; 2],
+                    _pad: 0,
                 }; RECENT],
             },
             stage: [0; STAGE + 16],
@@ -464,7 +470,7 @@ impl<B: ByteSink> RtdWriter<B> {
     /// Stage the ICT control message with the full timestamp `ts`; later
     /// messages compress their timestamps against it.
     pub fn sync(&mut self, ts: u64) -> Result<(), Stopped> {
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         self.room()?;
         self.len = self.framer.sync(&mut self.stage, self.len, ts);
         Ok(())
@@ -474,7 +480,7 @@ impl<B: ByteSink> RtdWriter<B> {
 impl<B: ByteSink> Sink for RtdWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         if self.framer.chain.needs_sync() {
             self.sync(ts)?;
         }
@@ -507,7 +513,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
             }
             return self.flush();
         }
-        let ts = ts & width_mask(self.cfg.timestamp_bits);
+        let ts = ts & self.ts_mask;
         if self.len == 0 {
             // 16 bytes more for the last 16-byte store.
             if let Some(buf) = self.out.spare(bound + 16) {

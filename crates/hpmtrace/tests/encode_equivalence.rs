@@ -8,7 +8,8 @@
 //! framing implementation). Random headers (every count type, 1 to 32
 //! counters, recorded widths below, at and above 48 bits), random
 //! readings with 0, `u64::MAX`, wraps and anything in between, random
-//! addresses and timestamps, framing configurations and sources.
+//! addresses and timestamps, framing configurations and sources. The
+//! encoder's count of changes too wide to record matches the reference's.
 
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{
@@ -83,6 +84,24 @@ fn reference_writes(h: &Header, ops: &[Op]) -> Vec<(ItcWrite, u64)> {
     out
 }
 
+/// The reference count of changes a record cannot carry: on a counter
+/// wider than 48 bits, a reading 2^48 or more (modulo 2^64) past the one
+/// of the previous record or trace-on.
+fn reference_wide_overflows(h: &Header, ops: &[Op]) -> u64 {
+    let wide: Vec<bool> = h.iter().map(|(_, c)| c.info.width > 48).collect();
+    let mut prev = vec![0u64; wide.len()];
+    let mut n = 0;
+    for op in ops {
+        for (i, &r) in op.readings.iter().enumerate() {
+            if op.kind.is_some() && wide[i] && r.wrapping_sub(prev[i]) >> 48 != 0 {
+                n += 1;
+            }
+            prev[i] = r;
+        }
+    }
+    n
+}
+
 /// The reference bytes: every write framed on its own.
 fn reference(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
     let mut mw = MessageWriter::new(NexusConfig {
@@ -98,8 +117,9 @@ fn reference(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
     bytes
 }
 
-/// The encoder as the collectors use it, record by record.
-fn encoded(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
+/// The encoder as the collectors use it, record by record: bytes and
+/// wide overflows.
+fn encoded(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
     let mut enc = Encoder::new(*h);
     let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     for op in ops {
@@ -109,12 +129,12 @@ fn encoded(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
         }
         .expect("room");
     }
-    w.into_inner().data().to_vec()
+    (w.into_inner().data().to_vec(), enc.stats().wide_overflows)
 }
 
 /// The same through staged samples (the timestamp counter, if any, taken
 /// from the sample's timestamp as the collector stores it).
-fn replayed(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
+fn replayed(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
     let ts_pos = hpmtrace::counters::timestamp_position(h);
     let mut rp = Replay::new(*h, ts_pos);
     let words = sample_words(h.iter().count() - ts_pos.map_or(0, |_| 1));
@@ -143,7 +163,10 @@ fn replayed(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
     let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     rp.replay(&mut w, &staged).expect("room");
     assert!(SAMPLE_HEAD_WORDS <= words);
-    w.into_inner().data().to_vec()
+    (
+        w.into_inner().data().to_vec(),
+        rp.encoder().stats().wide_overflows,
+    )
 }
 
 fn reading() -> impl Strategy<Value = u64> {
@@ -266,7 +289,7 @@ proptest! {
                 op
             })
             .collect();
-        let want = reference(&h, cfg, src, &ops);
+        let want = (reference(&h, cfg, src, &ops), reference_wide_overflows(&h, &ops));
         prop_assert_eq!(&encoded(&h, cfg, src, &ops), &want);
         prop_assert_eq!(&replayed(&h, cfg, src, &ops), &want);
     }
