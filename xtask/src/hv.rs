@@ -363,11 +363,10 @@ pub fn run_linux(images: &Images, args: &str) -> Result<Run> {
     run_linux_with(images, args, None, false)
 }
 
-/// [`run_linux`], with `plan` (e2e-init's `rvpmu.mode=plan`) as
-/// /rvpmu/plan in the initramfs when given.
-/// With `switch`, the hypervisor saves and restores the guest's counters
-/// every 1 ms ([`SWITCH_EVERY_MS`]).
-fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool) -> Result<Run> {
+/// Write target/hv/`name`[-plan].bundle: the e2e suite's Linux 7.2 Image
+/// and initramfs (with `plan` as /rvpmu/plan when given), [`LINUX_RAM`]
+/// of guest RAM and the command line `cmdline`.
+fn linux_bundle(name: &str, plan: Option<&Plan>, cmdline: &str) -> Result<PathBuf> {
     use crate::linux::{initramfs, kernel};
     let k = kernel::build(kernel::Version::V7_2)?;
     let initrd = initramfs::build(&k)?;
@@ -377,18 +376,24 @@ fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool
     };
     let dir = root().join("target").join("hv");
     std::fs::create_dir_all(&dir)?;
-    let bundle = dir.join(if plan.is_some() {
-        "linux-plan.bundle"
-    } else {
-        "linux.bundle"
-    });
+    let suffix = if plan.is_some() { "-plan" } else { "" };
+    let bundle = dir.join(format!("{name}{suffix}.bundle"));
     write_bundle(
         &bundle,
         LINUX_RAM,
-        &format!("{LINUX_CONSOLE} {args}"),
+        cmdline,
         &std::fs::read(&k.image)?,
         &std::fs::read(&archive)?,
     )?;
+    Ok(bundle)
+}
+
+/// [`run_linux`], with `plan` (e2e-init's `rvpmu.mode=plan`) as
+/// /rvpmu/plan in the initramfs when given.
+/// With `switch`, the hypervisor saves and restores the guest's counters
+/// every 1 ms ([`SWITCH_EVERY_MS`]).
+fn run_linux_with(images: &Images, args: &str, plan: Option<&Plan>, switch: bool) -> Result<Run> {
+    let bundle = linux_bundle("linux", plan, &format!("{LINUX_CONSOLE} {args}"))?;
     step("booting Linux 7.2 in VS-mode under rvpmu-hv");
     boot(
         images,
@@ -432,26 +437,10 @@ fn guest_mode(busy: bool) -> &'static str {
 /// [`QUANTUM_US`]; `args[g]` are guest g's own words (each word becomes
 /// `rvpmu-hv.argG=WORD`), after the bundle's common command line.
 fn run_two_guests(images: &Images, plan: Option<&Plan>, args: [&str; 2]) -> Result<Run> {
-    use crate::linux::{initramfs, kernel};
-    let k = kernel::build(kernel::Version::V7_2)?;
-    let initrd = initramfs::build(&k)?;
-    let archive = match plan {
-        Some(p) => initrd.with_plan(&k, &p.text())?,
-        None => initrd.archive.clone(),
-    };
-    let dir = root().join("target").join("hv");
-    std::fs::create_dir_all(&dir)?;
-    let bundle = dir.join(if plan.is_some() {
-        "linux2-plan.bundle"
-    } else {
-        "linux2.bundle"
-    });
-    write_bundle(
-        &bundle,
-        LINUX_RAM,
+    let bundle = linux_bundle(
+        "linux2",
+        plan,
         &format!("{LINUX_CONSOLE} rvpmu.busy_ms={STEAL_MS}"),
-        &std::fs::read(&k.image)?,
-        &std::fs::read(&archive)?,
     )?;
     let mut append = format!("rvpmu-hv.guests=2 rvpmu-hv.quantum_us={QUANTUM_US}");
     for (g, a) in args.iter().enumerate() {

@@ -64,6 +64,14 @@ macro_rules! load_csrs {
     ($a:ident; $($i:literal => $c:tt),*) => { $(csr_write!($c, $a[$i]);)* };
 }
 
+/// `OP fN, N*8({p})` for each FP register number N, in order: register
+/// N's slot is `fp[N]`.
+macro_rules! fp_slots {
+    ($op:literal, $($n:literal),+) => {
+        concat!($("   ", $op, " f", $n, ", ", $n, "*8({p})\n"),+)
+    };
+}
+
 impl VsState {
     /// A guest that has not run yet: VS-mode at its entry, `vsstatus`
     /// as given (its FP state), no timer, nothing pending.
@@ -91,14 +99,10 @@ impl VsState {
         // sstatus.FS is on in HS-mode (boot), so they are accessible.
         unsafe {
             core::arch::asm!(
-                "fsd f0, 0({p})", "fsd f1, 8({p})", "fsd f2, 16({p})", "fsd f3, 24({p})",
-                "fsd f4, 32({p})", "fsd f5, 40({p})", "fsd f6, 48({p})", "fsd f7, 56({p})",
-                "fsd f8, 64({p})", "fsd f9, 72({p})", "fsd f10, 80({p})", "fsd f11, 88({p})",
-                "fsd f12, 96({p})", "fsd f13, 104({p})", "fsd f14, 112({p})", "fsd f15, 120({p})",
-                "fsd f16, 128({p})", "fsd f17, 136({p})", "fsd f18, 144({p})", "fsd f19, 152({p})",
-                "fsd f20, 160({p})", "fsd f21, 168({p})", "fsd f22, 176({p})", "fsd f23, 184({p})",
-                "fsd f24, 192({p})", "fsd f25, 200({p})", "fsd f26, 208({p})", "fsd f27, 216({p})",
-                "fsd f28, 224({p})", "fsd f29, 232({p})", "fsd f30, 240({p})", "fsd f31, 248({p})",
+                fp_slots!(
+                    "fsd", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                ),
                 p = in(reg) fp,
             )
         };
@@ -124,14 +128,10 @@ impl VsState {
         // hypervisor itself keeps nothing in FP registers.
         unsafe {
             core::arch::asm!(
-                "fld f0, 0({p})", "fld f1, 8({p})", "fld f2, 16({p})", "fld f3, 24({p})",
-                "fld f4, 32({p})", "fld f5, 40({p})", "fld f6, 48({p})", "fld f7, 56({p})",
-                "fld f8, 64({p})", "fld f9, 72({p})", "fld f10, 80({p})", "fld f11, 88({p})",
-                "fld f12, 96({p})", "fld f13, 104({p})", "fld f14, 112({p})", "fld f15, 120({p})",
-                "fld f16, 128({p})", "fld f17, 136({p})", "fld f18, 144({p})", "fld f19, 152({p})",
-                "fld f20, 160({p})", "fld f21, 168({p})", "fld f22, 176({p})", "fld f23, 184({p})",
-                "fld f24, 192({p})", "fld f25, 200({p})", "fld f26, 208({p})", "fld f27, 216({p})",
-                "fld f28, 224({p})", "fld f29, 232({p})", "fld f30, 240({p})", "fld f31, 248({p})",
+                fp_slots!(
+                    "fld", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                ),
                 p = in(reg) fp,
             )
         };
