@@ -349,7 +349,8 @@ const GUEST_NAMES: [&str; MAX_GUESTS] = ["guest 0: ", "guest 1: ", "guest 2: ", 
 
 /// The guest's PMU, if the host can give it one: Sscofpmf (the host
 /// counters must filter modes) and host HPM counters through the host
-/// firmware's PMU. hcounteren then lets the guest read those counters.
+/// firmware's PMU. hcounteren lets the guest read those of them it has
+/// configured (`HostHpm` opens them as it configures them).
 /// Called once, at boot (it fills `GUEST_MAP`).
 fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
     if !host.isa.split('_').any(|e| e == "sscofpmf") {
@@ -374,7 +375,6 @@ fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
         }
         &*GUEST_MAP.0.get()
     };
-    csr_set!(0x606, present as usize);
     if !first {
         return Some(Pmu::new(
             guest_pmu_config(map, host),

@@ -1,9 +1,10 @@
 //! The host's counter CSRs as HS-mode reads them, for the guest's PMU
 //! backend (`rvpmu_hv::vpmu::HostHpm`): `hpmcounterN` (0xC03..0xC1F) and
-//! Sscofpmf's `scountovf` (0xDA0). rvpmu-fw's mcounteren lets every
-//! counter through to S-mode (HS here), so the reads never trap.
+//! Sscofpmf's `scountovf` (0xDA0), and `hcounteren` (0x606), which opens
+//! the running guest's own counters to it. rvpmu-fw's mcounteren lets
+//! every counter through to S-mode (HS here), so the reads never trap.
 
-use crate::csr::csr_read;
+use crate::csr::{csr_read, csr_write, COUNTEREN_CY_TM_IR};
 use rvpmu_hv::vpmu::HostCounters;
 
 /// The executing hart's counters.
@@ -31,5 +32,8 @@ impl HostCounters for HsCounters {
     }
     fn overflow(&self) -> u32 {
         csr_read!(0xda0) as u32
+    }
+    fn open(&mut self, hpm: u32) {
+        csr_write!(0x606, COUNTEREN_CY_TM_IR | (hpm & !0b111) as usize);
     }
 }

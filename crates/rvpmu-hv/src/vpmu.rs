@@ -52,6 +52,11 @@ pub trait HostCounters {
     fn read(&self, i: usize) -> u64;
     /// `scountovf` (Sscofpmf): bit `i` is host counter `i`'s OF.
     fn overflow(&self) -> u32;
+    /// Let the guest read exactly the host HPM counters in `hpm` (bit per
+    /// CSR offset, 3..=31) directly (`hcounteren`), besides cycle, time
+    /// and instret: a counter that is not the running guest's may hold
+    /// another guest's last value.
+    fn open(&mut self, hpm: u32);
 }
 
 /// The host flags for a guest counter whose engine programmed `reg`
@@ -301,6 +306,8 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
     /// the host.
     pub fn reclaim(&mut self) {
         let m = core::mem::take(&mut self.released);
+        // Whatever happens below, the guest reads its own counters only.
+        self.csr.open(self.configured);
         let mut k = m;
         while k != 0 {
             let i = k.trailing_zeros() as usize;
@@ -317,6 +324,7 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
                 self.failures = self.failures.saturating_add(1);
                 self.configured &= !(1 << i);
                 self.switched_out &= !(1 << i);
+                self.csr.open(self.configured);
                 continue;
             }
             let v = self.released_value[i];
@@ -472,6 +480,7 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
                 self.failures = self.failures.saturating_add(1);
             }
         }
+        self.csr.open(self.configured);
     }
     fn read_inhibit(&self) -> u32 {
         !self.running
@@ -568,6 +577,8 @@ mod tests {
     thread_local! {
         /// The fake host's scountovf (per test thread).
         static SCOUNTOVF: std::cell::Cell<u32> = const { std::cell::Cell::new(1 << 4) };
+        /// The HPM bits of the fake hart's hcounteren (per test thread).
+        static OPEN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     }
     impl HostCounters for Csr {
         fn read(&self, i: usize) -> u64 {
@@ -575,6 +586,9 @@ mod tests {
         }
         fn overflow(&self) -> u32 {
             SCOUNTOVF.get()
+        }
+        fn open(&mut self, hpm: u32) {
+            OPEN.set(hpm);
         }
     }
 
@@ -831,9 +845,11 @@ mod tests {
         assert!(host.calls.borrow().is_empty());
         // instructions:u on 3, running; cycles on 5, configured and
         // stopped (its CSR reads 1005 in the fake host).
+        assert_eq!(OPEN.get(), 0, "no counter of its own yet");
         assert_eq!(call(&mut g, 2, [3, 1, 1 << 6, 2, 0]).value, 3);
         assert_eq!(call(&mut g, 2, [5, 1, 0, 1, 0]).value, 5);
         assert_eq!(call(&mut g, 3, [3, 1, 0, 0, 0]).error, RET_SUCCESS);
+        assert_eq!(OPEN.get(), 1 << 3 | 1 << 5, "its two counters only");
         host.calls.take();
         rvpmu::snapshot::write_value(&mut page, area, 0, 111).unwrap();
         rvpmu::snapshot::write_overflow(&mut page, area, 0).unwrap();
@@ -848,11 +864,13 @@ mod tests {
             host.calls.take(),
             [(4, [3, 1, take, 0]), (4, [3, 0b101, reset, 0])]
         );
-        // The other guest ran; this one comes back: the same counters,
-        // events and filters, the stopped one's value, then the running
-        // one from the snapshot.
+        // The other guest ran (with its own counters open); this one
+        // comes back: the same counters, events and filters, the stopped
+        // one's value, then the running one from the snapshot.
+        OPEN.set(1 << 7);
         page.zero(area, 0x1000).unwrap();
         g.hw_mut().reclaim();
+        assert_eq!(OPEN.get(), 1 << 3 | 1 << 5, "its own counters again");
         g.hw_mut().switch_in(&mut page, area);
         let clear = CounterCfgFlags::CLEAR_VALUE.bits();
         let u = (CounterCfgFlags::SET_MINH | CounterCfgFlags::SET_SINH | CounterCfgFlags::SET_UINH)
@@ -874,6 +892,11 @@ mod tests {
         assert_eq!(rvpmu::snapshot::read_value(&page, area, 0), Ok(111));
         assert_eq!(g.hw().host_state(), (1 << 3 | 1 << 5, 1 << 3));
         assert_eq!(g.hw().failures(), 0);
+        // Released for good (the stopped one, stop with RESET): closed
+        // to the guest.
+        let r = call(&mut g, 4, [5, 1, CounterStopFlags::RESET.bits(), 0, 0]);
+        assert!(r.error == RET_SUCCESS || r.error == sbi_spec::binary::RET_ERR_ALREADY_STOPPED);
+        assert_eq!(OPEN.get(), 1 << 3);
         SCOUNTOVF.set(1 << 4);
     }
 

@@ -190,6 +190,30 @@ mod guest {
         (g1.wrapping_sub(g0), i1.wrapping_sub(i0))
     }
 
+    /// A host counter that is not this guest's is closed to it
+    /// (hcounteren): reading it directly is a virtual-instruction trap,
+    /// seen as an illegal instruction with the instruction bits (`csrr
+    /// a0, hpmcounter3` = 0xc0302573), never another guest's value.
+    fn hpm3_closed(when: &str) {
+        let before = EXCEPTIONS.load(SeqCst);
+        let v: usize;
+        // SAFETY: traps; the handler steps over it; a0 keeps its value.
+        unsafe { core::arch::asm!("li a0, 0", ".word 0xc0302573", out("a0") v) };
+        check(
+            when,
+            EXCEPTIONS.load(SeqCst) == before + 1
+                && LAST_CAUSE.load(SeqCst) == 2
+                && LAST_TVAL.load(SeqCst) == 0xc030_2573
+                && v == 0,
+            format_args!(
+                "{} traps, cause {} tval {:#x}, read {v}",
+                EXCEPTIONS.load(SeqCst) - before,
+                LAST_CAUSE.load(SeqCst),
+                LAST_TVAL.load(SeqCst)
+            ),
+        );
+    }
+
     fn hpm3() -> u64 {
         let v: u64;
         // SAFETY: reads hpmcounter3 (hcounteren lets it through).
@@ -265,6 +289,8 @@ mod guest {
                 None,
             );
         }
+
+        hpm3_closed("hpmcounter3 not configured yet");
 
         // Instructions in VS-mode only (UINH): the guest's own loop.
         let vs_only = Cfg::CLEAR_VALUE | Cfg::SET_UINH;
@@ -516,6 +542,7 @@ mod guest {
             RET_ERR_INVALID_PARAM,
             None,
         );
+        hpm3_closed("hpmcounter3 released");
         let cfg = (Cfg::CLEAR_VALUE | Cfg::SET_UINH).bits();
         let calls: [(&str, usize, [usize; 6], usize); 8] = [
             ("num_counters", 0, [0; 6], RET_SUCCESS),
