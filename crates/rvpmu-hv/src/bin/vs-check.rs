@@ -190,20 +190,19 @@ mod guest {
         (g1.wrapping_sub(g0), i1.wrapping_sub(i0))
     }
 
-    /// A host counter that is not this guest's is closed to it
-    /// (hcounteren): reading it directly is a virtual-instruction trap,
-    /// seen as an illegal instruction with the instruction bits (`csrr
-    /// a0, hpmcounter3` = 0xc0302573), never another guest's value.
-    fn hpm3_closed(when: &str) {
+    /// `INSN`, a `csrr a0, CSR` the guest may not read, is a
+    /// virtual-instruction trap, which the guest must see as an illegal
+    /// instruction with the instruction bits in stval; a0 keeps 0.
+    fn reads_as_illegal<const INSN: u32>(name: &str) {
         let before = EXCEPTIONS.load(SeqCst);
         let v: usize;
         // SAFETY: traps; the handler steps over it; a0 keeps its value.
-        unsafe { core::arch::asm!("li a0, 0", ".word 0xc0302573", out("a0") v) };
+        unsafe { core::arch::asm!("li a0, 0", ".word {insn}", insn = const INSN, out("a0") v) };
         check(
-            when,
+            name,
             EXCEPTIONS.load(SeqCst) == before + 1
                 && LAST_CAUSE.load(SeqCst) == 2
-                && LAST_TVAL.load(SeqCst) == 0xc030_2573
+                && LAST_TVAL.load(SeqCst) == INSN as usize
                 && v == 0,
             format_args!(
                 "{} traps, cause {} tval {:#x}, read {v}",
@@ -212,6 +211,13 @@ mod guest {
                 LAST_TVAL.load(SeqCst)
             ),
         );
+    }
+
+    /// A host counter that is not this guest's is closed to it
+    /// (hcounteren), never showing another guest's value: `csrr a0,
+    /// hpmcounter3`.
+    fn hpm3_closed(when: &str) {
+        reads_as_illegal::<0xc030_2573>(when);
     }
 
     fn hpm3() -> u64 {
@@ -727,24 +733,8 @@ mod guest {
             EXCEPTIONS.load(SeqCst) == before + 1 && LAST_CAUSE.load(SeqCst) == 2,
             format_args!("cause {}", LAST_CAUSE.load(SeqCst)),
         );
-        // hstatus from VS-mode: a virtual-instruction trap, which the
-        // guest must see as an illegal instruction with the instruction
-        // bits in stval (csrr a0, hstatus = 0x60002573).
-        let v: usize;
-        // SAFETY: traps; the handler steps over it; a0 keeps its value.
-        unsafe { core::arch::asm!("li a0, 0", ".word 0x60002573", out("a0") v) };
-        check(
-            "virtual instruction seen as illegal instruction",
-            EXCEPTIONS.load(SeqCst) == before + 2
-                && LAST_CAUSE.load(SeqCst) == 2
-                && LAST_TVAL.load(SeqCst) == 0x6000_2573
-                && v == 0,
-            format_args!(
-                "cause {} tval {:#x}",
-                LAST_CAUSE.load(SeqCst),
-                LAST_TVAL.load(SeqCst)
-            ),
-        );
+        // hstatus from VS-mode (csrr a0, hstatus).
+        reads_as_illegal::<0x6000_2573>("virtual instruction seen as illegal instruction");
 
         pmu_checks(ram);
 
