@@ -546,22 +546,12 @@ struct StealShare {
 /// An idle guest's result (`RVPMU-RESULT` of scenario idle): steal and
 /// total USER_HZ ticks over its sleep.
 fn idle_steal(guest: &Run) -> Option<(u64, u64)> {
-    let v = guest
-        .text
-        .lines()
-        .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
-        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        .find(|v| v["scenario"] == "idle")?;
+    let v = scenario_results(&guest.text, "idle").next()?;
     Some((v["steal"].as_u64()?, v["total"].as_u64()?))
 }
 
 fn steal_share(guest: &Run) -> Option<StealShare> {
-    let v = guest
-        .text
-        .lines()
-        .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
-        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        .find(|v| v["scenario"] == "steal")?;
+    let v = scenario_results(&guest.text, "steal").next()?;
     let all = v["cpus"].as_array()?.iter().find(|c| c["cpu"] == "all")?;
     Some(StealShare {
         share: all["share"].as_f64()?,
@@ -1104,21 +1094,26 @@ fn perf_plan() -> Plan {
     p
 }
 
-/// The plan commands' results (`RVPMU-RESULT` lines of scenario `cmd`).
-fn plan_results(text: &str) -> Vec<CmdResult> {
+/// The `RVPMU-RESULT` objects of `scenario` in a console text.
+fn scenario_results<'a>(
+    text: &'a str,
+    scenario: &'a str,
+) -> impl Iterator<Item = serde_json::Value> + 'a {
     text.lines()
         .filter_map(|l| l.strip_prefix("RVPMU-RESULT "))
         .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        .filter(|v| v["scenario"] == "cmd")
+        .filter(move |v| v["scenario"] == scenario)
+}
+
+/// The plan commands' results (`RVPMU-RESULT` lines of scenario `cmd`).
+fn plan_results(text: &str) -> Vec<CmdResult> {
+    scenario_results(text, "cmd")
         .map(|v| CmdResult::from_json(&v))
         .collect()
 }
 
-/// The guest's perf counts: (instructions:u of alu N, of alu 2N,
-/// instructions of alu N), each only if perf counted it on a counter the
-/// whole time; and what is wrong.
-/// The perf plan's three counts from a console: instructions:u of alu N
-/// and alu 2N, instructions of alu N, each when counted at 100% running.
+/// The perf plan's three counts from its results: instructions:u of alu
+/// N and alu 2N, instructions of alu N, each when counted at 100% running.
 fn alu_counts(r: &[CmdResult]) -> [Option<u64>; 3] {
     let value = |name: &str, event: &str| -> Option<u64> {
         let c = r.iter().find(|c| c.name == name)?;
@@ -1143,6 +1138,9 @@ fn native_counts(images: &Images, plan: &Plan) -> Result<[Option<u64>; 2]> {
     Ok([n, n2])
 }
 
+/// The guest's perf counts: (instructions:u of alu N, of alu 2N,
+/// instructions of alu N), each only if perf counted it on a counter the
+/// whole time; and what is wrong.
 fn check_perf(run: &Run, hot_per_iter: u64) -> (Vec<String>, [Option<u64>; 3], Sampling) {
     let mut p = Vec::new();
     let r = plan_results(&run.text);
