@@ -10,11 +10,9 @@ use crate::switch::{HostPage, Switch};
 use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::dt::{EventMap, PmuProps};
-use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::supervisor::sbi;
-use rvpmu::{Pmu, PmuConfig};
+use rvpmu::Pmu;
 use rvpmu_hv::bundle::Bundle;
 use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
 use rvpmu_hv::gstage::{self, GStage};
@@ -22,7 +20,7 @@ use rvpmu_hv::layout::{self, Reserved};
 use rvpmu_hv::options::{guest_cmdline, HostOptions, MAX_GUESTS};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
 use rvpmu_hv::sbi::{ConsoleLine, GuestSbi, HostExtensions};
-use rvpmu_hv::vpmu::{load_guest_event_map, HostHpm};
+use rvpmu_hv::vpmu::{guest_pmu_config, load_guest_event_map, HostHpm};
 use sbi_spec::{dbcn, srst};
 
 /// VMID of guest 0 (guest g has `FIRST_VMID + g`).
@@ -375,47 +373,17 @@ fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
         }
         &*GUEST_MAP.0.get()
     };
-    if !first {
-        return Some(Pmu::new(
-            guest_pmu_config(map, host),
-            hw,
-            guest_mem(ram),
-            present,
-        ));
+    if first {
+        hvprintln!(
+            "guest PMU: host counters {present:#x} (CSR = host's), modes VS/VU only{}, firmware event SET_TIMER",
+            if host.one_counter_per_event {
+                ", one counter per event"
+            } else {
+                ""
+            }
+        );
     }
-    hvprintln!(
-        "guest PMU: host counters {present:#x} (CSR = host's), modes VS/VU only{}, firmware event SET_TIMER",
-        if host.one_counter_per_event {
-            ", one counter per event"
-        } else {
-            ""
-        }
-    );
-    Some(Pmu::new(
-        guest_pmu_config(map, host),
-        hw,
-        guest_mem(ram),
-        present,
-    ))
-}
-
-/// The engine's configuration for a guest (the same for every guest).
-fn guest_pmu_config(map: &'static EventMap, _host: &Host) -> PmuConfig<'static> {
-    PmuConfig {
-        map,
-        isa: IsaFeatures {
-            sscofpmf: true,
-            smcntrpmf: false,
-            h: false,
-        },
-        fw_events: FwEventSet {
-            standard: 1 << FwEvent::SetTimer as u32,
-            ..FwEventSet::without_h()
-        },
-        snapshot: true,
-        // Linux's snapshot restart (counter_idx_base 4096), as on rvpmu-fw.
-        alias_window: true,
-    }
+    Some(Pmu::new(guest_pmu_config(map), hw, guest_mem(ram), present))
 }
 
 /// The guest's RAM for its engine's shared memory.

@@ -33,12 +33,15 @@
 
 use rvpmu::counter::{CounterInfo, CSR_CYCLE};
 use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::event::FwEvent;
+use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::{bits, Hpm};
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::snapshot;
 use rvpmu::supervisor::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
+use rvpmu::PmuConfig;
 
 /// HPM counters (3..=31).
 pub const HPM_COUNTERS: u32 = !0b111;
@@ -101,6 +104,28 @@ pub fn load_guest_event_map(
     };
     map.set_one_counter_per_event(one_counter_per_event);
     ok
+}
+
+/// The engine's configuration for a guest's PMU over `map` (the same for
+/// every guest): Sscofpmf filters, no Smcntrpmf and no H (the guest has
+/// none), the one firmware event the hypervisor sees (SET_TIMER), the
+/// snapshot, and the alias window for Linux's snapshot restart
+/// (counter_idx_base 4096), as on rvpmu-fw.
+pub fn guest_pmu_config(map: &EventMap) -> PmuConfig<'_> {
+    PmuConfig {
+        map,
+        isa: IsaFeatures {
+            sscofpmf: true,
+            smcntrpmf: false,
+            h: false,
+        },
+        fw_events: FwEventSet {
+            standard: 1 << FwEvent::SetTimer as u32,
+            ..FwEventSet::without_h()
+        },
+        snapshot: true,
+        alias_window: true,
+    }
 }
 
 /// Host counters given to one guest, programmed through the host
@@ -518,10 +543,8 @@ impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
 mod tests {
     use super::*;
     use rvpmu::ecall::SbiRet;
-    use rvpmu::event::FwEvent;
-    use rvpmu::hart::{FwEventSet, IsaFeatures};
     use rvpmu::sim::BufMemory;
-    use rvpmu::{Pmu, PmuConfig};
+    use rvpmu::Pmu;
     use sbi_spec::binary::{RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
     use std::cell::RefCell;
 
@@ -618,22 +641,8 @@ mod tests {
         let hw = HostHpm::probe(Supervisor(host), Csr).expect("host PMU");
         assert_eq!(hw.present(), 0x7fff8);
         let present = hw.present();
-        let cfg = PmuConfig {
-            map: qemu_map(),
-            isa: IsaFeatures {
-                sscofpmf: true,
-                smcntrpmf: false,
-                h: false,
-            },
-            fw_events: FwEventSet {
-                standard: 1 << FwEvent::SetTimer as u32,
-                ..FwEventSet::without_h()
-            },
-            snapshot: true,
-            alias_window: true,
-        };
         Pmu::new(
-            cfg,
+            guest_pmu_config(qemu_map()),
             hw,
             BufMemory::new(0x8000_0000, 0x1_0000, 0x8000_0000, 0x1_0000),
             present,
