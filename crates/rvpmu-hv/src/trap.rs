@@ -69,29 +69,17 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
             let x = &mut vcpu.regs.x;
             let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
             let (eid, fid) = (x[17], x[16]);
-            let others = match &machine {
-                Some(m) => m.others_alive(),
-                None => false,
-            };
-            if let Some(m) = &mut machine {
-                if !others && eid as u32 as usize == sbi_spec::srst::EID_SRST {
-                    // The last guest's reset reaches the host: the
-                    // accounting first.
-                    m.report();
+            let r = if eid as u32 as usize == sbi_spec::srst::EID_SRST {
+                match srst_call(v, machine, fid, args) {
+                    Ok(r) => r,
+                    Err(next) => return next,
                 }
-            }
-            // SAFETY: `v` as above, borrowed again: the report reached the
-            // vCPUs through their own pointers, so the earlier `&mut` is
-            // not used past it.
-            let vcpu = unsafe { &mut *v };
-            let r = match vcpu.sbi.call_shared(eid, fid, args, others) {
-                Outcome::Answer(r) => r,
-                // Only with others alive, i.e. with the machine.
-                Outcome::Ended => match machine {
-                    Some(m) => return m.end(),
-                    None => shutdown_failure(),
-                },
+            } else {
+                vcpu.sbi.call(eid, fid, args)
             };
+            // SAFETY: `v` as above, borrowed again: `srst_call` reached
+            // the vCPUs through their own pointers and has returned.
+            let vcpu = unsafe { &mut *v };
             let x = &mut vcpu.regs.x;
             x[A0] = r.error;
             x[A1] = r.value;
@@ -134,6 +122,40 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         ),
     }
     v
+}
+
+/// A guest's SRST call, apart from the other SBI calls' path: with other
+/// guests alive a shutdown ends this guest only (`Err` holds the vCPU to
+/// run next); the last guest's call reaches the host firmware, after the
+/// hypervisor's accounting.
+#[cold]
+#[inline(never)]
+fn srst_call(
+    v: *mut Vcpu,
+    mut machine: Option<&mut crate::guests::Machine>,
+    fid: usize,
+    args: [usize; 6],
+) -> Result<rvpmu::ecall::SbiRet, *mut Vcpu> {
+    let others = machine.as_ref().is_some_and(|m| m.others_alive());
+    if let Some(m) = &mut machine {
+        if !others {
+            m.report();
+        }
+    }
+    // SAFETY: the trap path's vCPU (as in `hv_trap`), borrowed after the
+    // report, which reached the vCPUs through their own pointers.
+    let vcpu = unsafe { &mut *v };
+    match vcpu
+        .sbi
+        .call_shared(sbi_spec::srst::EID_SRST, fid, args, others)
+    {
+        Outcome::Answer(r) => Ok(r),
+        // Only with others alive, i.e. with the machine.
+        Outcome::Ended => match machine {
+            Some(m) => Err(m.end()),
+            None => shutdown_failure(),
+        },
+    }
 }
 
 /// With `rvpmu-hv.switch=1ms` (`switch.rs`): before a guest SRST call,
