@@ -35,4 +35,6 @@ pub mod rtd;
 pub mod session;
 pub mod sink;
 pub mod stage;
+#[cfg(all(test, feature = "std"))]
+mod test_rng;
 pub mod wire;

@@ -590,19 +590,7 @@ mod tests {
         assert_eq!(RtdConfig::src_bits_for(5), 3);
     }
 
-    /// xorshift64*
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// `put_record` (a whole record at once, straight into the buffer,
     /// reusing recently framed messages) gives the bytes of putting the

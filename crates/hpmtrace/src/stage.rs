@@ -129,19 +129,7 @@ mod tests {
     use crate::rtd::{RtdConfig, RtdWriter};
     use crate::sink::VecBuffer;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            // xorshift64*
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// A random header: random count type, slots, widths, maybe a
     /// timestamp counter.

@@ -10,19 +10,9 @@ use hpmtrace::nexus::NexusConfig;
 use hpmtrace::rtd::{RtdConfig, RtdWriter};
 use hpmtrace::sink::VecBuffer;
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../src/test_rng.rs"]
+mod test_rng;
+use test_rng::Rng;
 
 struct Expected {
     kind: RecordType,
