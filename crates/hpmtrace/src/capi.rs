@@ -14,7 +14,9 @@
 //! within 64 KiB..16 MiB). The first init call starts the library's
 //! encoder thread, which encodes full staging chunks while the program
 //! runs; `perfTraceOff()` and `perfWriteTrace()` wait for it and encode
-//! the rest.
+//! the rest. A thread whose staging buffer is full encodes its newest
+//! chunk meanwhile ([`crate::collect::Ahead`]); `HPMTRACE_AHEAD=0` (also
+//! `no`, `false`) turns that off, to compare.
 //!
 //! Events the machine cannot count (no hardware PMU, or a PMU without
 //! cache/branch/raw events): by default each is left out of the trace
@@ -39,6 +41,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use crate::cabi::perfEvent;
 
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
+
+fn ahead() -> collect::Ahead {
+    match std::env::var("HPMTRACE_AHEAD").as_deref() {
+        Ok("0") | Ok("no") | Ok("false") => collect::Ahead::Off,
+        _ => collect::Ahead::WhenWaiting,
+    }
+}
 
 fn sw_fallback() -> bool {
     matches!(
@@ -142,6 +151,7 @@ unsafe fn init(
             Unavailable::LeaveOut
         },
         encoder_thread: true,
+        ahead: ahead(),
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {

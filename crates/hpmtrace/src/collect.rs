@@ -47,7 +47,7 @@ use crate::linux::{
     check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
 };
 use crate::nexus::MAX_SOURCES;
-use crate::rtd::{RtdConfig, RtdWriter};
+use crate::rtd::{ChainState, RtdConfig, RtdWriter, SYNC_PERIOD};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -99,8 +99,45 @@ pub struct Config {
     /// its staging buffer is full, as before the thread existed: for a
     /// program that must not get another thread, and for tests.
     pub encoder_thread: bool,
+    /// Whether a recording thread whose staging buffer is full encodes
+    /// its newest chunk while the encoder thread works on older ones
+    /// (see [`Ahead`]).
+    pub ahead: Ahead,
     /// Trigger.
     pub mode: Mode,
+}
+
+/// Encoding ahead: a recording thread that finds every staging chunk
+/// waiting for the encoder thread would otherwise wait for it. Instead it
+/// encodes the chunk it has just filled into a buffer of its own while the
+/// encoder thread encodes the older ones; when the encoder thread comes to
+/// that chunk it appends the bytes and takes over the encoder's state
+/// instead of encoding it. The two cores then share the encoding of one
+/// thread's trace, which is otherwise sequential.
+///
+/// A chunk's encoding depends on what came before it in two ways: the
+/// Delta state and the timestamp chain's last time, both given by the
+/// previous chunk's last sample ([`Replay::resume_after`]), and the
+/// position in the sync period (a full timestamp every
+/// [`SYNC_PERIOD`] messages), which depends on how many messages every
+/// earlier record made. The recording thread extrapolates that from the
+/// last chunk whose count it knows (records of one program mostly make
+/// the same messages, so chunks of equal length make equal counts). The
+/// encoder thread appends the bytes only when the state they started from
+/// is exactly its own (Delta state, timestamp chain, sync position) and
+/// its buffer has room for all of them; otherwise it encodes the chunk as
+/// usual. The trace is the same bytes either way
+/// ([`Stats::ahead_chunks`], [`Stats::ahead_rejected`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// Never: a full staging buffer waits for the encoder thread.
+    Off,
+    /// When every chunk waits for a running encoder thread (the default).
+    WhenWaiting,
+    /// Every chunk the recording thread completes while no ahead-encoded
+    /// chunk is waiting, encoder thread or not (for tests: it exercises
+    /// the hand-over as much as possible).
+    Always,
 }
 
 /// What [`configure`] does with an event this machine cannot count: its
@@ -193,6 +230,7 @@ struct Collector {
     buffer_bytes: usize,
     stage_words: usize,
     encoder_thread: bool,
+    ahead: Ahead,
     max_threads: u32,
     mode: Mode,
     id: u64,
@@ -205,6 +243,64 @@ struct Encoding {
     /// Words of chunk `Stream::encoded` already encoded (non-zero only
     /// after that chunk was read while it was being filled).
     consumed: usize,
+    /// `writer.messages_to_sync()` at the start of chunk
+    /// `Stream::encoded`, and the message count (modulo [`SYNC_PERIOD`])
+    /// of the chunk before it: what [`Stream::basis`] publishes.
+    start_left: u32,
+    last_count: u32,
+}
+
+/// A chunk encoded ahead by its recording thread ([`Ahead`]): one per
+/// stream, allocated with it, passed between the owner (`Local::ahead`),
+/// the hand-over slot (`Stream::ahead`) and back (`Stream::ahead_free`).
+struct AheadChunk {
+    /// Sequence number of the chunk encoded.
+    seq: u64,
+    /// The encoder's state before the chunk, as the encoder thread must
+    /// find its own to use the bytes.
+    start: Replay,
+    start_chain: ChainState,
+    /// The encoder's state after the chunk, and the chunk's bytes.
+    replay: Replay,
+    writer: RtdWriter<VecBuffer>,
+}
+
+/// What the recording thread knows of the sync position at the start of
+/// chunk `seq`: `left` messages to the next sync there, and `count`
+/// (modulo [`SYNC_PERIOD`]) messages made by the chunk before it, which it
+/// takes for every chunk after it; `sure` when the two chunks before made
+/// the same count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Basis {
+    seq: u64,
+    left: u32,
+    count: u32,
+    sure: bool,
+}
+
+impl Basis {
+    /// Packed for [`Stream::basis`] (0: none yet).
+    fn pack(self) -> u64 {
+        debug_assert!(self.left < 1 << 15 && self.count < 1 << 15);
+        self.seq << 32 | (self.sure as u64) << 31 | (self.left as u64) << 16 | self.count as u64 | 1 << 15
+    }
+
+    fn unpack(v: u64) -> Option<Basis> {
+        (v & 1 << 15 != 0).then(|| Basis {
+            seq: v >> 32,
+            left: (v >> 16) as u32 & 0x7fff,
+            count: v as u32 & 0x7fff,
+            sure: v & 1 << 31 != 0,
+        })
+    }
+
+    /// Messages to the next sync at the start of chunk `seq`, if every
+    /// chunk from this one's on makes `count` messages.
+    fn left_at(self, seq: u64) -> u32 {
+        let p = SYNC_PERIOD as u64;
+        let made = (seq - self.seq) % p * self.count as u64 % p;
+        ((self.left as u64 + p - made) % p) as u32
+    }
 }
 
 /// One thread's trace: its staging chunks (written by the thread alone)
@@ -232,6 +328,29 @@ struct Stream {
     /// only under `enc`'s lock (release).
     encoded: AtomicU64,
     enc: Mutex<Encoding>,
+    /// A chunk the owner encoded ahead, waiting for its turn (owned
+    /// `Box<AheadChunk>`; null for none). Set by the owner when null,
+    /// taken under `enc`'s lock.
+    ahead: AtomicPtr<AheadChunk>,
+    /// The ahead chunk given back for reuse after its turn (owned; null
+    /// while the owner holds it or it waits in `ahead`).
+    ahead_free: AtomicPtr<AheadChunk>,
+    /// [`Basis::pack`] of the chunk `encoded` as the encoders last left
+    /// it (0 before any chunk is encoded).
+    basis: AtomicU64,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        for p in [&self.ahead, &self.ahead_free] {
+            let p = p.swap(std::ptr::null_mut(), Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: both slots own the box they point to, and
+                // nothing else can reach it once the stream is dropped.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
 }
 
 // SAFETY: a slot's words at and past its published length are written only
@@ -256,12 +375,64 @@ impl Stream {
         if e >= self.written.load(Ordering::Acquire) {
             return false;
         }
-        // The owner stored the chunk's final length before publishing
-        // `written`.
-        self.encode_slot(enc, e);
+        // The owner stored the chunk's final length (and deposited an
+        // ahead chunk) before publishing `written`.
+        if !(enc.consumed == 0 && self.merge_ahead(enc, e)) {
+            self.encode_slot(enc, e);
+        }
         enc.consumed = 0;
+        let left = enc.writer.messages_to_sync();
+        let count = (enc.start_left + SYNC_PERIOD - left) % SYNC_PERIOD;
+        let basis = Basis {
+            seq: e + 1,
+            left,
+            count,
+            sure: count == enc.last_count,
+        };
+        (enc.start_left, enc.last_count) = (left, count);
+        self.basis.store(basis.pack(), Ordering::Release);
         self.encoded.store(e + 1, Ordering::Release);
         true
+    }
+
+    /// If the owner encoded chunk `e` ahead from the state `enc` is in
+    /// now, append its bytes and take over its state; returns whether it
+    /// did. An ahead chunk for `e` or an earlier one is given back to the
+    /// owner either way. Called under `enc`'s lock, before any of chunk
+    /// `e` is encoded.
+    fn merge_ahead(&self, enc: &mut Encoding, e: u64) -> bool {
+        let p = self.ahead.load(Ordering::Acquire);
+        // SAFETY: a deposited chunk is only read, and only taken out, by
+        // the holder of `enc`'s lock, which we are; its owner does not
+        // touch it once deposited.
+        let Some(a) = (unsafe { p.as_ref() }) else {
+            return false;
+        };
+        if a.seq > e {
+            return false;
+        }
+        let ok = a.seq == e
+            && enc.replay.same_state(&a.start)
+            && enc.writer.chain_state() == a.start_chain
+            && a.writer.inner().dropped() == 0
+            && enc
+                .writer
+                .append_encoded(a.writer.inner().data(), a.writer.chain_state())
+                .is_ok();
+        if ok {
+            enc.replay.continue_with(&a.replay);
+            AHEAD_CHUNKS.fetch_add(1, Ordering::Relaxed);
+        } else {
+            AHEAD_REJECTED.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ahead.store(std::ptr::null_mut(), Ordering::Relaxed);
+        let old = self.ahead_free.swap(p, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `ahead_free` owned it; one chunk per stream is made,
+            // so this does not happen, but a box is never leaked.
+            drop(unsafe { Box::from_raw(old) });
+        }
+        ok
     }
 
     /// Encode the published samples of chunk `seq` from `enc.consumed`
@@ -326,6 +497,14 @@ struct Local {
     group: PerfGroup,
     stream: Arc<Stream>,
     timer: Option<ThreadTimer>,
+    /// Encoding ahead: the mode, the chunk state when this thread holds
+    /// it, where its last ahead chunk left the sync position, and how many
+    /// more chances to skip after a rejected one.
+    ahead_mode: Ahead,
+    ahead: Option<Box<AheadChunk>>,
+    ahead_basis: Option<Basis>,
+    ahead_skip: u32,
+    ahead_rejected_seen: u64,
 }
 
 impl Local {
@@ -364,12 +543,24 @@ impl Local {
     #[cold]
     #[inline(never)]
     fn next_chunk(&mut self) {
-        let s = &*self.stream;
         let next = self.seq + 1;
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
-        let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        let waiting = |s: &Stream| s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        let ahead = match self.ahead_mode {
+            Ahead::Off => false,
+            Ahead::WhenWaiting => {
+                let s = &*self.stream;
+                s.background && ENCODER_AWAKE.load(Ordering::Acquire) && waiting(s)
+            }
+            Ahead::Always => true,
+        };
+        if ahead {
+            self.encode_ahead();
+        }
+        let s = &*self.stream;
+        let waiting = || waiting(s);
         let fork = if waiting() { Some(fork_read()) } else { None };
         while waiting() {
             // The encoder thread is awake: it is encoding this stream or
@@ -423,6 +614,109 @@ impl Local {
     }
 }
 
+impl Local {
+    /// Encode the chunk just filled (`self.seq`, not published yet) into
+    /// this stream's ahead chunk and deposit it for the encoder thread
+    /// ([`Ahead`]). Does nothing when the previous ahead chunk still
+    /// waits, after a recent rejection, or when the sync position cannot
+    /// be foreseen.
+    #[cold]
+    #[inline(never)]
+    fn encode_ahead(&mut self) {
+        let s = &*self.stream;
+        let w = self.seq;
+        let rejected = AHEAD_REJECTED.load(Ordering::Relaxed);
+        if rejected != self.ahead_rejected_seen {
+            // A wrong guess costs a chunk's encoding: pause a little.
+            self.ahead_rejected_seen = rejected;
+            self.ahead_skip = 4;
+        }
+        if self.ahead_skip > 0 {
+            self.ahead_skip -= 1;
+            return;
+        }
+        if !s.ahead.load(Ordering::Acquire).is_null() {
+            return;
+        }
+        // The sync position: from the newest of what the encoders
+        // published and this thread's last ahead chunk; at the stream's
+        // start it is known.
+        let published = Basis::unpack(s.basis.load(Ordering::Acquire));
+        let basis = match (published, self.ahead_basis) {
+            (Some(p), Some(o)) if o.seq > p.seq => Some(o),
+            (Some(p), _) => Some(p),
+            (None, o) => o,
+        };
+        let left = match basis {
+            _ if w == 0 => 0,
+            Some(b) if b.seq <= w && (b.seq == w || b.sure) => b.left_at(w),
+            _ => return,
+        };
+        if self.ahead.is_none() {
+            let p = s.ahead_free.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: `ahead_free` owned the box; it is ours now.
+                self.ahead = Some(unsafe { Box::from_raw(p) });
+            }
+        }
+        let Some(a) = self.ahead.as_mut() else {
+            return;
+        };
+        let words = self.words;
+        let slot_words = |seq: u64, len: usize| {
+            let slot = (seq % STAGE_CHUNKS as u64) as usize;
+            // SAFETY: the slot's first `len` words are complete samples
+            // of chunk `seq`, which nobody writes until it is encoded (this
+            // thread is the only writer, and it is here); the slot lies
+            // inside the stage.
+            unsafe {
+                std::slice::from_raw_parts(
+                    (s.stage.as_ptr() as *const u64).add(slot * s.chunk_words),
+                    len,
+                )
+            }
+        };
+        // The previous chunk's last sample (chunk w - 1 is not encoded
+        // before w is published, so its slot still holds it).
+        let prev = if w == 0 {
+            None
+        } else {
+            let len = s.lens[((w - 1) % STAGE_CHUNKS as u64) as usize].load(Ordering::Relaxed);
+            if len < words {
+                return;
+            }
+            Some(&slot_words(w - 1, len)[len - words..])
+        };
+        if !a.replay.resume_after(prev) {
+            return;
+        }
+        a.writer.inner_mut().clear();
+        a.writer.resume(prev.map_or(0, |p| p[3]), left);
+        a.start.clone_from(&a.replay);
+        a.start_chain = a.writer.chain_state();
+        let _ = a.replay.replay(&mut a.writer, slot_words(w, self.filled));
+        a.seq = w;
+        let end = a.writer.messages_to_sync();
+        self.ahead_basis = Some(Basis {
+            seq: w + 1,
+            left: end,
+            count: (left + SYNC_PERIOD - end) % SYNC_PERIOD,
+            sure: true,
+        });
+        if let Some(a) = self.ahead.take() {
+            let p = Box::into_raw(a);
+            if s
+                .ahead
+                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                // SAFETY: not deposited: still ours.
+                self.ahead = Some(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
 static COLLECTOR: AtomicPtr<Collector> = AtomicPtr::new(std::ptr::null_mut());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Trace-on generations; never reused, so a thread whose staged header
@@ -437,6 +731,9 @@ static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
 /// Staging chunks recording threads encoded themselves.
 static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
+/// Chunks encoded ahead by their recording threads and used, or not.
+static AHEAD_CHUNKS: AtomicU64 = AtomicU64::new(0);
+static AHEAD_REJECTED: AtomicU64 = AtomicU64::new(0);
 /// Whether the encoder thread is running its loop rather than parked: a
 /// recording thread then leaves the waiting chunks to it.
 static ENCODER_AWAKE: AtomicBool = AtomicBool::new(false);
@@ -672,6 +969,7 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         buffer_bytes,
         stage_words: stage_bytes / 8,
         encoder_thread: cfg.encoder_thread,
+        ahead: cfg.ahead,
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -685,6 +983,8 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
     INLINE_CHUNKS.store(0, Ordering::Relaxed);
+    AHEAD_CHUNKS.store(0, Ordering::Relaxed);
+    AHEAD_REJECTED.store(0, Ordering::Relaxed);
     if c.encoder_thread {
         start_encoder();
     }
@@ -733,6 +1033,19 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         // SAFETY: writing our own, not yet shared, buffer.
         unsafe { std::ptr::write_volatile(page[0].get(), 0) };
     }
+    // Allocated now: a thread may first need it in a signal handler.
+    let ahead = (c.ahead != Ahead::Off).then(|| {
+        Box::new(AheadChunk {
+            seq: u64::MAX,
+            start: replay.clone(),
+            start_chain: ChainState::default(),
+            replay: replay.clone(),
+            // Room for a chunk's messages: a sample of k words makes at
+            // most about 3k bytes of messages (fib's: 1.5k). Zeroed pages
+            // the OS maps when first written.
+            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(4 * 8 * cap)),
+        })
+    });
     let stream = Arc::new(Stream {
         src: src as u16,
         background: c.encoder_thread
@@ -747,7 +1060,12 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
             replay,
             writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
             consumed: 0,
+            start_left: 0,
+            last_count: 0,
         }),
+        ahead: AtomicPtr::new(std::ptr::null_mut()),
+        ahead_free: AtomicPtr::new(std::ptr::null_mut()),
+        basis: AtomicU64::new(0),
     });
     {
         let _fork = fork_read();
@@ -768,6 +1086,11 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         group,
         stream,
         timer: None,
+        ahead_mode: c.ahead,
+        ahead,
+        ahead_basis: None,
+        ahead_skip: 0,
+        ahead_rejected_seen: 0,
     }))
 }
 
@@ -983,6 +1306,13 @@ pub struct Stats {
     /// running, busy with another thread's, or off:
     /// [`Config::encoder_thread`]).
     pub inline_chunks: u64,
+    /// Staging chunks a recording thread encoded ahead whose bytes went
+    /// into the trace ([`Ahead`]).
+    pub ahead_chunks: u64,
+    /// Chunks encoded ahead and then encoded again in turn: the state they
+    /// started from was not the encoder's (the sync position guessed
+    /// wrong), or the trace buffer had no room for all their bytes.
+    pub ahead_rejected: u64,
 }
 
 /// Current statistics (staged samples are encoded first).
@@ -1005,6 +1335,9 @@ pub fn stats() -> Stats {
             s.dropped_messages += enc.writer.inner().dropped();
         }
     });
+    // After the drain, which may have used ahead chunks.
+    s.ahead_chunks = AHEAD_CHUNKS.load(Ordering::Relaxed);
+    s.ahead_rejected = AHEAD_REJECTED.load(Ordering::Relaxed);
     s
 }
 

@@ -19,7 +19,7 @@
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
 
-use crate::collect::{self, Config, Error, Mode, Stats, Unavailable};
+use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
 use crate::rtd::RtdConfig;
 use std::path::{Path, PathBuf};
@@ -70,6 +70,13 @@ impl SessionBuilder {
         self.cfg.encoder_thread = on;
         self
     }
+    /// Whether recording threads encode ahead of the encoder thread
+    /// (default [`Ahead::WhenWaiting`]).
+    pub fn ahead(mut self, a: Ahead) -> Self {
+        self.cfg.ahead = a;
+        self
+    }
+
     /// Most threads traced at once (default 1).
     pub fn max_threads(mut self, n: u32) -> Self {
         self.cfg.max_threads = n;
@@ -128,6 +135,7 @@ impl Session {
                 max_threads: 1,
                 unavailable: Unavailable::Fail,
                 encoder_thread: true,
+                ahead: Ahead::WhenWaiting,
                 mode: Mode::Manual,
             },
             output: None,

@@ -170,6 +170,11 @@ impl VecBuffer {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
+    /// Empty the buffer (and accept messages again after a stop).
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.dropped = 0;
+    }
 }
 
 #[cfg(feature = "std")]

@@ -83,6 +83,63 @@ impl Replay {
         &self.enc
     }
 
+    /// Put the encoder in the state it has right after replaying the
+    /// whole sample `prev` (`None`: before the first sample), as
+    /// [`Encoder::resume_after`] does. Returns false, leaving the state
+    /// alone, when `prev` is not a sample this replayer encodes (wrong
+    /// length, unknown tag).
+    pub fn resume_after(&mut self, prev: Option<&[u64]>) -> bool {
+        let Some(s) = prev else {
+            self.enc = Encoder::new(*self.enc.header());
+            return true;
+        };
+        if s.len() != self.words {
+            return false;
+        }
+        let kind = match s[0] {
+            TAG_TRACE_ON => None,
+            tag => match u8::try_from(tag).ok().and_then(RecordType::from_u8) {
+                Some(kind) => Some(kind),
+                None => return false,
+            },
+        };
+        let mut copy = [0u64; MAX_COUNTERS];
+        let readings = self.readings(s, &mut copy);
+        self.enc.resume_after(kind, [s[1], s[2]], readings);
+        true
+    }
+
+    /// The readings of sample `s` in record order (`copy` holds them when
+    /// the timestamp goes between the values).
+    #[inline(always)]
+    fn readings<'a>(&self, s: &'a [u64], copy: &'a mut [u64; MAX_COUNTERS]) -> &'a [u64] {
+        // Without a timestamp counter, or with it first (no cycles counter
+        // before it), the sample holds them in that order already.
+        match self.ts_pos {
+            None => &s[SAMPLE_HEAD_WORDS..],
+            Some(0) => &s[SAMPLE_HEAD_WORDS - 1..],
+            Some(p) => {
+                let values = &s[SAMPLE_HEAD_WORDS..];
+                copy[..p].copy_from_slice(&values[..p]);
+                copy[p] = s[3];
+                copy[p + 1..self.n].copy_from_slice(&values[p..]);
+                &copy[..self.n]
+            }
+        }
+    }
+
+    /// Whether `other` replays the next sample exactly as this one would
+    /// ([`Encoder::same_state`]).
+    pub fn same_state(&self, other: &Replay) -> bool {
+        self.ts_pos == other.ts_pos && self.enc.same_state(&other.enc)
+    }
+
+    /// Go on from `later`, which started in this one's state and replayed
+    /// the samples that follow ([`Encoder::continue_with`]).
+    pub fn continue_with(&mut self, later: &Replay) {
+        self.enc.continue_with(&later.enc);
+    }
+
     /// Encode the whole samples in `words` into `sink`, in order. A
     /// trailing partial sample and samples with an unknown tag are skipped.
     /// Returns the first `Stopped` of the sink, if any (encoding goes on,
@@ -92,20 +149,7 @@ impl Replay {
         let mut copy = [0u64; MAX_COUNTERS];
         for s in words.chunks_exact(self.words) {
             let (tag, a0, a1, ts) = (s[0], s[1], s[2], s[3]);
-            // The readings in record order. Without a timestamp counter, or
-            // with it first (no cycles counter before it), the sample holds
-            // them in that order already.
-            let readings = match self.ts_pos {
-                None => &s[SAMPLE_HEAD_WORDS..],
-                Some(0) => &s[SAMPLE_HEAD_WORDS - 1..],
-                Some(p) => {
-                    let values = &s[SAMPLE_HEAD_WORDS..];
-                    copy[..p].copy_from_slice(&values[..p]);
-                    copy[p] = ts;
-                    copy[p + 1..self.n].copy_from_slice(&values[p..]);
-                    &copy[..self.n]
-                }
-            };
+            let readings = self.readings(s, &mut copy);
             let r = if tag == TAG_TRACE_ON {
                 self.enc.trace_on(sink, readings, ts)
             } else {

@@ -72,6 +72,16 @@ pub(crate) struct TimestampChain {
 }
 
 impl TimestampChain {
+    /// The chain right after a message at `last` (already masked), with
+    /// `left` messages to go before the next sync (at most
+    /// [`SYNC_PERIOD`]; 0: sync first).
+    pub(crate) fn resumed(last: u64, left: u32) -> Self {
+        TimestampChain {
+            last,
+            left: left.min(SYNC_PERIOD),
+        }
+    }
+
     /// The next message must be preceded by a full timestamp.
     #[inline(always)]
     pub(crate) fn needs_sync(&self) -> bool {

@@ -11,7 +11,7 @@
 //! with and without the encoder thread. One test function: the collector
 //! is process-wide.
 
-use hpmtrace::collect::{self, Mode};
+use hpmtrace::collect::{self, Ahead, Mode};
 use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_COUNTER_INDEX};
@@ -136,7 +136,7 @@ fn check_values(items: &[Item], ct: CountType) {
     assert!(got[1..] == [calls(1), calls(2)], "{ct:?}: sources 1 and 2");
 }
 
-fn run(count_type: CountType, encoder_thread: bool) {
+fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
     let s = Session::builder()
         .count_type(count_type)
         .event(Event::General {
@@ -154,6 +154,7 @@ fn run(count_type: CountType, encoder_thread: bool) {
         // chunk every 21 records.
         .stage_bytes(4096)
         .encoder_thread(encoder_thread)
+        .ahead(ahead)
         .buffer_bytes(8 << 20)
         .start()
         .unwrap();
@@ -207,21 +208,81 @@ fn run(count_type: CountType, encoder_thread: bool) {
     assert_eq!(records, 4 * 3000 + 1, "{count_type:?}");
     assert_eq!(stats.streams, 3);
     assert_eq!(stats.dropped_messages, 0);
-    if !encoder_thread {
+    if !encoder_thread && ahead == Ahead::Off {
         // 12001 records in chunks of 21, and nobody else encodes while
         // the threads record: all but the last few chunks of each thread.
         assert!(stats.inline_chunks > 100, "{}", stats.inline_chunks);
     }
+    eprintln!(
+        "{count_type:?} encoder thread {encoder_thread} {ahead:?}: {} chunks encoded ahead used, {} not, {} inline",
+        stats.ahead_chunks, stats.ahead_rejected, stats.inline_chunks
+    );
+
     assert_eq!(stats.bytes, bytes.len() as u64);
     let again = encode_at_once(&items, rtd, 3);
     assert_eq!(again.len(), bytes.len(), "{count_type:?}: lengths differ");
     assert!(again == bytes, "{count_type:?}: bytes differ");
 }
 
+/// Encoding ahead, deterministically: one thread, no encoder thread, so
+/// the thread encodes every chunk itself, in turn or ahead
+/// ([`Ahead::Always`]). Records of one shape (addresses under 4 GiB,
+/// small changes) make the same messages per chunk, so the sync position
+/// the thread foresees is right and chunks encoded ahead are used; the
+/// trace must be the bytes encoded at once.
+fn run_ahead_uniform() {
+    let s = Session::builder()
+        .count_type(CountType::Delta)
+        .event(Event::General {
+            code: hw::TIMESTAMP,
+        })
+        .event(Event::LinuxSoftware {
+            code: sw::CONTEXT_SWITCHES,
+        })
+        .mode(Mode::FuncEntryExit)
+        // 4 chunks of 128 words: a sample is 5, so 25 records a chunk.
+        .stage_bytes(4096)
+        .encoder_thread(false)
+        .ahead(Ahead::Always)
+        .buffer_bytes(8 << 20)
+        .start()
+        .unwrap();
+    let rtd = s.rtd_config();
+    for i in 0..10_000u64 {
+        let f = 0x40_0000 + 2 * (i % 64);
+        collect::hook(RecordType::FuncEnter, f as usize, 0x40_1000);
+        collect::hook(RecordType::FuncExit, f as usize, 0x40_1000);
+    }
+    let stats = s.stats();
+    let bytes = s.bytes();
+    s.finish().unwrap();
+    let items = decode(&bytes, rtd);
+    let records = items
+        .iter()
+        .filter(|i| matches!(i, Item::Record(_)))
+        .count();
+    assert_eq!(records, 20_000);
+    assert_eq!(stats.dropped_messages, 0);
+    // 800 chunks. A chunk encoded ahead waits for its turn, three chunks
+    // later, and the thread encodes ahead again once it is used: about
+    // one chunk in four.
+    let chunks = 20_001 / 25;
+    assert!(
+        stats.ahead_chunks >= chunks / 8,
+        "{} of {chunks} chunks encoded ahead were used ({stats:?})",
+        stats.ahead_chunks
+    );
+    let again = encode_at_once(&items, rtd, 1);
+    assert!(again == bytes, "bytes differ");
+}
+
 #[test]
 fn staged_trace_equals_trace_encoded_at_once() {
+    run_ahead_uniform();
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
-        run(ct, true);
-        run(ct, false);
+        for ahead in [Ahead::WhenWaiting, Ahead::Always, Ahead::Off] {
+            run(ct, true, ahead);
+            run(ct, false, ahead);
+        }
     }
 }
