@@ -353,6 +353,71 @@ mod tests {
         );
     }
 
+    /// A chunk encoded on its own, from the previous sample
+    /// (`resume_after`) and the writer's chain state at the split
+    /// (`RtdWriter::resume`), then appended (`append_encoded`,
+    /// `continue_with`), gives the bytes and statistics of encoding the
+    /// stream in one go; and the sync position after `n` messages is the
+    /// one before minus `n` modulo the period, which the collector relies
+    /// on to foresee it.
+    #[test]
+    fn chunk_encoded_from_previous_sample_appends_to_identical_bytes() {
+        use crate::rtd::SYNC_PERIOD;
+        let mut r = Rng(0x0a4e_ad00_c4a1_0001);
+        for round in 0..300 {
+            let h = random_header(&mut r);
+            let ts_pos = crate::counters::timestamp_position(&h);
+            let n = h.iter().count();
+            let values = n - ts_pos.map_or(0, |_| 1);
+            let len = 2 + r.below(400) as usize;
+            let mut ops = random_stream(&mut r, values, len);
+            ops[0].0 = TAG_TRACE_ON;
+            let cfg = RtdConfig {
+                channel: r.below(32) as u8,
+                src_bits: r.below(5) as u8,
+                timestamp_bits: [40, 48, 64][r.below(3) as usize],
+            };
+            let mut rp = Replay::new(h, ts_pos);
+            let words = rp.sample_words();
+            let mut samples = vec![0u64; words * ops.len()];
+            for (d, (tag, a0, a1, ts, vals)) in samples.chunks_exact_mut(words).zip(&ops) {
+                write_sample(d, *tag, *a0, *a1, *ts, vals);
+            }
+            let whole = {
+                let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+                let mut rp = Replay::new(h, ts_pos);
+                rp.replay(&mut w, &samples).unwrap();
+                (w.into_inner().data().to_vec(), rp.encoder().stats())
+            };
+            let k = r.below(ops.len() as u64 + 1) as usize;
+            let (head, tail) = samples.split_at(k * words);
+            let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            let left0 = w.messages_to_sync();
+            rp.replay(&mut w, head).unwrap();
+            // Messages framed so far, sync messages aside.
+            let mut log = crate::sink::WriteLog::default();
+            Replay::new(h, ts_pos).replay(&mut log, head).unwrap();
+            let made = log.writes.len() as u32 % SYNC_PERIOD;
+            assert_eq!(
+                w.messages_to_sync(),
+                (left0 + 2 * SYNC_PERIOD - made) % SYNC_PERIOD,
+                "round {round}"
+            );
+            let prev = k.checked_sub(1).map(|i| &samples[i * words..(i + 1) * words]);
+            let mut ahead = Replay::new(h, ts_pos);
+            assert!(ahead.resume_after(prev), "round {round}");
+            assert!(rp.same_state(&ahead), "round {round}: state at {k}");
+            let mut aw = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            aw.resume(prev.map_or(0, |p| p[3]), w.messages_to_sync());
+            assert_eq!(aw.chain_state(), w.chain_state(), "round {round}");
+            ahead.replay(&mut aw, tail).unwrap();
+            w.append_encoded(aw.inner().data(), aw.chain_state()).unwrap();
+            rp.continue_with(&ahead);
+            assert_eq!(w.into_inner().data(), &whole.0[..], "round {round}: split at {k}");
+            assert_eq!(rp.encoder().stats(), whole.1, "round {round}");
+        }
+    }
+
     #[test]
     fn unknown_tags_and_partial_samples_are_skipped() {
         let mut h = Header::new(CountType::Raw);
