@@ -181,11 +181,13 @@ fn read_cost(set: &str) -> (f64, bool) {
 /// In-process: ns per enter+exit pair for the hooks (counter reads
 /// included) with a staging buffer of `stage` bytes, for encoding what is
 /// still staged afterwards, and the staging chunks the recording thread
-/// encoded itself (see `collect::Stats::inline_chunks`).
-fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
+/// encoded itself, in turn (see `collect::Stats::inline_chunks`) and
+/// ahead (`collect::Stats::ahead_chunks`), medians.
+fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64, u64) {
     let mut hook = Vec::new();
     let mut encode = Vec::new();
     let mut inline = Vec::new();
+    let mut ahead = Vec::new();
     for _ in 0..5 {
         let mut b = Session::builder()
             .count_type(CountType::Delta)
@@ -196,7 +198,7 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
             b = b.event(e);
         }
         let s = b.start().expect("session");
-        let before = s.stats().inline_chunks;
+        let before = s.stats();
         let t0 = Instant::now();
         for i in 0..pairs {
             // fib's pattern: one function, two call sites, addresses of a
@@ -213,10 +215,17 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
         s.finish().unwrap();
         hook.push((t1 - t0).as_nanos() as f64 / pairs as f64);
         encode.push((t2 - t1).as_nanos() as f64 / pairs as f64);
-        inline.push(st.inline_chunks - before);
+        inline.push(st.inline_chunks - before.inline_chunks);
+        ahead.push(st.ahead_chunks - before.ahead_chunks);
     }
     inline.sort();
-    (median(hook), median(encode), inline[inline.len() / 2])
+    ahead.sort();
+    (
+        median(hook),
+        median(encode),
+        inline[inline.len() / 2],
+        ahead[ahead.len() / 2],
+    )
 }
 
 fn main() {
@@ -341,24 +350,24 @@ fn main() {
     }
     println!("\nbreakdown in-process (ns per enter+exit pair; the last two columns with a 256 KiB stage):");
     println!(
-        "{:<40} {:>10} {:>14} {:>12} {:>8} {:>12} {:>14}",
+        "{:<40} {:>10} {:>14} {:>12} {:>8} {:>12} {:>22}",
         "counters",
         "hook total",
         "counter reads",
         "hook - reads",
         "encode",
         "hook in run",
-        "inline chunks"
+        "chunks: inline, ahead"
     );
     for (set, label) in SETS {
         let (read, user) = read_cost(set);
-        let (hook, encode, _) = hook_and_encode(set, calls, 128 << 20);
-        let (hook_run, _, inline) = hook_and_encode(set, calls, 256 << 10);
+        let (hook, encode, _, _) = hook_and_encode(set, calls, 128 << 20);
+        let (hook_run, _, inline, ahead) = hook_and_encode(set, calls, 256 << 10);
         let words = (hpmtrace::stage::SAMPLE_HEAD_WORDS + events(set).len() - 1) as u64;
         let chunk = (256 << 10) / collect::STAGE_CHUNKS as u64;
         let chunks = 2 * calls * words * 8 / chunk;
         println!(
-            "{:<40} {:>10.1} {:>14} {:>12.1} {:>8.1} {:>12.1} {:>14}",
+            "{:<40} {:>10.1} {:>14} {:>12.1} {:>8.1} {:>12.1} {:>22}",
             format!("{set:>2}: {label}"),
             hook,
             format!(
@@ -375,7 +384,7 @@ fn main() {
             hook - 2.0 * read,
             encode,
             hook_run,
-            format!("{inline} of {chunks}")
+            format!("{inline}, {ahead} of {chunks}")
         );
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -282,11 +282,15 @@ impl Basis {
     /// Packed for [`Stream::basis`] (0: none yet).
     fn pack(self) -> u64 {
         debug_assert!(self.left < 1 << 15 && self.count < 1 << 15);
-        self.seq << 32 | (self.sure as u64) << 31 | (self.left as u64) << 16 | self.count as u64 | 1 << 15
+        self.seq << 32
+            | (self.sure as u64) << 31
+            | (self.left as u64) << 16
+            | self.count as u64
+            | 1 << 15
     }
 
     fn unpack(v: u64) -> Option<Basis> {
-        (v & 1 << 15 != 0).then(|| Basis {
+        (v & 1 << 15 != 0).then_some(Basis {
             seq: v >> 32,
             left: (v >> 16) as u32 & 0x7fff,
             count: v as u32 & 0x7fff,
@@ -547,7 +551,8 @@ impl Local {
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
-        let waiting = |s: &Stream| s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
+        let waiting =
+            |s: &Stream| s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
         let ahead = match self.ahead_mode {
             Ahead::Off => false,
             Ahead::WhenWaiting => {
@@ -705,8 +710,7 @@ impl Local {
         });
         if let Some(a) = self.ahead.take() {
             let p = Box::into_raw(a);
-            if s
-                .ahead
+            if s.ahead
                 .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
                 .is_err()
             {

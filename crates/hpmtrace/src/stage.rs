@@ -403,7 +403,9 @@ mod tests {
                 (left0 + 2 * SYNC_PERIOD - made) % SYNC_PERIOD,
                 "round {round}"
             );
-            let prev = k.checked_sub(1).map(|i| &samples[i * words..(i + 1) * words]);
+            let prev = k
+                .checked_sub(1)
+                .map(|i| &samples[i * words..(i + 1) * words]);
             let mut ahead = Replay::new(h, ts_pos);
             assert!(ahead.resume_after(prev), "round {round}");
             assert!(rp.same_state(&ahead), "round {round}: state at {k}");
@@ -411,9 +413,14 @@ mod tests {
             aw.resume(prev.map_or(0, |p| p[3]), w.messages_to_sync());
             assert_eq!(aw.chain_state(), w.chain_state(), "round {round}");
             ahead.replay(&mut aw, tail).unwrap();
-            w.append_encoded(aw.inner().data(), aw.chain_state()).unwrap();
+            w.append_encoded(aw.inner().data(), aw.chain_state())
+                .unwrap();
             rp.continue_with(&ahead);
-            assert_eq!(w.into_inner().data(), &whole.0[..], "round {round}: split at {k}");
+            assert_eq!(
+                w.into_inner().data(),
+                &whole.0[..],
+                "round {round}: split at {k}"
+            );
             assert_eq!(rp.encoder().stats(), whole.1, "round {round}");
         }
     }
