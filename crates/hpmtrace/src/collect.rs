@@ -24,6 +24,9 @@
 //! and otherwise (the encoder thread asleep or absent, or the lock free
 //! after the wait) encodes the oldest chunk itself: no record is lost, and
 //! at worst it pays what encoding on the recording thread always cost.
+//! Before it waits, it encodes the chunk it has just filled ahead, into
+//! bytes the encoder thread appends in that chunk's turn ([`Ahead`]), so
+//! that one thread's encoding can use two cores.
 //! Trace-off and reading or writing the trace encode whatever is left:
 //! every thread's chunks and the partly filled one.
 //!

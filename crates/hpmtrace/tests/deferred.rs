@@ -267,6 +267,10 @@ fn run_ahead_uniform() {
     // later, and the thread encodes ahead again once it is used: about
     // one chunk in four.
     let chunks = 20_001 / 25;
+    eprintln!(
+        "one shape, no encoder thread, Ahead::Always: {} of {chunks} chunks encoded ahead used, {} not",
+        stats.ahead_chunks, stats.ahead_rejected
+    );
     assert!(
         stats.ahead_chunks >= chunks / 8,
         "{} of {chunks} chunks encoded ahead were used ({stats:?})",
