@@ -554,13 +554,13 @@ impl Local {
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
-        let waiting =
+        let next_slot_busy =
             |s: &Stream| s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
         let ahead = match self.ahead_mode {
             Ahead::Off => false,
             Ahead::WhenWaiting => {
                 let s = &*self.stream;
-                s.background && ENCODER_AWAKE.load(Ordering::Acquire) && waiting(s)
+                s.background && ENCODER_AWAKE.load(Ordering::Acquire) && next_slot_busy(s)
             }
             Ahead::Always => true,
         };
@@ -568,7 +568,7 @@ impl Local {
             self.encode_ahead();
         }
         let s = &*self.stream;
-        let waiting = || waiting(s);
+        let waiting = || next_slot_busy(s);
         let fork = if waiting() { Some(fork_read()) } else { None };
         while waiting() {
             // The encoder thread is awake: it is encoding this stream or
@@ -620,9 +620,7 @@ impl Local {
             }
         }
     }
-}
 
-impl Local {
     /// Encode the chunk just filled (`self.seq`, not published yet) into
     /// this stream's ahead chunk and deposit it for the encoder thread
     /// ([`Ahead`]). Does nothing when the previous ahead chunk still
