@@ -193,7 +193,8 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64, u64) 
             .count_type(CountType::Delta)
             .mode(Mode::FuncEntryExit)
             .buffer_bytes(256 << 20)
-            .stage_bytes(stage);
+            .stage_bytes(stage)
+            .ahead(collect::Ahead::from_env());
         for e in events(set) {
             b = b.event(e);
         }

@@ -42,13 +42,6 @@ pub use crate::cabi::perfEvent;
 
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
-fn ahead() -> collect::Ahead {
-    match std::env::var("HPMTRACE_AHEAD").as_deref() {
-        Ok("0") | Ok("no") | Ok("false") => collect::Ahead::Off,
-        _ => collect::Ahead::WhenWaiting,
-    }
-}
-
 fn sw_fallback() -> bool {
     matches!(
         std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
@@ -151,7 +144,7 @@ unsafe fn init(
             Unavailable::LeaveOut
         },
         encoder_thread: true,
-        ahead: ahead(),
+        ahead: collect::Ahead::from_env(),
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {

@@ -143,6 +143,18 @@ pub enum Ahead {
     Always,
 }
 
+impl Ahead {
+    /// [`Ahead::WhenWaiting`], or [`Ahead::Off`] when the environment
+    /// says `HPMTRACE_AHEAD=0` (also `no`, `false`): the C API's choice,
+    /// and the benchmark's, to compare both with one build.
+    pub fn from_env() -> Ahead {
+        match std::env::var("HPMTRACE_AHEAD").as_deref() {
+            Ok("0") | Ok("no") | Ok("false") => Ahead::Off,
+            _ => Ahead::WhenWaiting,
+        }
+    }
+}
+
 /// What [`configure`] does with an event this machine cannot count: its
 /// counter does not open, or it opens but the kernel never schedules it
 /// (alone, or together with the others).
