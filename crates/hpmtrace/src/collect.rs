@@ -265,9 +265,25 @@ struct Encoding {
     last_count: u32,
 }
 
-/// A chunk encoded ahead by its recording thread ([`Ahead`]): one per
-/// stream, allocated with it, passed between the owner (`Local::ahead`),
-/// the hand-over slot (`Stream::ahead`) and back (`Stream::ahead_free`).
+/// Chunks one thread may have encoded ahead and waiting for their turn.
+/// One would do if the encoder thread always came to it before the thread
+/// needs to encode ahead again, but it often does not: in-process fib
+/// with 6 counters and a 256 KiB stage took 108 ns per pair with one, 100
+/// with two, 85-106 with three (131-146 without encoding ahead; a slow,
+/// busy host), and no less with four or six.
+const AHEAD_SLOTS: usize = 3;
+
+/// Where a chunk encoded ahead waits ([`Ahead`]): allocated with the
+/// stream, filled by its owner, used by the encoder in the chunk's turn.
+struct AheadSlot {
+    /// False: the owner's, to fill. True: filled, waiting for its turn;
+    /// only the holder of the stream's `enc` lock reads it then, and gives
+    /// it back (stores false) when done.
+    waiting: AtomicBool,
+    chunk: UnsafeCell<AheadChunk>,
+}
+
+/// A chunk encoded ahead by its recording thread ([`Ahead`]).
 struct AheadChunk {
     /// Sequence number of the chunk encoded.
     seq: u64,
@@ -347,35 +363,20 @@ struct Stream {
     /// only under `enc`'s lock (release).
     encoded: AtomicU64,
     enc: Mutex<Encoding>,
-    /// A chunk the owner encoded ahead, waiting for its turn (owned
-    /// `Box<AheadChunk>`; null for none). Set by the owner when null,
-    /// taken under `enc`'s lock.
-    ahead: AtomicPtr<AheadChunk>,
-    /// The ahead chunk given back for reuse after its turn (owned; null
-    /// while the owner holds it or it waits in `ahead`).
-    ahead_free: AtomicPtr<AheadChunk>,
+    /// Chunks encoded ahead (none with [`Ahead::Off`]).
+    ahead: Box<[AheadSlot]>,
     /// [`Basis::pack`] of the chunk `encoded` as the encoders last left
     /// it (0 before any chunk is encoded).
     basis: AtomicU64,
 }
 
-impl Drop for Stream {
-    fn drop(&mut self) {
-        for p in [&self.ahead, &self.ahead_free] {
-            let p = p.swap(std::ptr::null_mut(), Ordering::Acquire);
-            if !p.is_null() {
-                // SAFETY: both slots own the box they point to, and
-                // nothing else can reach it once the stream is dropped.
-                drop(unsafe { Box::from_raw(p) });
-            }
-        }
-    }
-}
-
 // SAFETY: a slot's words at and past its published length are written only
 // by the owning thread; words below it are read only under `enc`'s lock
 // and written again only after `encoded` has moved past the chunk, i.e.
-// after every reader is done with them (see `Stream::encode_slot`).
+// after every reader is done with them (see `Stream::encode_slot`). An
+// ahead slot's chunk is touched by the owner only while `waiting` is false
+// and by the holder of `enc`'s lock only while it is true, the flag's
+// release stores ordering each side's accesses before the other's.
 unsafe impl Sync for Stream {}
 // SAFETY: as for Sync: the stage is plain memory owned by the stream and
 // the rules above hold whichever thread holds it.
@@ -416,42 +417,39 @@ impl Stream {
 
     /// If the owner encoded chunk `e` ahead from the state `enc` is in
     /// now, append its bytes and take over its state; returns whether it
-    /// did. An ahead chunk for `e` or an earlier one is given back to the
+    /// did. Ahead chunks for `e` or earlier ones are given back to the
     /// owner either way. Called under `enc`'s lock, before any of chunk
     /// `e` is encoded.
     fn merge_ahead(&self, enc: &mut Encoding, e: u64) -> bool {
-        let p = self.ahead.load(Ordering::Acquire);
-        // SAFETY: a deposited chunk is only read, and only taken out, by
-        // the holder of `enc`'s lock, which we are; its owner does not
-        // touch it once deposited.
-        let Some(a) = (unsafe { p.as_ref() }) else {
-            return false;
-        };
-        if a.seq > e {
-            return false;
+        let mut merged = false;
+        for slot in self.ahead.iter() {
+            if !slot.waiting.load(Ordering::Acquire) {
+                continue;
+            }
+            // SAFETY: a waiting slot is only touched by the holder of
+            // `enc`'s lock, which we are (see the Sync impl).
+            let a = unsafe { &*slot.chunk.get() };
+            if a.seq > e {
+                continue;
+            }
+            let ok = a.seq == e
+                && enc.replay.same_state(&a.start)
+                && enc.writer.chain_state() == a.start_chain
+                && a.writer.inner().dropped() == 0
+                && enc
+                    .writer
+                    .append_encoded(a.writer.inner().data(), a.writer.chain_state())
+                    .is_ok();
+            if ok {
+                enc.replay.continue_with(&a.replay);
+                AHEAD_CHUNKS.fetch_add(1, Ordering::Relaxed);
+                merged = true;
+            } else {
+                AHEAD_REJECTED.fetch_add(1, Ordering::Relaxed);
+            }
+            slot.waiting.store(false, Ordering::Release);
         }
-        let ok = a.seq == e
-            && enc.replay.same_state(&a.start)
-            && enc.writer.chain_state() == a.start_chain
-            && a.writer.inner().dropped() == 0
-            && enc
-                .writer
-                .append_encoded(a.writer.inner().data(), a.writer.chain_state())
-                .is_ok();
-        if ok {
-            enc.replay.continue_with(&a.replay);
-            AHEAD_CHUNKS.fetch_add(1, Ordering::Relaxed);
-        } else {
-            AHEAD_REJECTED.fetch_add(1, Ordering::Relaxed);
-        }
-        self.ahead.store(std::ptr::null_mut(), Ordering::Relaxed);
-        let old = self.ahead_free.swap(p, Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: `ahead_free` owned it; one chunk per stream is made,
-            // so this does not happen, but a box is never leaked.
-            drop(unsafe { Box::from_raw(old) });
-        }
-        ok
+        merged
     }
 
     /// Encode the published samples of chunk `seq` from `enc.consumed`
@@ -516,11 +514,10 @@ struct Local {
     group: PerfGroup,
     stream: Arc<Stream>,
     timer: Option<ThreadTimer>,
-    /// Encoding ahead: the mode, the chunk state when this thread holds
-    /// it, where its last ahead chunk left the sync position, and how many
-    /// more chances to skip after a rejected one.
+    /// Encoding ahead: the mode, where this thread's last ahead chunk
+    /// left the sync position, and how many more chances to skip after a
+    /// rejected one.
     ahead_mode: Ahead,
-    ahead: Option<Box<AheadChunk>>,
     ahead_basis: Option<Basis>,
     ahead_skip: u32,
     ahead_rejected_seen: u64,
@@ -653,9 +650,13 @@ impl Local {
             self.ahead_skip -= 1;
             return;
         }
-        if !s.ahead.load(Ordering::Acquire).is_null() {
+        let Some(slot) = s
+            .ahead
+            .iter()
+            .find(|slot| !slot.waiting.load(Ordering::Acquire))
+        else {
             return;
-        }
+        };
         // The sync position: from the newest of what the encoders
         // published and this thread's last ahead chunk; at the stream's
         // start it is known.
@@ -670,16 +671,9 @@ impl Local {
             Some(b) if b.seq <= w && (b.seq == w || b.sure) => b.left_at(w),
             _ => return,
         };
-        if self.ahead.is_none() {
-            let p = s.ahead_free.swap(std::ptr::null_mut(), Ordering::AcqRel);
-            if !p.is_null() {
-                // SAFETY: `ahead_free` owned the box; it is ours now.
-                self.ahead = Some(unsafe { Box::from_raw(p) });
-            }
-        }
-        let Some(a) = self.ahead.as_mut() else {
-            return;
-        };
+        // SAFETY: a slot that is not waiting is only touched by its owner,
+        // this thread (see the Sync impl).
+        let a = unsafe { &mut *slot.chunk.get() };
         let words = self.words;
         let slot_words = |seq: u64, len: usize| {
             let slot = (seq % STAGE_CHUNKS as u64) as usize;
@@ -721,16 +715,7 @@ impl Local {
             count: (left + SYNC_PERIOD - end) % SYNC_PERIOD,
             sure: true,
         });
-        if let Some(a) = self.ahead.take() {
-            let p = Box::into_raw(a);
-            if s.ahead
-                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-            {
-                // SAFETY: not deposited: still ours.
-                self.ahead = Some(unsafe { Box::from_raw(p) });
-            }
-        }
+        slot.waiting.store(true, Ordering::Release);
     }
 }
 
@@ -1050,19 +1035,28 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         // SAFETY: writing our own, not yet shared, buffer.
         unsafe { std::ptr::write_volatile(page[0].get(), 0) };
     }
-    // Allocated now: a thread may first need it in a signal handler.
-    let ahead = (c.ahead != Ahead::Off).then(|| {
-        Box::new(AheadChunk {
-            seq: u64::MAX,
-            start: replay.clone(),
-            start_chain: ChainState::default(),
-            replay: replay.clone(),
-            // Room for a chunk's messages: a sample of k words makes at
-            // most about 3k bytes of messages (fib's: 1.5k). Zeroed pages
-            // the OS maps when first written.
-            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(4 * 8 * cap)),
+    // Allocated now: a thread may first need them in a signal handler.
+    let ahead_slots = if c.ahead == Ahead::Off {
+        0
+    } else {
+        AHEAD_SLOTS
+    };
+    let ahead = (0..ahead_slots)
+        .map(|_| AheadSlot {
+            waiting: AtomicBool::new(false),
+            chunk: UnsafeCell::new(AheadChunk {
+                seq: u64::MAX,
+                start: replay.clone(),
+                start_chain: ChainState::default(),
+                replay: replay.clone(),
+                // Room for a chunk's messages: fib's take 0.8 times the
+                // samples' size, a record at most about 3 times (headers
+                // more: a chunk that does not fit is encoded again in its
+                // turn). Zeroed pages the OS maps when first written.
+                writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(4 * 8 * cap)),
+            }),
         })
-    });
+        .collect();
     let stream = Arc::new(Stream {
         src: src as u16,
         background: c.encoder_thread
@@ -1080,8 +1074,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
             start_left: 0,
             last_count: 0,
         }),
-        ahead: AtomicPtr::new(std::ptr::null_mut()),
-        ahead_free: AtomicPtr::new(std::ptr::null_mut()),
+        ahead,
         basis: AtomicU64::new(0),
     });
     {
@@ -1104,7 +1097,6 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         stream,
         timer: None,
         ahead_mode: c.ahead,
-        ahead,
         ahead_basis: None,
         ahead_skip: 0,
         ahead_rejected_seen: 0,
