@@ -309,24 +309,38 @@ mod tests {
         (b.data().to_vec(), b.dropped(), rp.encoder().stats())
     }
 
+    /// A staged sample: tag, addresses, timestamp, counter values.
+    type Sample = (u64, u64, u64, u64, Vec<u64>);
+
+    /// A stream of at least `min_len` random samples for a random
+    /// header, starting with a header as the collector's streams do, and
+    /// a random framing: (header, timestamp position, counter values per
+    /// sample, samples, framing).
+    fn random_case(
+        r: &mut Rng,
+        min_len: usize,
+    ) -> (Header, Option<usize>, usize, Vec<Sample>, RtdConfig) {
+        let h = random_header(r);
+        let ts_pos = crate::counters::timestamp_position(&h);
+        let n = h.iter().count();
+        let values = n - ts_pos.map_or(0, |_| 1);
+        let len = min_len + r.below(400) as usize;
+        let mut ops = random_stream(r, values, len);
+        ops[0].0 = TAG_TRACE_ON;
+        let cfg = RtdConfig {
+            channel: r.below(32) as u8,
+            src_bits: r.below(5) as u8,
+            timestamp_bits: [40, 48, 64][r.below(3) as usize],
+        };
+        (h, ts_pos, values, ops, cfg)
+    }
+
     #[test]
     fn staged_bytes_equal_immediate_bytes_on_random_streams() {
         let mut r = Rng(0x9e37_79b9_7f4a_7c15);
         let mut stopped_mid_stream = 0;
         for round in 0..300 {
-            let h = random_header(&mut r);
-            let ts_pos = crate::counters::timestamp_position(&h);
-            let n = h.iter().count();
-            let values = n - ts_pos.map_or(0, |_| 1);
-            let len = 1 + r.below(400) as usize;
-            let mut ops = random_stream(&mut r, values, len);
-            // Every stream starts with a header, as the collector's do.
-            ops[0].0 = TAG_TRACE_ON;
-            let cfg = RtdConfig {
-                channel: r.below(32) as u8,
-                src_bits: r.below(5) as u8,
-                timestamp_bits: [40, 48, 64][r.below(3) as usize],
-            };
+            let (h, ts_pos, values, ops, cfg) = random_case(&mut r, 1);
             // Sometimes a buffer too small for the stream (stop-on-wrap).
             let cap = if r.below(3) == 0 {
                 r.below(4000) as usize
@@ -365,18 +379,7 @@ mod tests {
         use crate::rtd::SYNC_PERIOD;
         let mut r = Rng(0x0a4e_ad00_c4a1_0001);
         for round in 0..300 {
-            let h = random_header(&mut r);
-            let ts_pos = crate::counters::timestamp_position(&h);
-            let n = h.iter().count();
-            let values = n - ts_pos.map_or(0, |_| 1);
-            let len = 2 + r.below(400) as usize;
-            let mut ops = random_stream(&mut r, values, len);
-            ops[0].0 = TAG_TRACE_ON;
-            let cfg = RtdConfig {
-                channel: r.below(32) as u8,
-                src_bits: r.below(5) as u8,
-                timestamp_bits: [40, 48, 64][r.below(3) as usize],
-            };
+            let (h, ts_pos, _, ops, cfg) = random_case(&mut r, 2);
             let mut rp = Replay::new(h, ts_pos);
             let words = rp.sample_words();
             let mut samples = vec![0u64; words * ops.len()];
