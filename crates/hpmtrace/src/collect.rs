@@ -688,8 +688,8 @@ impl Local {
                 )
             }
         };
-        // The previous chunk's last sample (chunk w - 1 is not encoded
-        // before w is published, so its slot still holds it).
+        // The previous chunk's last sample: its slot is refilled by chunk
+        // w + 3 only, which this thread starts after publishing w.
         let prev = if w == 0 {
             None
         } else {
