@@ -363,8 +363,10 @@ struct Stream {
     /// only under `enc`'s lock (release).
     encoded: AtomicU64,
     enc: Mutex<Encoding>,
-    /// Chunks encoded ahead (none with [`Ahead::Off`]).
+    /// Chunks encoded ahead (none with [`Ahead::Off`]), and how many of
+    /// them were encoded again in turn.
     ahead: Box<[AheadSlot]>,
+    ahead_rejected: AtomicU64,
     /// [`Basis::pack`] of the chunk `encoded` as the encoders last left
     /// it (0 before any chunk is encoded).
     basis: AtomicU64,
@@ -446,6 +448,7 @@ impl Stream {
                 merged = true;
             } else {
                 AHEAD_REJECTED.fetch_add(1, Ordering::Relaxed);
+                self.ahead_rejected.fetch_add(1, Ordering::Relaxed);
             }
             slot.waiting.store(false, Ordering::Release);
         }
@@ -640,7 +643,7 @@ impl Local {
     fn encode_ahead(&mut self) {
         let s = &*self.stream;
         let w = self.seq;
-        let rejected = AHEAD_REJECTED.load(Ordering::Relaxed);
+        let rejected = s.ahead_rejected.load(Ordering::Relaxed);
         if rejected != self.ahead_rejected_seen {
             // A wrong guess costs a chunk's encoding: pause a little.
             self.ahead_rejected_seen = rejected;
@@ -1075,6 +1078,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
             last_count: 0,
         }),
         ahead,
+        ahead_rejected: AtomicU64::new(0),
         basis: AtomicU64::new(0),
     });
     {
