@@ -310,6 +310,20 @@ struct Basis {
 }
 
 impl Basis {
+    /// Basis for chunk `seq`, whose predecessor went from `before` to
+    /// `after` messages to the next sync; `sure` if the one before that
+    /// made the same count.
+    fn after_chunk(seq: u64, before: u32, after: u32, prev_count: Option<u32>) -> Basis {
+        // Each message counts one down, modulo the period.
+        let count = (before + SYNC_PERIOD - after) % SYNC_PERIOD;
+        Basis {
+            seq,
+            left: after,
+            count,
+            sure: prev_count.is_none_or(|c| c == count),
+        }
+    }
+
     /// Packed for [`Stream::basis`] (0: none yet).
     fn pack(self) -> u64 {
         debug_assert!(self.left < 1 << 15 && self.count < 1 << 15);
@@ -364,8 +378,10 @@ struct Stream {
     encoded: AtomicU64,
     enc: Mutex<Encoding>,
     /// Chunks encoded ahead (none with [`Ahead::Off`]), and how many of
-    /// them were encoded again in turn.
+    /// them were used and encoded again in turn ([`Stats::ahead_chunks`],
+    /// [`Stats::ahead_rejected`]; the owner pauses after a rejection).
     ahead: Box<[AheadSlot]>,
+    ahead_used: AtomicU64,
     ahead_rejected: AtomicU64,
     /// [`Basis::pack`] of the chunk `encoded` as the encoders last left
     /// it (0 before any chunk is encoded).
@@ -404,14 +420,8 @@ impl Stream {
         }
         enc.consumed = 0;
         let left = enc.writer.messages_to_sync();
-        let count = (enc.start_left + SYNC_PERIOD - left) % SYNC_PERIOD;
-        let basis = Basis {
-            seq: e + 1,
-            left,
-            count,
-            sure: count == enc.last_count,
-        };
-        (enc.start_left, enc.last_count) = (left, count);
+        let basis = Basis::after_chunk(e + 1, enc.start_left, left, Some(enc.last_count));
+        (enc.start_left, enc.last_count) = (left, basis.count);
         self.basis.store(basis.pack(), Ordering::Release);
         self.encoded.store(e + 1, Ordering::Release);
         true
@@ -444,10 +454,9 @@ impl Stream {
                     .is_ok();
             if ok {
                 enc.replay.continue_with(&a.replay);
-                AHEAD_CHUNKS.fetch_add(1, Ordering::Relaxed);
+                self.ahead_used.fetch_add(1, Ordering::Relaxed);
                 merged = true;
             } else {
-                AHEAD_REJECTED.fetch_add(1, Ordering::Relaxed);
                 self.ahead_rejected.fetch_add(1, Ordering::Relaxed);
             }
             slot.waiting.store(false, Ordering::Release);
@@ -711,13 +720,13 @@ impl Local {
         a.start_chain = a.writer.chain_state();
         let _ = a.replay.replay(&mut a.writer, slot_words(w, self.filled));
         a.seq = w;
-        let end = a.writer.messages_to_sync();
-        self.ahead_basis = Some(Basis {
-            seq: w + 1,
-            left: end,
-            count: (left + SYNC_PERIOD - end) % SYNC_PERIOD,
-            sure: true,
-        });
+        // Taken as sure: a wrong guess is caught in the chunk's turn.
+        self.ahead_basis = Some(Basis::after_chunk(
+            w + 1,
+            left,
+            a.writer.messages_to_sync(),
+            None,
+        ));
         slot.waiting.store(true, Ordering::Release);
     }
 }
@@ -736,9 +745,6 @@ static NEXT_SRC: AtomicU32 = AtomicU32::new(0);
 static UNTRACED: AtomicU64 = AtomicU64::new(0);
 /// Staging chunks recording threads encoded themselves.
 static INLINE_CHUNKS: AtomicU64 = AtomicU64::new(0);
-/// Chunks encoded ahead by their recording threads and used, or not.
-static AHEAD_CHUNKS: AtomicU64 = AtomicU64::new(0);
-static AHEAD_REJECTED: AtomicU64 = AtomicU64::new(0);
 /// Whether the encoder thread is running its loop rather than parked: a
 /// recording thread then leaves the waiting chunks to it.
 static ENCODER_AWAKE: AtomicBool = AtomicBool::new(false);
@@ -988,8 +994,6 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     NEXT_SRC.store(0, Ordering::Relaxed);
     UNTRACED.store(0, Ordering::Relaxed);
     INLINE_CHUNKS.store(0, Ordering::Relaxed);
-    AHEAD_CHUNKS.store(0, Ordering::Relaxed);
-    AHEAD_REJECTED.store(0, Ordering::Relaxed);
     if c.encoder_thread {
         start_encoder();
     }
@@ -1078,6 +1082,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
             last_count: 0,
         }),
         ahead,
+        ahead_used: AtomicU64::new(0),
         ahead_rejected: AtomicU64::new(0),
         basis: AtomicU64::new(0),
     });
@@ -1346,11 +1351,11 @@ pub fn stats() -> Stats {
             s.wide_overflows += e.wide_overflows;
             s.bytes += enc.writer.inner().data().len() as u64;
             s.dropped_messages += enc.writer.inner().dropped();
+            // After the drain, which may have used ahead chunks.
+            s.ahead_chunks += b.ahead_used.load(Ordering::Relaxed);
+            s.ahead_rejected += b.ahead_rejected.load(Ordering::Relaxed);
         }
     });
-    // After the drain, which may have used ahead chunks.
-    s.ahead_chunks = AHEAD_CHUNKS.load(Ordering::Relaxed);
-    s.ahead_rejected = AHEAD_REJECTED.load(Ordering::Relaxed);
     s
 }
 
