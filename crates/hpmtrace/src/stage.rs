@@ -30,6 +30,13 @@ pub const SAMPLE_HEAD_WORDS: usize = 4;
 /// seeded with the sample's readings (addresses are ignored).
 pub const TAG_TRACE_ON: u64 = 0xff;
 
+/// The record type of a sample's tag other than [`TAG_TRACE_ON`]; `None`
+/// for a tag this crate does not write.
+#[inline(always)]
+fn record_kind(tag: u64) -> Option<RecordType> {
+    u8::try_from(tag).ok().and_then(RecordType::from_u8)
+}
+
 /// Words one sample takes when it carries `values` counter readings.
 pub const fn sample_words(values: usize) -> usize {
     SAMPLE_HEAD_WORDS + values
@@ -98,7 +105,7 @@ impl Replay {
         }
         let kind = match s[0] {
             TAG_TRACE_ON => None,
-            tag => match u8::try_from(tag).ok().and_then(RecordType::from_u8) {
+            tag => match record_kind(tag) {
                 Some(kind) => Some(kind),
                 None => return false,
             },
@@ -153,7 +160,7 @@ impl Replay {
             let r = if tag == TAG_TRACE_ON {
                 self.enc.trace_on(sink, readings, ts)
             } else {
-                match u8::try_from(tag).ok().and_then(RecordType::from_u8) {
+                match record_kind(tag) {
                     Some(kind) => self.enc.record(sink, kind, [a0, a1], readings, ts),
                     None => Ok(()),
                 }
