@@ -18,7 +18,7 @@ use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_C
 use hpmtrace::linux::sw;
 use hpmtrace::nexus::NexusConfig;
 use hpmtrace::rtd::{RtdConfig, RtdWriter};
-use hpmtrace::session::Session;
+use hpmtrace::session::{Session, SessionBuilder};
 use hpmtrace::sink::VecBuffer;
 
 enum Item {
@@ -136,8 +136,11 @@ fn check_values(items: &[Item], ct: CountType) {
     assert!(got[1..] == [calls(1), calls(2)], "{ct:?}: sources 1 and 2");
 }
 
-fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
-    let s = Session::builder()
+/// Function hooks with the trace clock and context switches, a staging
+/// buffer of 4096 bytes (4 chunks of 128 words) and room for the whole
+/// trace.
+fn small_stage(count_type: CountType, encoder_thread: bool, ahead: Ahead) -> SessionBuilder {
+    Session::builder()
         .count_type(count_type)
         .event(Event::General {
             code: hw::TIMESTAMP,
@@ -145,17 +148,20 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
         .event(Event::LinuxSoftware {
             code: sw::CONTEXT_SWITCHES,
         })
-        .event(Event::LinuxSoftware {
-            code: sw::TASK_CLOCK,
-        })
         .mode(Mode::FuncEntryExit)
-        .max_threads(3)
-        // 4 chunks of 128 words: a sample is 6, so a thread hands over a
-        // chunk every 21 records.
         .stage_bytes(4096)
         .encoder_thread(encoder_thread)
         .ahead(ahead)
         .buffer_bytes(8 << 20)
+}
+
+fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
+    // A sample is 6 words: a thread hands over a chunk every 21 records.
+    let s = small_stage(count_type, encoder_thread, ahead)
+        .event(Event::LinuxSoftware {
+            code: sw::TASK_CLOCK,
+        })
+        .max_threads(3)
         .start()
         .unwrap();
     let rtd = s.rtd_config();
@@ -231,20 +237,8 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
 /// the thread foresees is right and chunks encoded ahead are used; the
 /// trace must be the bytes encoded at once.
 fn run_ahead_uniform() {
-    let s = Session::builder()
-        .count_type(CountType::Delta)
-        .event(Event::General {
-            code: hw::TIMESTAMP,
-        })
-        .event(Event::LinuxSoftware {
-            code: sw::CONTEXT_SWITCHES,
-        })
-        .mode(Mode::FuncEntryExit)
-        // 4 chunks of 128 words: a sample is 5, so 25 records a chunk.
-        .stage_bytes(4096)
-        .encoder_thread(false)
-        .ahead(Ahead::Always)
-        .buffer_bytes(8 << 20)
+    // A sample is 5 words: 25 records a chunk.
+    let s = small_stage(CountType::Delta, false, Ahead::Always)
         .start()
         .unwrap();
     let rtd = s.rtd_config();
