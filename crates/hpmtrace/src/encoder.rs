@@ -3,14 +3,9 @@
 //! trace source.
 
 use crate::format::{
-    encode_address, width_mask, CountType, Header, ItcWrite, RecordType, MAX_COUNTERS,
-    MAX_RECORDED_BITS,
+    width_mask, CountType, Header, RecordType, RecordValues, MAX_COUNTERS, MAX_RECORDED_BITS,
 };
 use crate::sink::{Sink, Stopped};
-
-/// Most writes in one record: type, two 64-bit addresses, and 32 + 16
-/// bits for each counter.
-const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
 
 /// Counters of one trace source, in record order, with the state the
 /// count type needs. `no_std`, fixed size, no allocation.
@@ -22,9 +17,12 @@ pub struct Encoder {
     ctr: [CounterState; MAX_COUNTERS],
     last_addr: u64,
     stats: EncoderStats,
-    /// The writes of the record being encoded (kept here so that a record
-    /// does not clear a fresh array).
-    writes: [ItcWrite; MAX_RECORD_WRITES],
+    /// Counters from this position on (record order) follow the
+    /// timestamp: a record's tail ([`RecordValues::new`]).
+    tail_from: usize,
+    /// The counter values of the record being encoded (kept here so that
+    /// a record does not clear a fresh array).
+    counts: [u64; MAX_COUNTERS],
 }
 
 /// One counter of an [`Encoder`].
@@ -65,7 +63,8 @@ impl Encoder {
             ctr: [CounterState::default(); MAX_COUNTERS],
             last_addr: 0,
             stats: EncoderStats::default(),
-            writes: [ItcWrite::w8(0); MAX_RECORD_WRITES],
+            tail_from: crate::counters::timestamp_position(&header).map_or(0, |p| p + 1),
+            counts: [0; MAX_COUNTERS],
         };
         for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
             s.mask = width_mask(c.info.recorded_width());
@@ -162,21 +161,16 @@ impl Encoder {
         self.stats.stopped_records += later.stats.stopped_records;
     }
 
-    /// Append the one or two writes of an address to `out` at `*k`.
+    /// The value an address is recorded as (DeltaXOR: the change from the
+    /// previous one).
     #[inline(always)]
-    fn push_address(&mut self, k: &mut usize, addr: u64) {
+    fn address_value(&mut self, addr: u64) -> u64 {
         let v = match self.header.count_type {
             CountType::DeltaXor => addr ^ self.last_addr,
             CountType::Raw | CountType::Delta => addr,
         };
         self.last_addr = addr;
-        let w = encode_address(v);
-        self.writes[*k] = ItcWrite::w32(w.low);
-        *k += 1;
-        if let Some(h) = w.high {
-            self.writes[*k] = ItcWrite::w32(h);
-            *k += 1;
-        }
+        v
     }
 
     /// Write one record. `addrs` holds one address for manual/ISR records
@@ -192,39 +186,39 @@ impl Encoder {
         ts: u64,
     ) -> Result<(), Stopped> {
         self.stats.records += 1;
-        let k = match readings.get(..self.n) {
-            Some(r) => self.record_writes(kind, addrs, r),
+        let a0 = self.address_value(addrs[0]);
+        let a1 = if kind.address_count() == 2 {
+            self.address_value(addrs[1])
+        } else {
+            0
+        };
+        match readings.get(..self.n) {
+            Some(r) => self.record_counts(r),
             None => {
                 // Missing readings count as 0.
                 let mut padded = [0u64; MAX_COUNTERS];
                 padded[..readings.len()].copy_from_slice(readings);
-                self.record_writes(kind, addrs, &padded[..self.n])
+                self.record_counts(&padded[..self.n])
             }
-        };
-        let r = sink.put_record(&self.writes[..k], ts);
+        }
+        let rec = RecordValues::new(kind, [a0, a1], &self.counts[..self.n], self.tail_from);
+        let r = sink.put_values(&rec, ts);
         if r.is_err() {
             self.stats.stopped_records += 1;
         }
         r
     }
 
-    /// The writes of one record, into `self.writes`; returns how many.
+    /// The recorded counter values of one record, into `self.counts`.
     /// `readings` has one reading per counter.
     #[inline(always)]
-    fn record_writes(&mut self, kind: RecordType, addrs: [u64; 2], readings: &[u64]) -> usize {
-        let mut k = 0;
-        self.writes[k] = ItcWrite::w8(kind.as_u8());
-        k += 1;
-        self.push_address(&mut k, addrs[0]);
-        if kind.address_count() == 2 {
-            self.push_address(&mut k, addrs[1]);
-        }
+    fn record_counts(&mut self, readings: &[u64]) {
         // One loop per count type, so that the loop does not dispatch on
         // it per counter.
         match self.header.count_type {
-            CountType::Raw => self.push_counts(k, readings, |now, _, _| now),
-            CountType::Delta => self.push_counts(k, readings, |_, change, _| change),
-            CountType::DeltaXor => self.push_counts(k, readings, |now, _, xor_prev| {
+            CountType::Raw => self.push_counts(readings, |now, _, _| now),
+            CountType::Delta => self.push_counts(readings, |_, change, _| change),
+            CountType::DeltaXor => self.push_counts(readings, |now, _, xor_prev| {
                 let v = now ^ *xor_prev;
                 *xor_prev = now;
                 v
@@ -232,20 +226,15 @@ impl Encoder {
         }
     }
 
-    /// Append the writes of the counters' values at `k`, `value(now,
+    /// The counters' recorded values into `self.counts`, `value(now,
     /// change, xor_prev)` giving what is recorded (taken modulo the
     /// recorded width) from the reading, its change since the previous
-    /// one and DeltaXOR's state; returns the new end. `readings` has one
-    /// reading per counter.
+    /// one and DeltaXOR's state. `readings` has one reading per counter.
     #[inline(always)]
-    fn push_counts(
-        &mut self,
-        mut k: usize,
-        readings: &[u64],
-        value: impl Fn(u64, u64, &mut u64) -> u64,
-    ) -> usize {
+    fn push_counts(&mut self, readings: &[u64], value: impl Fn(u64, u64, &mut u64) -> u64) {
         let n = self.n.min(readings.len());
-        for (c, &now) in self.ctr[..n].iter_mut().zip(&readings[..n]) {
+        let counters = self.ctr[..n].iter_mut().zip(&readings[..n]);
+        for ((c, &now), out) in counters.zip(&mut self.counts[..n]) {
             // The change modulo 2^64 equals it modulo 2^w (Delta's value)
             // once masked.
             let change = now.wrapping_sub(c.prev);
@@ -253,17 +242,9 @@ impl Encoder {
                 self.stats.wide_overflows += 1;
             }
             c.prev = now;
-            // Below 2^w <= 2^48 by construction: the writes of
-            // `format::encode_count`, 32 bits and 16 more when not 0.
-            let v = value(now, change, &mut c.xor_prev) & c.mask;
-            self.writes[k] = ItcWrite::w32(v as u32);
-            k += 1;
-            let high = (v >> 32) as u16;
-            if high != 0 {
-                self.writes[k] = ItcWrite::w16(high);
-                k += 1;
-            }
+            // Below 2^w <= 2^48 by construction: `format::encode_count`'s
+            // 32 bits and 16 more when not 0.
+            *out = value(now, change, &mut c.xor_prev) & c.mask;
         }
-        k
     }
 }

@@ -596,6 +596,100 @@ pub const fn encode_count(v: u64) -> Result<CountWords, TooWide> {
     })
 }
 
+/// Most ITC writes in one record: type, two 64-bit addresses, and 32 + 16
+/// bits for each counter.
+pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
+
+/// One record as values, before they are split into ITC writes: what an
+/// encoder hands its sink ([`crate::sink::Sink::put_values`]), so that a
+/// sink that frames the writes itself can recognise parts it framed
+/// before (a pair of addresses, counters that did not move) without the
+/// writes being made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordValues<'a> {
+    kind: RecordType,
+    addrs: [u64; 2],
+    counts: &'a [u64],
+    tail_from: usize,
+}
+
+impl<'a> RecordValues<'a> {
+    /// A record of `kind` with the address values `addrs` as recorded
+    /// (DeltaXOR already applied; the second only for two-address kinds)
+    /// and the counter values `counts` as recorded (record order, each
+    /// below 2^48: bits above are not recorded). The counters from
+    /// `tail_from` on are the record's tail: the ones after the
+    /// timestamp, which often repeat from one record to the next.
+    /// Counters past [`MAX_COUNTERS`] are ignored.
+    #[inline(always)]
+    pub fn new(kind: RecordType, addrs: [u64; 2], counts: &'a [u64], tail_from: usize) -> Self {
+        let counts = &counts[..counts.len().min(MAX_COUNTERS)];
+        RecordValues {
+            kind,
+            addrs,
+            counts,
+            tail_from: tail_from.min(counts.len()),
+        }
+    }
+
+    /// The record type.
+    #[inline(always)]
+    pub fn kind(&self) -> RecordType {
+        self.kind
+    }
+
+    /// The address values as recorded: one, or two for enter/exit.
+    #[inline(always)]
+    pub fn addrs(&self) -> &[u64] {
+        &self.addrs[..self.kind.address_count()]
+    }
+
+    /// The counter values before the tail (the timestamp and what comes
+    /// before it).
+    #[inline(always)]
+    pub fn head_counts(&self) -> &'a [u64] {
+        &self.counts[..self.tail_from]
+    }
+
+    /// The counter values of the tail.
+    #[inline(always)]
+    pub fn tail_counts(&self) -> &'a [u64] {
+        &self.counts[self.tail_from..]
+    }
+
+    /// How many ITC writes the record makes at most: two per address and
+    /// counter, and the type.
+    #[inline(always)]
+    pub fn max_writes(&self) -> usize {
+        1 + 2 * (self.kind.address_count() + self.counts.len())
+    }
+
+    /// The record's ITC writes into `out`; returns how many.
+    pub fn to_writes(&self, out: &mut [ItcWrite; MAX_RECORD_WRITES]) -> usize {
+        let mut k = 0;
+        let mut push = |w: ItcWrite| {
+            out[k] = w;
+            k += 1;
+        };
+        push(ItcWrite::w8(self.kind.as_u8()));
+        for &a in self.addrs() {
+            let w = encode_address(a);
+            push(ItcWrite::w32(w.low));
+            if let Some(h) = w.high {
+                push(ItcWrite::w32(h));
+            }
+        }
+        for &v in self.counts {
+            push(ItcWrite::w32(v as u32));
+            let high = (v >> 32) as u16;
+            if high != 0 {
+                push(ItcWrite::w16(high));
+            }
+        }
+        k
+    }
+}
+
 /// Join a counter value from its writes.
 pub const fn decode_count(low: u32, high: Option<u16>) -> u64 {
     let h = match high {

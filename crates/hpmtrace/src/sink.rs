@@ -8,7 +8,7 @@
 //!   software counterpart of the trace encoder's SRAM/SBA buffer; it is the
 //!   [`ByteSink`] the Linux collectors give to their `RtdWriter`s.
 
-use crate::format::{ItcWrite, WriteSize, ITC_STIMULUS_OFFSET};
+use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
 
 /// The sink stopped accepting data (buffer full, stop-on-wrap); the write
 /// was dropped and so will every later one.
@@ -38,6 +38,16 @@ pub trait Sink {
         }
         self.flush()
     }
+
+    /// A whole record given as values: its writes
+    /// ([`RecordValues::to_writes`]) as [`Sink::put_record`] takes them.
+    /// Sinks that frame writes may reuse what they framed for equal values.
+    #[inline]
+    fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
+        let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
+        let k = rec.to_writes(&mut writes);
+        self.put_record(&writes[..k], ts)
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
@@ -52,6 +62,10 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline]
     fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
         (**self).put_record(writes, ts)
+    }
+    #[inline]
+    fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
+        (**self).put_values(rec, ts)
     }
 }
 
