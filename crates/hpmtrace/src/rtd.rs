@@ -411,8 +411,8 @@ impl Framer {
     /// `buf` at `at`; returns the end.
     #[inline(always)]
     fn put_framed(buf: &mut [u8], at: usize, e: Framed) -> usize {
-        buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
-        buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
+        let bytes = (e.bytes[0] as u128 | (e.bytes[1] as u128) << 64).to_le_bytes();
+        buf[at..at + 16].copy_from_slice(&bytes);
         at + e.len()
     }
 
@@ -531,7 +531,16 @@ impl Framer {
         // as in `messages`.
         let e = self.heads[rec.kind().as_u8() as usize & 3];
         let mut at = Self::put_framed(buf, 0, e) - 1;
-        push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        if field < 1 << 12 {
+            // One or two slices, the usual change of timestamp between
+            // two records: no spreading.
+            let two = (field >= 1 << 6) as usize;
+            let x = (field & 0x3f) << 2 | (field >> 6) << 10 | (MSEO_END_MESSAGE as u64) << (8 * two);
+            buf[at..at + 2].copy_from_slice(&(x as u16).to_le_bytes());
+            at += 1 + two;
+        } else {
+            push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        }
         let mut k = 1;
         at = match *rec.addrs() {
             [a0, a1] => self.pair(buf, at, [a0, a1], &mut k),
