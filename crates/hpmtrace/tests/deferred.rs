@@ -276,9 +276,84 @@ fn run_ahead_uniform() {
     assert!(again == bytes, "bytes differ");
 }
 
+/// Counters that did not move since the previous record: the hook flags
+/// such a sample and the encoder records 0 for them without looking
+/// (`stage::TAG_SAME_TAIL`). One thread sleeps before every 50th call
+/// (a context switch), so the context-switch counter stays put between
+/// most records and moves at those: the decoded readings must move there
+/// (a wrong flag would record 0) and the trace must be the bytes encoded
+/// at once.
+fn run_same_tail(count_type: CountType) {
+    let s = small_stage(count_type, true, Ahead::WhenWaiting)
+        .start()
+        .unwrap();
+    let rtd = s.rtd_config();
+    let calls = 3000u64;
+    for i in 0..calls {
+        if i % 50 == 49 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let f = 0x40_0000 + 2 * (i % 64);
+        collect::hook(RecordType::FuncEnter, f as usize, 0x40_1000);
+        collect::hook(RecordType::FuncExit, f as usize, 0x40_1000);
+    }
+    let bytes = s.bytes();
+    s.finish().unwrap();
+    let items = decode(&bytes, rtd);
+    let switches: Vec<u64> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Record(r) => Some(
+                r.counters
+                    .iter()
+                    .find(|c| c.index != TIMESTAMP_COUNTER_INDEX)
+                    .unwrap()
+                    .reading,
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(switches.len() as u64, 2 * calls, "{count_type:?}");
+    let (mut still, mut moved_after_sleep) = (0, 0);
+    for (k, w) in switches.windows(2).enumerate() {
+        // Record j is call j / 2's enter (j even) or exit.
+        let j = k + 1;
+        let enter_after_sleep = j % 2 == 0 && (j / 2) as u64 % 50 == 49;
+        // Delta decodes as the sum since the header, the others as the
+        // readings: never smaller.
+        assert!(
+            w[1] >= w[0],
+            "{count_type:?}: record {j}: {} after {}",
+            w[1],
+            w[0]
+        );
+        if enter_after_sleep {
+            assert!(
+                w[1] > w[0],
+                "{count_type:?}: no context switch recorded after a sleep at record {j}"
+            );
+            moved_after_sleep += 1;
+        } else if w[1] == w[0] {
+            still += 1;
+        }
+    }
+    assert_eq!(moved_after_sleep, calls / 50, "{count_type:?}");
+    // Most records see the counter where the previous one left it: those
+    // samples carry the flag.
+    assert!(
+        still > calls,
+        "{count_type:?}: {still} records without a switch"
+    );
+    let again = encode_at_once(&items, rtd, 1);
+    assert!(again == bytes, "{count_type:?}: bytes differ");
+}
+
 #[test]
 fn staged_trace_equals_trace_encoded_at_once() {
     run_ahead_uniform();
+    for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
+        run_same_tail(ct);
+    }
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
         for ahead in [Ahead::WhenWaiting, Ahead::Always, Ahead::Off] {
             run(ct, true, ahead);
