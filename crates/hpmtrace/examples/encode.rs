@@ -8,7 +8,7 @@
 //! The samples are those of the overhead benchmark's fib program: a
 //! recursive fib's enters and exits (one function, three call sites, PIE
 //! addresses) for fib(N) (default 24), trace-clock steps of 20-60 ticks, counters that rarely
-//! move (flagged, as the hooks flag them, when they did not). They are encoded REPEATS times (default 20) into a fresh trace
+//! move. They are encoded REPEATS times (default 20) into a fresh trace
 //! buffer; the best time per pair is printed. Under `perf record`, this is
 //! the encoder alone.
 
@@ -17,9 +17,7 @@ use hpmtrace::format::{hw, CountType, CounterInfo, Event, RecordType};
 use hpmtrace::linux::sw;
 use hpmtrace::rtd::{RtdConfig, RtdWriter};
 use hpmtrace::sink::VecBuffer;
-use hpmtrace::stage::{
-    sample_words, write_sample, Replay, SAMPLE_HEAD_WORDS, TAG_SAME_TAIL, TAG_TRACE_ON,
-};
+use hpmtrace::stage::{sample_words, write_sample, Replay, TAG_TRACE_ON};
 use std::time::Instant;
 
 /// The samples of fib(n)'s calls with `values` counters besides the
@@ -47,15 +45,6 @@ fn fib_samples(n: u32, values: usize) -> Vec<u64> {
             let at = self.words.len();
             self.words.resize(at + self.sw, 0);
             write_sample(&mut self.words[at..], tag, a0, a1, self.ts, &self.values);
-            // Flagged as the collector's hook flags it: counters that did
-            // not move since the previous record.
-            if at >= self.sw && self.words[at - self.sw] != TAG_TRACE_ON && !self.values.is_empty()
-            {
-                let (prev, now) = self.words[at - self.sw..].split_at(self.sw);
-                if prev[SAMPLE_HEAD_WORDS..] == now[SAMPLE_HEAD_WORDS..] {
-                    self.words[at] |= TAG_SAME_TAIL;
-                }
-            }
         }
         fn fib(&mut self, n: u32, site: u64) -> u64 {
             const FIB: u64 = 0x5555_5555_5136;

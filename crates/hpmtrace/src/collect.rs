@@ -52,7 +52,7 @@ use crate::linux::{
 use crate::nexus::MAX_SOURCES;
 use crate::rtd::{ChainState, RtdConfig, RtdWriter, SYNC_PERIOD};
 use crate::sink::VecBuffer;
-use crate::stage::{tail_start, Replay, SAMPLE_HEAD_WORDS, TAG_SAME_TAIL, TAG_TRACE_ON};
+use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::io::{self, Write};
 use std::path::Path;
@@ -416,7 +416,10 @@ impl Stream {
         // The owner stored the chunk's final length (and deposited an
         // ahead chunk) before publishing `written`.
         if !(enc.consumed == 0 && self.merge_ahead(enc, e)) {
-            self.encode_slot(enc, e);
+            let t0 = std::time::Instant::now();
+            let n = self.encode_slot(enc, e);
+            PROBE_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            PROBE_WORDS.fetch_add(n as u64, Ordering::Relaxed);
         }
         enc.consumed = 0;
         let left = enc.writer.messages_to_sync();
@@ -523,9 +526,6 @@ struct Local {
     cap: usize,
     /// Words per sample.
     words: usize,
-    /// Where a sample's tail starts ([`TAG_SAME_TAIL`]); `words` when
-    /// the samples have none.
-    tail: usize,
     group: PerfGroup,
     stream: Arc<Stream>,
     timer: Option<ThreadTimer>,
@@ -558,26 +558,6 @@ impl Local {
             std::slice::from_raw_parts_mut(p.add(SAMPLE_HEAD_WORDS), self.words - SAMPLE_HEAD_WORDS)
         };
         self.group.read_members(s);
-        if self.filled != 0 && self.tail < self.words {
-            // SAFETY: the sample before this one, [filled - words,
-            // filled), is complete and in this thread's chunk, which
-            // nobody writes but this thread.
-            let (prev, now) = unsafe {
-                let p = self.chunk.add(self.filled);
-                (
-                    std::slice::from_raw_parts(p.sub(self.words), self.words),
-                    std::slice::from_raw_parts(p as *const u64, self.words),
-                )
-            };
-            let moved = prev[self.tail..]
-                .iter()
-                .zip(&now[self.tail..])
-                .fold(0, |d, (a, b)| d | (a ^ b));
-            if moved == 0 && prev[0] != TAG_TRACE_ON {
-                // SAFETY: the sample's first word, written above.
-                unsafe { self.chunk.add(self.filled).write(tag | TAG_SAME_TAIL) };
-            }
-        }
         self.filled += self.words;
         // SAFETY: `len` points into `self.stream`, which this state keeps
         // alive.
@@ -1125,7 +1105,6 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         filled: 0,
         cap,
         words,
-        tail: (SAMPLE_HEAD_WORDS + tail_start(c.ts_pos)).min(words),
         group,
         stream,
         timer: None,
@@ -1469,3 +1448,8 @@ fn install_timer_handler() -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// Temporary probe.
+pub static PROBE_NS: AtomicU64 = AtomicU64::new(0);
+/// Temporary probe.
+pub static PROBE_WORDS: AtomicU64 = AtomicU64::new(0);

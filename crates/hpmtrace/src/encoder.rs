@@ -5,9 +5,6 @@
 use crate::format::{
     width_mask, CountType, Header, RecordType, RecordValues, MAX_COUNTERS, MAX_RECORDED_BITS,
 };
-
-/// The values of a tail that did not move under Delta or DeltaXOR.
-const ZEROS: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
 use crate::sink::{Sink, Stopped};
 
 /// Counters of one trace source, in record order, with the state the
@@ -23,12 +20,6 @@ pub struct Encoder {
     /// Counters from this position on (record order) follow the
     /// timestamp: a record's tail ([`RecordValues::new`]).
     tail_from: usize,
-    /// The last sample encoded was a record: a tail whose readings did
-    /// not move since has DeltaXOR's value 0 too (after a trace-on its
-    /// state is 0, not the readings).
-    after_record: bool,
-    /// The count type is Delta or DeltaXOR.
-    delta: bool,
     /// The counter values of the record being encoded (kept here so that
     /// a record does not clear a fresh array).
     counts: [u64; MAX_COUNTERS],
@@ -73,8 +64,6 @@ impl Encoder {
             last_addr: 0,
             stats: EncoderStats::default(),
             tail_from: crate::counters::timestamp_position(&header).map_or(0, |p| p + 1),
-            after_record: false,
-            delta: header.count_type != CountType::Raw,
             counts: [0; MAX_COUNTERS],
         };
         for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
@@ -121,7 +110,6 @@ impl Encoder {
             res = sink.flush();
         }
         self.last_addr = 0;
-        self.after_record = false;
         for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
             let r = readings.get(i).copied().unwrap_or(0);
             c.prev = r;
@@ -150,7 +138,6 @@ impl Encoder {
             None => 0,
             Some(k) => addrs[k.address_count() - 1],
         };
-        self.after_record = kind.is_some();
     }
 
     /// Whether `other` encodes the next record exactly as this one would:
@@ -169,7 +156,6 @@ impl Encoder {
         debug_assert!(self.header == later.header);
         self.ctr = later.ctr;
         self.last_addr = later.last_addr;
-        self.after_record = later.after_record;
         self.stats.records += later.stats.records;
         self.stats.wide_overflows += later.stats.wide_overflows;
         self.stats.stopped_records += later.stats.stopped_records;
@@ -190,7 +176,7 @@ impl Encoder {
     /// Write one record. `addrs` holds one address for manual/ISR records
     /// and two (function, other side) for enter/exit; `readings` holds the
     /// counter readings in record order (missing ones count as 0).
-    #[inline(always)]
+    #[inline]
     pub fn record<S: Sink>(
         &mut self,
         sink: &mut S,
@@ -199,29 +185,6 @@ impl Encoder {
         readings: &[u64],
         ts: u64,
     ) -> Result<(), Stopped> {
-        self.record_hinted(sink, kind, addrs, readings, ts, false)
-    }
-
-    /// [`Encoder::record`], told whether the readings of the tail (the
-    /// counters after the timestamp counter, all of them without one)
-    /// equal those of the record encoded just before (`same_tail`, which
-    /// the caller must know: the hooks compare them). Under Delta and
-    /// DeltaXOR their values are then 0 and are not looked at; the bytes
-    /// are those of [`Encoder::record`] either way (after a trace-on, and
-    /// with Raw, the hint is not used).
-    #[inline(always)]
-    pub fn record_hinted<S: Sink>(
-        &mut self,
-        sink: &mut S,
-        kind: RecordType,
-        addrs: [u64; 2],
-        readings: &[u64],
-        ts: u64,
-        same_tail: bool,
-    ) -> Result<(), Stopped> {
-        let Some(readings) = readings.get(..self.n) else {
-            return self.record_padded(sink, kind, addrs, readings, ts);
-        };
         self.stats.records += 1;
         let a0 = self.address_value(addrs[0]);
         let a1 = if kind.address_count() == 2 {
@@ -229,42 +192,21 @@ impl Encoder {
         } else {
             0
         };
-        // Raw records the readings themselves; after a trace-on DeltaXOR's
-        // state is 0, not the readings.
-        let skip = same_tail & self.after_record & self.delta;
-        let t = self.tail_from;
-        self.record_counts(&readings[..if skip { t } else { readings.len() }]);
-        self.after_record = true;
-        let counts = &self.counts[..self.n];
-        let tail = if skip {
-            &ZEROS[..counts.len() - t]
-        } else {
-            &counts[t..]
-        };
-        let rec = RecordValues::from_parts(kind, [a0, a1], &counts[..t], tail, skip);
+        match readings.get(..self.n) {
+            Some(r) => self.record_counts(r),
+            None => {
+                // Missing readings count as 0.
+                let mut padded = [0u64; MAX_COUNTERS];
+                padded[..readings.len()].copy_from_slice(readings);
+                self.record_counts(&padded[..self.n])
+            }
+        }
+        let rec = RecordValues::new(kind, [a0, a1], &self.counts[..self.n], self.tail_from);
         let r = sink.put_values(&rec, ts);
         if r.is_err() {
             self.stats.stopped_records += 1;
         }
         r
-    }
-
-    /// [`Encoder::record`] with fewer readings than counters: the missing
-    /// ones count as 0.
-    #[cold]
-    #[inline(never)]
-    fn record_padded<S: Sink>(
-        &mut self,
-        sink: &mut S,
-        kind: RecordType,
-        addrs: [u64; 2],
-        readings: &[u64],
-        ts: u64,
-    ) -> Result<(), Stopped> {
-        let mut padded = [0u64; MAX_COUNTERS];
-        padded[..readings.len()].copy_from_slice(readings);
-        let n = self.n;
-        self.record_hinted(sink, kind, addrs, &padded[..n], ts, false)
     }
 
     /// The recorded counter values of one record, into `self.counts`.

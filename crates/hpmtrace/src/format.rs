@@ -609,9 +609,8 @@ pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
 pub struct RecordValues<'a> {
     kind: RecordType,
     addrs: [u64; 2],
-    head: &'a [u64],
-    tail: &'a [u64],
-    zero_tail: bool,
+    counts: &'a [u64],
+    tail_from: usize,
 }
 
 impl<'a> RecordValues<'a> {
@@ -625,36 +624,11 @@ impl<'a> RecordValues<'a> {
     #[inline(always)]
     pub fn new(kind: RecordType, addrs: [u64; 2], counts: &'a [u64], tail_from: usize) -> Self {
         let counts = &counts[..counts.len().min(MAX_COUNTERS)];
-        let (head, tail) = counts.split_at(tail_from.min(counts.len()));
         RecordValues {
             kind,
             addrs,
-            head,
-            tail,
-            zero_tail: false,
-        }
-    }
-
-    /// [`RecordValues::new`] from the counter values before the tail
-    /// (`head`) and of the tail; `zero_tail` says the tail's values are
-    /// all 0 (its counters did not move, under Delta or DeltaXOR: a sink
-    /// can tell without looking at them). At most [`MAX_COUNTERS`] in all.
-    #[inline(always)]
-    pub(crate) fn from_parts(
-        kind: RecordType,
-        addrs: [u64; 2],
-        head: &'a [u64],
-        tail: &'a [u64],
-        zero_tail: bool,
-    ) -> Self {
-        debug_assert!(head.len() + tail.len() <= MAX_COUNTERS);
-        debug_assert!(!zero_tail || tail.iter().all(|&v| v == 0));
-        RecordValues {
-            kind,
-            addrs,
-            head,
-            tail,
-            zero_tail,
+            counts,
+            tail_from: tail_from.min(counts.len()),
         }
     }
 
@@ -674,26 +648,20 @@ impl<'a> RecordValues<'a> {
     /// before it).
     #[inline(always)]
     pub fn head_counts(&self) -> &'a [u64] {
-        self.head
+        &self.counts[..self.tail_from]
     }
 
     /// The counter values of the tail.
     #[inline(always)]
     pub fn tail_counts(&self) -> &'a [u64] {
-        self.tail
-    }
-
-    /// Whether the tail is known to be all 0 ([`RecordValues::from_parts`]).
-    #[inline(always)]
-    pub fn zero_tail(&self) -> bool {
-        self.zero_tail
+        &self.counts[self.tail_from..]
     }
 
     /// How many ITC writes the record makes at most: two per address and
     /// counter, and the type.
     #[inline(always)]
     pub fn max_writes(&self) -> usize {
-        1 + 2 * (self.kind.address_count() + self.head.len() + self.tail.len())
+        1 + 2 * (self.kind.address_count() + self.counts.len())
     }
 
     /// The record's ITC writes into `out`; returns how many.
@@ -711,7 +679,7 @@ impl<'a> RecordValues<'a> {
                 push(ItcWrite::w32(h));
             }
         }
-        for &v in self.head.iter().chain(self.tail) {
+        for &v in self.counts {
             push(ItcWrite::w32(v as u32));
             let high = (v >> 32) as u16;
             if high != 0 {

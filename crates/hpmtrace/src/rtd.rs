@@ -209,8 +209,6 @@ struct FramedTail {
     /// Number of values; `usize::MAX` for none kept.
     n: usize,
     values: [u64; MAX_COUNTERS],
-    /// Whether every value is 0.
-    zero: bool,
     /// Messages and bytes.
     writes: usize,
     len: usize,
@@ -477,31 +475,21 @@ impl Framer {
         at + e.bytes[47] as usize
     }
 
-    /// Frame the messages of a record tail (counter values; all 0 if
-    /// `zero`) at `at`, counting them in `k`; returns the end. `buf` needs
-    /// [`MAX_MESSAGE`] bytes per write of the tail and [`TAIL_BYTES`] from
-    /// `at`.
+    /// Frame the messages of a record tail (counter values) at `at`,
+    /// counting them in `k`; returns the end. `buf` needs [`MAX_MESSAGE`]
+    /// bytes per write of the tail and [`TAIL_BYTES`] from `at`.
     #[inline(always)]
-    fn tail(
-        &mut self,
-        buf: &mut [u8],
-        mut at: usize,
-        values: &[u64],
-        zero: bool,
-        k: &mut usize,
-    ) -> usize {
+    fn tail(&mut self, buf: &mut [u8], mut at: usize, values: &[u64], k: &mut usize) -> usize {
         if values.is_empty() {
             return at;
         }
         let t = &self.tail;
         if values.len() == t.n {
-            let same = (zero && t.zero)
-                || values
-                    .iter()
-                    .zip(&t.values)
-                    .fold(0, |d, (a, b)| d | (a ^ b))
-                    == 0;
-            if same {
+            let diff = values
+                .iter()
+                .zip(&t.values)
+                .fold(0, |d, (a, b)| d | (a ^ b));
+            if diff == 0 {
                 buf[at..at + 64].copy_from_slice(&t.bytes[..64]);
                 if t.len > 64 {
                     buf[at + 64..at + 128].copy_from_slice(&t.bytes[64..]);
@@ -529,7 +517,6 @@ impl Framer {
         }
         t.bytes[..bytes.len()].copy_from_slice(bytes);
         t.values[..values.len()].copy_from_slice(values);
-        t.zero = values.iter().all(|&v| v == 0);
         t.n = values.len();
         t.len = bytes.len();
         t.writes = writes;
@@ -566,7 +553,7 @@ impl Framer {
         for &v in rec.head_counts() {
             at = self.count(buf, at, v, &mut k);
         }
-        at = self.tail(buf, at, rec.tail_counts(), rec.zero_tail(), &mut k);
+        at = self.tail(buf, at, rec.tail_counts(), &mut k);
         self.chain.advance(k - 1);
         at
     }
@@ -667,7 +654,6 @@ impl<B: ByteSink> RtdWriter<B> {
                 tail: FramedTail {
                     n: usize::MAX,
                     values: [0; MAX_COUNTERS],
-                    zero: false,
                     writes: 0,
                     len: 0,
                     bytes: [0; TAIL_BYTES],
@@ -737,16 +723,6 @@ impl<B: ByteSink> RtdWriter<B> {
         self.framer.chain = end.0;
         self.flushed_chain = end.0;
         Ok(())
-    }
-
-    /// [`Sink::put_values`] near a sync message or the end of the byte
-    /// sink: the record's writes, as [`Sink::put_record`] takes them.
-    #[cold]
-    #[inline(never)]
-    fn put_values_slow(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
-        let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
-        let k = rec.to_writes(&mut writes);
-        self.put_record(&writes[..k], ts)
     }
 
     /// Take the byte sink back (staged bytes are flushed first).
@@ -834,7 +810,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     /// into the byte sink (when it has room and no sync message falls in
     /// the record) with the address pair and the tail of counters copied
     /// whole when they were framed before.
-    #[inline(always)]
+    #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         // Records that may reach the next sync message take the general
         // path (counting the writes exactly there cost more than it saved).
@@ -847,7 +823,9 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
                 return Ok(());
             }
         }
-        self.put_values_slow(rec, ts)
+        let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
+        let k = rec.to_writes(&mut writes);
+        self.put_record(&writes[..k], ts)
     }
 
     #[inline]

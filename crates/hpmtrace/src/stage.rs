@@ -13,10 +13,9 @@
 //!
 //! Sample layout, [`sample_words`] words each:
 //! `[tag, addr0, addr1, timestamp, value_0 .. value_{k-1}]` where `tag` is
-//! the [`RecordType`] byte or [`TAG_TRACE_ON`], maybe with
-//! [`TAG_SAME_TAIL`], and the values are the counters of the header in
-//! record order *without* the timestamp counter (its value is the
-//! sample's timestamp).
+//! the [`RecordType`] byte or [`TAG_TRACE_ON`], and the values are the
+//! counters of the header in record order *without* the timestamp counter
+//! (its value is the sample's timestamp).
 //!
 //! `no_std`, no allocation.
 
@@ -31,30 +30,11 @@ pub const SAMPLE_HEAD_WORDS: usize = 4;
 /// seeded with the sample's readings (addresses are ignored).
 pub const TAG_TRACE_ON: u64 = 0xff;
 
-/// Flag of a record's tag: the sample's values after the timestamp
-/// counter (all of them without one) equal those of the sample before it,
-/// which is a record too. The hook that compared them saves the encoder
-/// looking at them: under Delta and DeltaXOR they are recorded as 0
-/// ([`crate::encoder::Encoder::record_hinted`]).
-pub const TAG_SAME_TAIL: u64 = 0x100;
-
-/// Where the tail of a record starts among a sample's values (see
-/// [`TAG_SAME_TAIL`]) for the timestamp counter at record position
-/// `ts_pos`: the values after it.
-pub const fn tail_start(ts_pos: Option<usize>) -> usize {
-    match ts_pos {
-        Some(p) => p,
-        None => 0,
-    }
-}
-
 /// The record type of a sample's tag other than [`TAG_TRACE_ON`]; `None`
 /// for a tag this crate does not write.
 #[inline(always)]
 fn record_kind(tag: u64) -> Option<RecordType> {
-    u8::try_from(tag & !TAG_SAME_TAIL)
-        .ok()
-        .and_then(RecordType::from_u8)
+    u8::try_from(tag).ok().and_then(RecordType::from_u8)
 }
 
 /// Words one sample takes when it carries `values` counter readings.
@@ -181,11 +161,7 @@ impl Replay {
                 self.enc.trace_on(sink, readings, ts)
             } else {
                 match record_kind(tag) {
-                    Some(kind) => {
-                        let same_tail = tag & TAG_SAME_TAIL != 0;
-                        self.enc
-                            .record_hinted(sink, kind, [a0, a1], readings, ts, same_tail)
-                    }
+                    Some(kind) => self.enc.record(sink, kind, [a0, a1], readings, ts),
                     None => Ok(()),
                 }
             };
@@ -396,41 +372,6 @@ mod tests {
             stopped_mid_stream > 10,
             "stop-on-wrap exercised {stopped_mid_stream} times"
         );
-    }
-
-    /// Samples whose tail equals the previous sample's, flagged
-    /// [`TAG_SAME_TAIL`] as the hooks flag them (and, unlike the hooks,
-    /// also right after a trace-on, where the encoder must not take the
-    /// flag's shortcut), give the bytes and statistics of the same
-    /// samples without the flag encoded at once: every count type and
-    /// timestamp position, tails that repeat half of the time.
-    #[test]
-    fn same_tail_flag_gives_identical_bytes() {
-        let mut r = Rng(0x5a3e_7a11_0000_0003);
-        let mut flagged = 0;
-        for round in 0..300 {
-            let (h, ts_pos, values, mut ops, cfg) = random_case(&mut r, 1);
-            let start = tail_start(ts_pos);
-            for i in 1..ops.len() {
-                if r.below(2) == 0 {
-                    let prev = ops[i - 1].4.clone();
-                    ops[i].4[start..].copy_from_slice(&prev[start..]);
-                }
-            }
-            let mut tagged = ops.clone();
-            for i in 1..ops.len() {
-                if ops[i].0 != TAG_TRACE_ON && ops[i].4[start..] == ops[i - 1].4[start..] {
-                    tagged[i].0 |= TAG_SAME_TAIL;
-                    flagged += 1;
-                }
-            }
-            let stage_words = sample_words(values) * (1 + r.below(20) as usize);
-            let a = immediate(h, ts_pos, cfg, 1 << 22, &ops);
-            let b = staged(h, ts_pos, cfg, 1 << 22, stage_words, &tagged);
-            assert_eq!(a.0, b.0, "round {round}: bytes differ ({h:?})");
-            assert_eq!(a.2, b.2, "round {round}: encoder statistics differ");
-        }
-        assert!(flagged > 10_000, "{flagged} samples flagged");
     }
 
     /// A chunk encoded on its own, from the previous sample

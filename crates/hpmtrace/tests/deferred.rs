@@ -276,13 +276,12 @@ fn run_ahead_uniform() {
     assert!(again == bytes, "bytes differ");
 }
 
-/// Counters that did not move since the previous record: the hook flags
-/// such a sample and the encoder records 0 for them without looking
-/// (`stage::TAG_SAME_TAIL`). One thread sleeps before every 50th call
-/// (a context switch), so the context-switch counter stays put between
-/// most records and moves at those: the decoded readings must move there
-/// (a wrong flag would record 0) and the trace must be the bytes encoded
-/// at once.
+/// Counters that stay put between most records and move at known ones:
+/// one thread sleeps before every 50th call (a context switch), so the
+/// context-switch counter moves there and nowhere else, mostly. The
+/// decoded readings must move at those records (the Nexus writer copies
+/// an unchanged tail of counters whole, so a stale copy would record 0)
+/// and the trace must be the bytes encoded at once.
 fn run_same_tail(count_type: CountType) {
     let s = small_stage(count_type, true, Ahead::WhenWaiting)
         .start()
@@ -338,8 +337,8 @@ fn run_same_tail(count_type: CountType) {
         }
     }
     assert_eq!(moved_after_sleep, calls / 50, "{count_type:?}");
-    // Most records see the counter where the previous one left it: those
-    // samples carry the flag.
+    // Most records see the counter where the previous one left it: their
+    // tails are copied.
     assert!(
         still > calls,
         "{count_type:?}: {still} records without a switch"
