@@ -416,10 +416,7 @@ impl Stream {
         // The owner stored the chunk's final length (and deposited an
         // ahead chunk) before publishing `written`.
         if !(enc.consumed == 0 && self.merge_ahead(enc, e)) {
-            let t0 = std::time::Instant::now();
-            let n = self.encode_slot(enc, e);
-            PROBE_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            PROBE_WORDS.fetch_add(n as u64, Ordering::Relaxed);
+            self.encode_slot(enc, e);
         }
         enc.consumed = 0;
         let left = enc.writer.messages_to_sync();
@@ -1448,8 +1445,3 @@ fn install_timer_handler() -> Result<(), Error> {
     }
     Ok(())
 }
-
-/// Temporary probe.
-pub static PROBE_NS: AtomicU64 = AtomicU64::new(0);
-/// Temporary probe.
-pub static PROBE_WORDS: AtomicU64 = AtomicU64::new(0);
