@@ -181,6 +181,19 @@ const RECENT: usize = 512;
 #[cfg(not(feature = "std"))]
 const RECENT: usize = 64;
 
+/// Copy `bytes` into `buf` at `at`, without a bounds check: the framing
+/// of a record checks its room once ([`Framer::record_values`]).
+///
+/// # Safety
+///
+/// `at + N <= buf.len()`.
+#[inline(always)]
+unsafe fn put<const N: usize>(buf: &mut [u8], at: usize, bytes: &[u8; N]) {
+    debug_assert!(at + N <= buf.len());
+    // SAFETY: the caller's promise; `bytes` is not in `buf` (a `&mut`).
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr().add(at), N) };
+}
+
 /// Entries of [`Framer::pairs`] (a power of two): the address pairs of
 /// the functions entered and left most recently. 64 bytes each: 16 KiB
 /// per writer with `std`, 1 KiB without.
@@ -412,7 +425,8 @@ impl Framer {
     #[inline(always)]
     fn put_framed(buf: &mut [u8], at: usize, e: Framed) -> usize {
         let bytes = (e.bytes[0] as u128 | (e.bytes[1] as u128) << 64).to_le_bytes();
-        buf[at..at + 16].copy_from_slice(&bytes);
+        // SAFETY: the callers' room (`record_values`, `frame_pair`).
+        unsafe { put(buf, at, &bytes) };
         at + e.len()
     }
 
@@ -470,7 +484,8 @@ impl Framer {
             self.pairs[slot] = self.frame_pair(key);
         }
         let e = &self.pairs[slot];
-        buf[at..at + 48].copy_from_slice(&e.bytes);
+        // SAFETY: `record_values`' room.
+        unsafe { put(buf, at, &e.bytes) };
         *k += e.bytes[46] as usize;
         at + e.bytes[47] as usize
     }
@@ -490,9 +505,9 @@ impl Framer {
                 .zip(&t.values)
                 .fold(0, |d, (a, b)| d | (a ^ b));
             if diff == 0 {
-                buf[at..at + 64].copy_from_slice(&t.bytes[..64]);
-                if t.len > 64 {
-                    buf[at + 64..at + 128].copy_from_slice(&t.bytes[64..]);
+                // SAFETY: `record_values`' room (TAIL_BYTES at `at`).
+                unsafe {
+                    put(buf, at, &t.bytes);
                 }
                 *k += t.writes;
                 return at + t.len;
@@ -529,6 +544,12 @@ impl Framer {
     /// [`TAIL_BYTES`] more.
     #[inline(always)]
     fn record_values(&mut self, buf: &mut [u8], rec: &RecordValues<'_>, ts: u64) -> usize {
+        // The room every write below relies on (`put`): before the i-th
+        // message after the head, `at` is at most 16 + 11 i (the head and
+        // its TIMESTAMP field take at most 16 bytes, any other message
+        // 11), and a write reaches at most 16 bytes past it, 48 for an
+        // address pair (2 messages), TAIL_BYTES for a tail.
+        assert!(buf.len() >= rec.max_writes() * MAX_MESSAGE + TAIL_BYTES);
         let field = self.chain.compress(ts);
         // The head message (the type) with the record's TIMESTAMP field,
         // as in `messages`.
@@ -540,7 +561,8 @@ impl Framer {
             let two = (field >= 1 << 6) as usize;
             let x =
                 (field & 0x3f) << 2 | (field >> 6) << 10 | (MSEO_END_MESSAGE as u64) << (8 * two);
-            buf[at..at + 2].copy_from_slice(&(x as u16).to_le_bytes());
+            // SAFETY: the room asserted above.
+            unsafe { put(buf, at, &(x as u16).to_le_bytes()) };
             at += 1 + two;
         } else {
             push_var(buf, &mut at, field, MSEO_END_MESSAGE);
