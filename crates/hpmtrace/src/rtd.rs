@@ -915,6 +915,28 @@ mod tests {
 
     use crate::test_rng::Rng;
 
+    /// A random framing configuration and two writers of it for one
+    /// source, into equal buffers: a third of the time of fewer than
+    /// `small` bytes (stop-on-wrap mid-stream), else of 1 MiB.
+    fn two_writers(
+        r: &mut Rng,
+        small: u64,
+    ) -> (RtdConfig, RtdWriter<VecBuffer>, RtdWriter<VecBuffer>) {
+        let cfg = RtdConfig {
+            channel: r.below(32) as u8,
+            src_bits: r.below(9) as u8,
+            timestamp_bits: [40, 48, 64][r.below(3) as usize],
+        };
+        let src = r.below(1 << cfg.src_bits) as u16;
+        let cap = if r.below(3) == 0 {
+            r.below(small) as usize
+        } else {
+            1 << 20
+        };
+        let w = || RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+        (cfg, w(), w())
+    }
+
     /// `put_record` (a whole record at once, straight into the buffer,
     /// reusing recently framed messages) gives the bytes of putting the
     /// writes one by one and flushing: random records crossing sync
@@ -926,19 +948,7 @@ mod tests {
         let mut r = Rng(0x5eed_1234_abcd_0001);
         let (mut stopped, mut fast) = (0, 0);
         for round in 0..300 {
-            let cfg = RtdConfig {
-                channel: r.below(32) as u8,
-                src_bits: r.below(9) as u8,
-                timestamp_bits: [40, 48, 64][r.below(3) as usize],
-            };
-            let src = r.below(1 << cfg.src_bits) as u16;
-            let cap = if r.below(3) == 0 {
-                r.below(6000) as usize
-            } else {
-                1 << 20
-            };
-            let mut a = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
-            let mut b = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let (cfg, mut a, mut b) = two_writers(&mut r, 6000);
             let mut pool = Vec::new();
             for _ in 0..1 + r.below(300) {
                 pool.push(match r.below(4) {
@@ -1002,19 +1012,7 @@ mod tests {
         let mut r = Rng(0x5eed_7a11_0000_0002);
         let (mut pair_hits, mut tail_hits, mut records) = (0u64, 0u64, 0u64);
         for round in 0..200 {
-            let cfg = RtdConfig {
-                channel: r.below(32) as u8,
-                src_bits: r.below(9) as u8,
-                timestamp_bits: [40, 48, 64][r.below(3) as usize],
-            };
-            let src = r.below(1 << cfg.src_bits) as u16;
-            let cap = if r.below(3) == 0 {
-                r.below(20_000) as usize
-            } else {
-                1 << 20
-            };
-            let mut a = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
-            let mut b = RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+            let (cfg, mut a, mut b) = two_writers(&mut r, 20_000);
             let n = r.below(MAX_COUNTERS as u64 + 1) as usize;
             let tail_from = r.below(n as u64 + 2) as usize;
             let pool = |r: &mut Rng, k: u64| -> Vec<u64> {
