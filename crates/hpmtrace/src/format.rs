@@ -589,11 +589,18 @@ pub const fn encode_count(v: u64) -> Result<CountWords, TooWide> {
     if v >> MAX_RECORDED_BITS != 0 {
         return Err(TooWide(v));
     }
+    Ok(count_words(v))
+}
+
+/// The writes of a counter value's low 48 bits ([`encode_count`] for a
+/// value known to be below 2^48: the encoders' masked values).
+#[inline(always)]
+pub const fn count_words(v: u64) -> CountWords {
     let high = (v >> 32) as u16;
-    Ok(CountWords {
+    CountWords {
         low: v as u32,
         high: if high == 0 { None } else { Some(high) },
-    })
+    }
 }
 
 /// Most ITC writes in one record: type, two 64-bit addresses, and 32 + 16
@@ -680,10 +687,10 @@ impl<'a> RecordValues<'a> {
             }
         }
         for &v in self.counts {
-            push(ItcWrite::w32(v as u32));
-            let high = (v >> 32) as u16;
-            if high != 0 {
-                push(ItcWrite::w16(high));
+            let w = count_words(v);
+            push(ItcWrite::w32(w.low));
+            if let Some(h) = w.high {
+                push(ItcWrite::w16(h));
             }
         }
         k

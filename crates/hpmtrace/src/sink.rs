@@ -44,10 +44,22 @@ pub trait Sink {
     /// Sinks that frame writes may reuse what they framed for equal values.
     #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
-        let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
-        let k = rec.to_writes(&mut writes);
-        self.put_record(&writes[..k], ts)
+        put_values_as_writes(self, rec, ts)
     }
+}
+
+/// [`Sink::put_values`] as writes: the record's
+/// ([`RecordValues::to_writes`]) through [`Sink::put_record`]. The
+/// default, and what a sink that frames values itself falls back on.
+#[inline]
+pub fn put_values_as_writes<S: Sink + ?Sized>(
+    sink: &mut S,
+    rec: &RecordValues<'_>,
+    ts: u64,
+) -> Result<(), Stopped> {
+    let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
+    let k = rec.to_writes(&mut writes);
+    sink.put_record(&writes[..k], ts)
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {

@@ -282,7 +282,7 @@ fn run_ahead_uniform() {
 /// decoded readings must move at those records (the Nexus writer copies
 /// an unchanged tail of counters whole, so a stale copy would record 0)
 /// and the trace must be the bytes encoded at once.
-fn run_same_tail(count_type: CountType) {
+fn run_counter_stays_put(count_type: CountType) {
     let s = small_stage(count_type, true, Ahead::WhenWaiting)
         .start()
         .unwrap();
@@ -351,7 +351,7 @@ fn run_same_tail(count_type: CountType) {
 fn staged_trace_equals_trace_encoded_at_once() {
     run_ahead_uniform();
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
-        run_same_tail(ct);
+        run_counter_stays_put(ct);
     }
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
         for ahead in [Ahead::WhenWaiting, Ahead::Always, Ahead::Off] {
