@@ -25,6 +25,14 @@ pub struct Encoder {
     counts: [u64; MAX_COUNTERS],
 }
 
+/// The shape of an [`Encoder`]'s records: `n` counters, the tail from
+/// position `tail_from` on ([`RecordValues::new`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) n: usize,
+    pub(crate) tail_from: usize,
+}
+
 /// One counter of an [`Encoder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct CounterState {
@@ -185,6 +193,32 @@ impl Encoder {
         readings: &[u64],
         ts: u64,
     ) -> Result<(), Stopped> {
+        self.record_shaped(sink, kind, addrs, readings, ts, self.shape())
+    }
+
+    /// The number of counters and where the tail starts.
+    pub(crate) fn shape(&self) -> Shape {
+        Shape {
+            n: self.n,
+            tail_from: self.tail_from,
+        }
+    }
+
+    /// [`Encoder::record`] with this encoder's [`Shape`] passed in: a
+    /// caller that passes constants gets the counter loops unrolled
+    /// ([`crate::stage::Replay::replay`]).
+    #[inline(always)]
+    pub(crate) fn record_shaped<S: Sink>(
+        &mut self,
+        sink: &mut S,
+        kind: RecordType,
+        addrs: [u64; 2],
+        readings: &[u64],
+        ts: u64,
+        shape: Shape,
+    ) -> Result<(), Stopped> {
+        debug_assert!(shape == self.shape());
+        let n = shape.n;
         self.stats.records += 1;
         let a0 = self.address_value(addrs[0]);
         let a1 = if kind.address_count() == 2 {
@@ -192,16 +226,16 @@ impl Encoder {
         } else {
             0
         };
-        match readings.get(..self.n) {
+        match readings.get(..n) {
             Some(r) => self.record_counts(r),
             None => {
                 // Missing readings count as 0.
                 let mut padded = [0u64; MAX_COUNTERS];
                 padded[..readings.len()].copy_from_slice(readings);
-                self.record_counts(&padded[..self.n])
+                self.record_counts(&padded[..n])
             }
         }
-        let rec = RecordValues::new(kind, [a0, a1], &self.counts[..self.n], self.tail_from);
+        let rec = RecordValues::new(kind, [a0, a1], &self.counts[..n], shape.tail_from);
         let r = sink.put_values(&rec, ts);
         if r.is_err() {
             self.stats.stopped_records += 1;
@@ -232,7 +266,9 @@ impl Encoder {
     /// one and DeltaXOR's state. `readings` has one reading per counter.
     #[inline(always)]
     fn push_counts(&mut self, readings: &[u64], value: impl Fn(u64, u64, &mut u64) -> u64) {
-        let n = self.n.min(readings.len());
+        // Not `self.n`: the length of `readings` is what the compiler may
+        // know ([`Encoder::record_shaped`]).
+        let n = readings.len();
         let counters = self.ctr[..n].iter_mut().zip(&readings[..n]);
         for ((c, &now), out) in counters.zip(&mut self.counts[..n]) {
             // The change modulo 2^64 equals it modulo 2^w (Delta's value)

@@ -874,7 +874,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     /// into the byte sink (when it has room and no sync message falls in
     /// the record) with the address pair and the tail of counters copied
     /// whole when they were framed before.
-    #[inline]
+    #[inline(always)]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         // Records that may reach the next sync message take the general
         // path (counting the writes exactly there cost more than it saved).
