@@ -248,9 +248,10 @@ struct Framed {
 struct Framer {
     chain: TimestampChain,
     /// The sync message's fixed fields and CKDATA0 (TCODE, SRC, CKSRC,
-    /// CKDF, CKDATA0 = 0) as [`push_field`] takes them: value and slices.
-    sync_fixed: u64,
-    sync_slices: usize,
+    /// CKDF, CKDATA0 = 0), framed once (at most 4 bytes, stored
+    /// little-endian), and their length.
+    sync_head: u64,
+    sync_head_len: usize,
     /// The messages' first field (TCODE, SRC, IDTAG) for each write size
     /// ([`size_index`]): constant per writer, packed once (at most 4
     /// bytes, stored little-endian).
@@ -287,15 +288,11 @@ impl Framer {
     /// Frame the ICT control message with the full timestamp `ts` (masked)
     /// into `buf` at `at` and restart the timestamp chain there; returns
     /// the end. `buf` needs [`MAX_MESSAGE`] bytes from `at`.
-    fn sync(&mut self, buf: &mut [u8], mut at: usize, ts: u64) -> usize {
-        push_field(
-            buf,
-            &mut at,
-            self.sync_fixed,
-            self.sync_slices,
-            MSEO_END_FIELD,
-        );
-        push_field(buf, &mut at, ts, 1, MSEO_END_MESSAGE);
+    #[inline(never)]
+    fn sync(&mut self, buf: &mut [u8], at: usize, ts: u64) -> usize {
+        buf[at..at + 8].copy_from_slice(&self.sync_head.to_le_bytes());
+        let mut at = at + self.sync_head_len;
+        push_var(buf, &mut at, ts, MSEO_END_MESSAGE);
         self.chain.synced(ts);
         at
     }
@@ -582,18 +579,67 @@ impl Framer {
     /// [`TAIL_BYTES`] more.
     #[inline(always)]
     fn record_values(&mut self, buf: &mut [u8], rec: &RecordValues<'_>, ts: u64) -> usize {
-        // The room every write below relies on (`put`): before the i-th
-        // message after the head, `at` is at most 16 + 11 i (the head and
-        // its TIMESTAMP field take at most 16 bytes, any other message
-        // 11), and a write reaches at most 16 bytes past it, 48 for an
-        // address pair (2 messages), TAIL_BYTES for a tail.
         assert!(buf.len() >= rec.max_writes() * MAX_MESSAGE + TAIL_BYTES);
+        // SAFETY: the room asserted above.
+        let (end, k) = unsafe { self.frame_values(buf, 0, rec, ts) };
+        self.chain.advance(k - 1);
+        end
+    }
+
+    /// [`Framer::record_values`] for a record that may reach the next
+    /// sync message: with the sync message where the chain needs one, as
+    /// [`Framer::record`] frames its writes. `buf` needs [`MAX_MESSAGE`]
+    /// bytes per write (at most) and one more, and [`TAIL_BYTES`] more.
+    #[inline(always)]
+    fn record_values_near_sync(
+        &mut self,
+        buf: &mut [u8],
+        rec: &RecordValues<'_>,
+        ts: u64,
+    ) -> usize {
+        // A sync message before the record or within it takes at most
+        // MAX_MESSAGE bytes.
+        assert!(buf.len() >= (rec.max_writes() + 1) * MAX_MESSAGE + TAIL_BYTES);
+        let left = self.chain.left();
+        let start = if left == 0 { self.sync(buf, 0, ts) } else { 0 };
+        // SAFETY: the room asserted above: MAX_MESSAGE bytes before
+        // `start` at most.
+        let (end, k) = unsafe { self.frame_values(buf, start, rec, ts) };
+        if left == 0 || k <= left {
+            self.chain.advance(k - 1);
+            end
+        } else {
+            self.sync_inside(buf, end, left, k, ts)
+        }
+    }
+
+    /// Frame the messages of a record given as values at `ts` (masked)
+    /// into `buf` from `start`; returns the end and the number of
+    /// messages. The chain has compressed `ts`, not counted the others.
+    ///
+    /// # Safety
+    ///
+    /// `buf` has [`MAX_MESSAGE`] bytes per write of the record (at most)
+    /// and [`TAIL_BYTES`] more from `start`.
+    #[inline(always)]
+    unsafe fn frame_values(
+        &mut self,
+        buf: &mut [u8],
+        start: usize,
+        rec: &RecordValues<'_>,
+        ts: u64,
+    ) -> (usize, usize) {
+        // The room every write below relies on (`put`): before the i-th
+        // message after the head, `at` is at most start + 16 + 11 i (the
+        // head and its TIMESTAMP field take at most 16 bytes, any other
+        // message 11), and a write reaches at most 16 bytes past it, 48
+        // for an address pair (2 messages), TAIL_BYTES for a tail.
         let field = self.chain.compress(ts);
         // The head message (the type) with the record's TIMESTAMP field,
         // as in `messages`.
         let e = self.heads[rec.kind().as_u8() as usize & 3];
-        // SAFETY: the room asserted above (so below).
-        let mut at = unsafe { Self::put_framed(buf, 0, e) } - 1;
+        // SAFETY: the room the caller promised (so below).
+        let mut at = unsafe { Self::put_framed(buf, start, e) } - 1;
         if field < 1 << 12 {
             // One or two slices, the usual change of timestamp between
             // two records: no spreading.
@@ -618,9 +664,63 @@ impl Framer {
             }
             at = self.tail(buf, at, rec.tail_counts(), &mut k);
         }
-        self.chain.advance(k - 1);
-        at
+        (at, k)
     }
+
+    /// Move in the sync message the chain needs after the first `left`
+    /// of the `k` messages of the record at `ts` that ends at `end` in
+    /// `buf`; returns the new end. The messages after the sync are framed
+    /// as they are: their TIMESTAMP fields are empty, as the record's
+    /// first message alone carries a change, and the sync's full
+    /// timestamp is the record's. `buf` needs [`MAX_MESSAGE`] bytes past
+    /// `end`.
+    #[cold]
+    #[inline(never)]
+    fn sync_inside(&mut self, buf: &mut [u8], end: usize, left: usize, k: usize, ts: u64) -> usize {
+        let cut = after_messages(&buf[..end], left);
+        // The record's first `left` messages took the chain to 0.
+        self.chain.advance(left - 1);
+        let mut sync = [0u8; MAX_MESSAGE];
+        let n = self.sync(&mut sync, 0, ts);
+        buf.copy_within(cut..end, cut + n);
+        buf[cut..cut + n].copy_from_slice(&sync[..n]);
+        self.chain.compress(ts);
+        self.chain.advance(k - left - 1);
+        end + n
+    }
+}
+
+/// The offset right after the `n`-th message (from 1) framed in `bytes`,
+/// or its length if it holds fewer: a message's last byte, and no other,
+/// has MSEO 11. Eight bytes at a time, as this runs on every record that
+/// a sync message falls in (a byte at a time cost 600 instructions a
+/// record with 6 counters).
+fn after_messages(bytes: &[u8], n: usize) -> usize {
+    let mut to_go = n;
+    let mut words = bytes.chunks_exact(8);
+    for (i, w) in (&mut words).enumerate() {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        // Bit 0 of each byte whose MSEO bits are both set.
+        let mut ends = w & w >> 1 & 0x0101_0101_0101_0101;
+        let found = ends.count_ones() as usize;
+        if found >= to_go {
+            for _ in 1..to_go {
+                ends &= ends - 1;
+            }
+            return 8 * i + ends.trailing_zeros() as usize / 8 + 1;
+        }
+        to_go -= found;
+    }
+    let base = bytes.len() - words.remainder().len();
+    for (i, &b) in words.remainder().iter().enumerate() {
+        if b & MSEO_END_MESSAGE == MSEO_END_MESSAGE {
+            to_go -= 1;
+            if to_go == 0 {
+                return base + i + 1;
+            }
+        }
+    }
+    bytes.len()
 }
 
 /// Frames ITC writes of one source as Nexus messages into a [`ByteSink`].
@@ -687,18 +787,28 @@ impl<B: ByteSink> RtdWriter<B> {
             first[i] = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
             first_len[i] = at as u8;
         }
+        // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then CKDATA0 = 0.
+        let sync_fixed = TCODE_ICT_SYNC as u64
+            | (src as u64 & width_mask(cfg.src_bits)) << 6
+            | (ICT_CKSRC_CONTROL as u64) << (6 + cfg.src_bits);
+        let mut bytes = [0u8; 8];
+        let mut sync_head_len = 0;
+        push_field(
+            &mut bytes,
+            &mut sync_head_len,
+            sync_fixed,
+            (12 + cfg.src_bits as usize) / 6 + 1,
+            MSEO_END_FIELD,
+        );
+        let sync_head = u64::from_le_bytes(bytes);
         let mut w = RtdWriter {
             cfg,
             ts_mask: width_mask(cfg.timestamp_bits),
             flushed_chain: TimestampChain::default(),
             framer: Framer {
                 chain: TimestampChain::default(),
-                // TCODE(6) SRC(sb) CKSRC(4)=control CKDF(2)=0, then
-                // CKDATA0 = 0.
-                sync_fixed: TCODE_ICT_SYNC as u64
-                    | (src as u64 & width_mask(cfg.src_bits)) << 6
-                    | (ICT_CKSRC_CONTROL as u64) << (6 + cfg.src_bits),
-                sync_slices: (12 + cfg.src_bits as usize) / 6 + 1,
+                sync_head,
+                sync_head_len,
                 first,
                 first_len,
                 recent: [Framed {
@@ -818,6 +928,25 @@ impl<B: ByteSink> RtdWriter<B> {
         self.len = self.framer.sync(&mut self.stage, self.len, ts);
         Ok(())
     }
+
+    /// [`Sink::put_values`] for a record that may reach the next sync
+    /// message or does not fit the spare room with the fast path's margin
+    /// (out of line: with it inline, the other records cost more).
+    #[inline(never)]
+    fn put_values_near_sync(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
+        if self.len == 0 {
+            let room = (rec.max_writes() + 1) * MAX_MESSAGE + TAIL_BYTES;
+            if let Some(buf) = self.out.spare(room) {
+                let end = self
+                    .framer
+                    .record_values_near_sync(buf, rec, ts & self.ts_mask);
+                self.out.commit(end);
+                self.flushed_chain = self.framer.chain;
+                return Ok(());
+            }
+        }
+        put_values_as_writes(self, rec, ts)
+    }
 }
 
 impl<B: ByteSink> Sink for RtdWriter<B> {
@@ -871,13 +1000,10 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
     }
 
     /// [`Sink::put_record`] for a record given as values: framed straight
-    /// into the byte sink (when it has room and no sync message falls in
-    /// the record) with the address pair and the tail of counters copied
-    /// whole when they were framed before.
+    /// into the byte sink (when it has room) with the address pair and
+    /// the tail of counters copied whole when they were framed before.
     #[inline(always)]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
-        // Records that may reach the next sync message take the general
-        // path (counting the writes exactly there cost more than it saved).
         let n = rec.max_writes();
         if self.len == 0 && n < self.framer.chain.left() {
             if let Some(buf) = self.out.spare(n * MAX_MESSAGE + TAIL_BYTES) {
@@ -887,7 +1013,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
                 return Ok(());
             }
         }
-        put_values_as_writes(self, rec, ts)
+        self.put_values_near_sync(rec, ts)
     }
 
     #[inline]
