@@ -505,7 +505,10 @@ impl Framer {
     unsafe fn pair(&mut self, buf: &mut [u8], at: usize, key: [u64; 2], k: &mut usize) -> usize {
         let h = (key[0] ^ key[1].rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let slot = (h >> (64 - PAIRS.trailing_zeros())) as usize;
-        if self.pairs[slot].key != key {
+        // Two compares, not one of 16 bytes: `key` was just stored as two
+        // words, and a 16-byte load of them would wait for the stores.
+        let have = self.pairs[slot].key;
+        if (have[0] ^ key[0]) | (have[1] ^ key[1]) != 0 {
             self.pairs[slot] = self.frame_pair(key);
         }
         let e = &self.pairs[slot];
