@@ -288,7 +288,6 @@ impl Framer {
     /// Frame the ICT control message with the full timestamp `ts` (masked)
     /// into `buf` at `at` and restart the timestamp chain there; returns
     /// the end. `buf` needs [`MAX_MESSAGE`] bytes from `at`.
-    #[inline(never)]
     fn sync(&mut self, buf: &mut [u8], at: usize, ts: u64) -> usize {
         buf[at..at + 8].copy_from_slice(&self.sync_head.to_le_bytes());
         let mut at = at + self.sync_head_len;

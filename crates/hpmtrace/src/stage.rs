@@ -167,7 +167,7 @@ impl Replay {
         // The usual shapes get a loop each, in which the number of
         // counters and the timestamp's place are constants: the counter
         // loops unroll and their bounds checks go. fib(20) with 6
-        // counters, timestamp first: 16.8M instructions down to 13.6M
+        // counters, timestamp first: 16.8M instructions down to 12.8M
         // (BENCH.md). Timestamp first is the Linux collector's layout
         // without a cycles counter, second with one; up to 8 counters.
         // Not in `no_std` builds, where code size counts more.
@@ -461,13 +461,6 @@ mod tests {
         );
     }
 
-    /// A chunk encoded on its own, from the previous sample
-    /// (`resume_after`) and the writer's chain state at the split
-    /// (`RtdWriter::resume`), then appended (`append_encoded`,
-    /// `continue_with`), gives the bytes and statistics of encoding the
-    /// stream in one go; and the sync position after `n` messages is the
-    /// one before minus `n` modulo the period, which the collector relies
-    /// on to foresee it.
     /// The loops of fixed shape (`Replay::replay_fixed`) against
     /// encoding at once, for every shape up to 10 counters with the
     /// timestamp first, second or absent (the fixed ones and their
@@ -547,6 +540,13 @@ mod tests {
         assert_eq!(cases, 2 * 3 * (10 + 10 + 9));
     }
 
+    /// A chunk encoded on its own, from the previous sample
+    /// (`resume_after`) and the writer's chain state at the split
+    /// (`RtdWriter::resume`), then appended (`append_encoded`,
+    /// `continue_with`), gives the bytes and statistics of encoding the
+    /// stream in one go; and the sync position after `n` messages is the
+    /// one before minus `n` modulo the period, which the collector relies
+    /// on to foresee it.
     #[test]
     fn chunk_encoded_from_previous_sample_appends_to_identical_bytes() {
         use crate::rtd::SYNC_PERIOD;
