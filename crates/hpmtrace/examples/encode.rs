@@ -3,12 +3,14 @@
 //! pair, for 1, 2 and 6 counters laid out as the Linux collector lays
 //! them out (timestamp in slot 1, 64-bit software counters).
 //!
-//! `cargo run --release -p hpmtrace --example encode [-- N [REPEATS [COUNTERS]]]`
+//! `cargo run --release -p hpmtrace --example encode [-- N [REPEATS [COUNTERS [moving]]]]`
 //!
 //! The samples are those of the overhead benchmark's fib program: a
 //! recursive fib's enters and exits (one function, three call sites, PIE
 //! addresses) for fib(N) (default 24), trace-clock steps of 20-60 ticks, counters that rarely
-//! move. They are encoded REPEATS times (default 20) into a fresh trace
+//! move (with `moving`: every counter after the timestamp moves by 1 to
+//! 1024 on every sample, as cycles and instructions do on hardware).
+//! They are encoded REPEATS times (default 20) into a fresh trace
 //! buffer; the best time per pair is printed. Under `perf record`, this is
 //! the encoder alone.
 
@@ -22,13 +24,14 @@ use std::time::Instant;
 
 /// The samples of fib(n)'s calls with `values` counters besides the
 /// timestamp, after a trace-on sample.
-fn fib_samples(n: u32, values: usize) -> Vec<u64> {
+fn fib_samples(n: u32, values: usize, moving: bool) -> Vec<u64> {
     struct Gen {
         words: Vec<u64>,
         values: Vec<u64>,
         ts: u64,
         rng: u64,
         sw: usize,
+        moving: bool,
     }
     impl Gen {
         fn sample(&mut self, tag: u64, a0: u64, a1: u64) {
@@ -38,7 +41,11 @@ fn fib_samples(n: u32, values: usize) -> Vec<u64> {
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
             self.ts += 20 + self.rng % 41;
-            if self.rng >> 52 == 0 && !self.values.is_empty() {
+            if self.moving {
+                for (i, v) in self.values.iter_mut().enumerate() {
+                    *v += 1 + self.rng.rotate_right(4 * i as u32) % 1024;
+                }
+            } else if self.rng >> 52 == 0 && !self.values.is_empty() {
                 let i = (self.rng >> 8) as usize % self.values.len();
                 self.values[i] += 1;
             }
@@ -64,6 +71,7 @@ fn fib_samples(n: u32, values: usize) -> Vec<u64> {
         ts: 1 << 34,
         rng: 0x9e37_79b9_7f4a_7c15,
         sw: sample_words(values),
+        moving,
     };
     g.sample(TAG_TRACE_ON, 0, 0);
     g.fib(n, 0x5555_5555_52a0);
@@ -78,6 +86,7 @@ fn main() {
         Some(c) => vec![c],
         None => vec![1, 2, 6],
     };
+    let moving = args.next().as_deref() == Some("moving");
     for counters in sets {
         let mut events = vec![Event::General {
             code: hw::TIMESTAMP,
@@ -99,7 +108,7 @@ fn main() {
             .collect();
         let header = build_header(CountType::Delta, &chosen);
         let ts_pos = timestamp_position(&header);
-        let words = fib_samples(n, counters - 1);
+        let words = fib_samples(n, counters - 1, moving);
         let pairs = (words.len() / sample_words(counters - 1) - 1) / 2;
         let mut best = f64::INFINITY;
         let mut bytes = 0;
