@@ -567,7 +567,7 @@ impl Framer {
         // in a row, only every 64th is kept, to notice when they stop.
         let t = &mut self.tail;
         t.misses = t.misses.wrapping_add(1);
-        if t.misses < TAIL_TRIES || t.misses % 64 == 0 {
+        if t.misses < TAIL_TRIES || t.misses.is_multiple_of(64) {
             self.keep_tail(&buf[start..at], values, *k - k0);
         }
         at
