@@ -144,7 +144,7 @@ fn symbolizer(input: &InputArgs) -> Result<Symbolizer> {
     } else if sym.is_pie() {
         // The first 8 MiB hold tens of thousands of records: enough.
         let seen = pipeline::sample_addresses(input, 8 << 20, 4096)?;
-        match sym.infer_bias(&seen.entries, &seen.calls, &seen.other) {
+        match sym.infer_bias(&seen.entries, &seen.sites, &seen.calls, &seen.other) {
             Some(b) => {
                 eprintln!(
                     "hpmtrace: {} is position-independent: load bias {b:#x}, inferred from {} \

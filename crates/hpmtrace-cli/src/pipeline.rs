@@ -60,12 +60,15 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 
 /// Addresses for [`crate::symbols::Symbolizer::infer_bias`] from the
 /// first `limit` bytes of the trace, at most `max` of each kind, distinct:
-/// function-entry addresses; (caller's entry address, call site) of nested
-/// entries; the other addresses (manual and sampled PCs). Decoding errors
+/// function-entry addresses; (entry address, call site) of entries;
+/// (caller's entry address, call site) of nested entries; the other
+/// addresses (manual and sampled PCs). Decoding errors
 /// are left to the real pass to report.
 pub struct Addresses {
     /// Entry addresses (`this_fn`).
     pub entries: Vec<u64>,
+    /// (`this_fn`, `call_site`) of entries.
+    pub sites: Vec<(u64, u64)>,
     /// (caller's `this_fn`, `call_site`) of entries inside another entry.
     pub calls: Vec<(u64, u64)>,
     /// Addresses of records other than function entries and exits.
@@ -78,7 +81,12 @@ pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addr
     use std::collections::{BTreeSet, HashMap};
     use std::io::Read;
     let file = open(args)?;
-    let (mut entries, mut calls, mut other) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let (mut entries, mut sites, mut calls, mut other) = (
+        BTreeSet::new(),
+        BTreeSet::new(),
+        BTreeSet::new(),
+        BTreeSet::new(),
+    );
     let mut stacks: HashMap<u16, Vec<u64>> = HashMap::new();
     decode_stream(
         file.take(limit),
@@ -90,6 +98,9 @@ pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addr
                 RecordType::FuncEnter => {
                     if entries.len() < max {
                         entries.insert(r.addr);
+                    }
+                    if let (Some(site), true) = (r.addr2, sites.len() < max) {
+                        sites.insert((r.addr, site));
                     }
                     if let (Some(&caller), Some(site)) = (stack.last(), r.addr2) {
                         if calls.len() < max {
@@ -112,6 +123,7 @@ pub fn sample_addresses(args: &InputArgs, limit: u64, max: usize) -> Result<Addr
     );
     Ok(Addresses {
         entries: entries.into_iter().collect(),
+        sites: sites.into_iter().collect(),
         calls: calls.into_iter().collect(),
         other: other.into_iter().collect(),
     })
