@@ -94,36 +94,31 @@ impl Code {
                 b[0] == 0xe8 && site.wrapping_add(rel as i64 as u64) == target
             }),
             Some(Architecture::Riscv64) => {
-                let jal = site.wrapping_sub(4);
-                if let Some(w) = word(jal) {
-                    // jal ra, imm (J-type).
-                    if w & 0xfff == 0x0ef {
-                        let imm = ((w >> 31) as u64) << 20
-                            | ((w >> 21) as u64 & 0x3ff) << 1
-                            | ((w >> 20) as u64 & 1) << 11
-                            | ((w >> 12) as u64 & 0xff) << 12;
-                        let imm = ((imm << 43) as i64 >> 43) as u64;
-                        if jal.wrapping_add(imm) == target {
-                            return true;
-                        }
-                    }
-                }
-                let auipc = site.wrapping_sub(8);
-                match (word(auipc), word(site.wrapping_sub(4))) {
-                    // auipc rX, hi; jalr ra, lo(rX).
-                    (Some(a), Some(j)) => {
-                        let rd = a >> 7 & 0x1f;
-                        a & 0x7f == 0x17
-                            && j & 0x707f == 0x67
-                            && j >> 7 & 0x1f == 1
-                            && j >> 15 & 0x1f == rd
-                            && auipc
-                                .wrapping_add((a & 0xffff_f000) as i32 as i64 as u64)
-                                .wrapping_add((j as i32 >> 20) as i64 as u64)
-                                == target
-                    }
-                    _ => false,
-                }
+                // The instruction before the site, and the one before that.
+                let (last_at, pair_at) = (site.wrapping_sub(4), site.wrapping_sub(8));
+                let Some(j) = word(last_at) else {
+                    return false;
+                };
+                // jal ra, imm (J-type).
+                let jal = j & 0xfff == 0x0ef && {
+                    let imm = ((j >> 31) as u64) << 20
+                        | ((j >> 21) as u64 & 0x3ff) << 1
+                        | ((j >> 20) as u64 & 1) << 11
+                        | ((j >> 12) as u64 & 0xff) << 12;
+                    last_at.wrapping_add(((imm << 43) as i64 >> 43) as u64) == target
+                };
+                // auipc rX, hi; jalr ra, lo(rX).
+                let auipc_jalr = word(pair_at).is_some_and(|a| {
+                    a & 0x7f == 0x17
+                        && j & 0x707f == 0x67
+                        && j >> 7 & 0x1f == 1
+                        && j >> 15 & 0x1f == a >> 7 & 0x1f
+                        && pair_at
+                            .wrapping_add((a & 0xffff_f000) as i32 as i64 as u64)
+                            .wrapping_add((j as i32 >> 20) as i64 as u64)
+                            == target
+                });
+                jal || auipc_jalr
             }
             _ => false,
         }
@@ -496,35 +491,23 @@ mod tests {
         // fib calls itself; the return address 0x2e5f is recorded as 0x2e5e
         // (the trace drops bit 0).
         let call = x86_call(0x2e5a, fib);
-        let s = symbolizer(
-            Architecture::X86_64,
-            &[
-                (twin, twin + 0xd0, "twin"),
-                (main, fib, "main"),
-                (fib, fib + 0x60, "fib"),
-            ],
-            0x1000,
-            0x2000,
-            &[(0x2e5a, &call)],
-        );
+        let funcs = [
+            (twin, twin + 0xd0, "twin"),
+            (main, fib, "main"),
+            (fib, fib + 0x60, "fib"),
+        ];
+        let with = |patch: &[(u64, &[u8])]| {
+            symbolizer(Architecture::X86_64, &funcs, 0x1000, 0x2000, patch)
+        };
         let bias = 0x5555_5555_4000;
         let entries = [fib + bias];
         let sites = [(fib + bias, 0x2e5e + bias)];
         let calls = [(fib + bias, 0x2e5e + bias)];
+        let s = with(&[(0x2e5a, &call)]);
         assert_eq!(s.infer_bias(&entries, &sites, &calls, &[]), Some(bias));
         // Without the call the two biases tie, and the twin's (larger)
         // wins: what the check is for.
-        let plain = symbolizer(
-            Architecture::X86_64,
-            &[
-                (twin, twin + 0xd0, "twin"),
-                (main, fib, "main"),
-                (fib, fib + 0x60, "fib"),
-            ],
-            0x1000,
-            0x2000,
-            &[],
-        );
+        let plain = with(&[]);
         assert_eq!(
             plain.infer_bias(&entries, &sites, &calls, &[]),
             Some(bias + (fib - twin))
