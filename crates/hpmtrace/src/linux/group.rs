@@ -22,6 +22,11 @@ pub struct PerfGroup {
     positions: Vec<usize>,
     /// Page and read method of each member, when every member has one.
     user: Vec<(PerfPage, UserRead)>,
+    /// The pages of `user` again when every member is a
+    /// [`UserRead::PageCount`] (else empty): the hook's loop then reads
+    /// each page's count without checking how, 4 instructions less per
+    /// member (40 per enter+exit pair with 5 members).
+    page_counts: Vec<PerfPage>,
     buf: Vec<u64>,
 }
 
@@ -116,6 +121,7 @@ impl PerfGroup {
             fds: Vec::new(),
             positions: Vec::new(),
             user: Vec::new(),
+            page_counts: Vec::new(),
             buf: Vec::new(),
         };
         for &(pos, event) in events {
@@ -154,6 +160,9 @@ impl PerfGroup {
             }
         }
         if user.len() == self.fds.len() {
+            if user.iter().all(|&(_, how)| how == UserRead::PageCount) {
+                self.page_counts = user.iter().map(|&(page, _)| page).collect();
+            }
             self.user = user;
         } else {
             for (page, _) in user {
@@ -181,9 +190,15 @@ impl PerfGroup {
     /// Read every member, in group order, into `out[0..len()]` (what the
     /// collector's hot path stores). Members `out` has no room for are
     /// skipped; on a failed read `out` is left unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn read_members(&mut self, out: &mut [u64]) {
         if self.fds.is_empty() {
+            return;
+        }
+        if !self.page_counts.is_empty() {
+            for (o, p) in out.iter_mut().zip(&self.page_counts) {
+                *o = p.read_count();
+            }
             return;
         }
         if !self.user.is_empty() {
@@ -247,6 +262,7 @@ impl CounterSource for PerfGroup {
 
 impl Drop for PerfGroup {
     fn drop(&mut self) {
+        self.page_counts.clear();
         for (page, _) in self.user.drain(..) {
             // SAFETY: unmapping our own page, never used again.
             unsafe { page.unmap() };

@@ -102,38 +102,56 @@ impl PerfPage {
         }
     }
 
+    /// `fields(page)` as of one moment: retried while the kernel rewrote
+    /// the page meanwhile (its seqlock, `lock`). `fields` gets the page as
+    /// a raw pointer: the kernel writes the page, so no reference to it is
+    /// made and every field is read volatile.
+    #[inline(always)]
+    fn consistent<T>(self, fields: impl Fn(*const MmapPage) -> T) -> T {
+        let p = self.0;
+        loop {
+            // SAFETY: p is a live perf mmap page (unmapped only by
+            // `unmap`, after which no copy is used); read volatile.
+            let seq = unsafe { std::ptr::read_volatile(&raw const (*p).lock) };
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            let v = fields(p);
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: as above.
+            if unsafe { std::ptr::read_volatile(&raw const (*p).lock) } == seq {
+                return v;
+            }
+        }
+    }
+
+    /// [`PerfPage::read`] of a [`UserRead::PageCount`] member (always
+    /// readable).
+    #[inline(always)]
+    pub(super) fn read_count(self) -> u64 {
+        // SAFETY: a field of the live page (see `consistent`).
+        self.consistent(|p| unsafe { std::ptr::read_volatile(&raw const (*p).offset) } as u64)
+    }
+
     /// Read the counter from its page with the kernel's seqlock protocol;
     /// `None` when the counter is not user readable right now.
     #[inline(always)]
     pub(super) fn read(self, how: UserRead) -> Option<u64> {
-        let p = self.0;
-        loop {
-            // SAFETY: p is a live perf mmap page; fields read volatile.
-            unsafe {
-                let seq = std::ptr::read_volatile(&(*p).lock);
-                std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-                let offset = std::ptr::read_volatile(&(*p).offset) as u64;
-                let value = match how {
-                    UserRead::PageCount => offset,
-                    UserRead::Counter => {
-                        let idx = std::ptr::read_volatile(&(*p).index);
-                        let caps = std::ptr::read_volatile(&(*p).capabilities);
-                        if idx == 0 || caps & CAP_USER_RDPMC == 0 {
-                            return None;
-                        }
-                        let width = std::ptr::read_volatile(&(*p).pmc_width) as u32;
-                        let mut pmc = read_pmc(idx - 1);
-                        if (1..64).contains(&width) {
-                            pmc = ((pmc << (64 - width)) as i64 >> (64 - width)) as u64;
-                        }
-                        offset.wrapping_add(pmc)
-                    }
-                };
-                std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-                if std::ptr::read_volatile(&(*p).lock) == seq {
-                    return Some(value);
+        match how {
+            UserRead::PageCount => Some(self.read_count()),
+            // SAFETY: fields of the live page (see `consistent`).
+            UserRead::Counter => self.consistent(|p| unsafe {
+                let offset = std::ptr::read_volatile(&raw const (*p).offset) as u64;
+                let idx = std::ptr::read_volatile(&raw const (*p).index);
+                let caps = std::ptr::read_volatile(&raw const (*p).capabilities);
+                if idx == 0 || caps & CAP_USER_RDPMC == 0 {
+                    return None;
                 }
-            }
+                let width = std::ptr::read_volatile(&raw const (*p).pmc_width) as u32;
+                let mut pmc = read_pmc(idx - 1);
+                if (1..64).contains(&width) {
+                    pmc = ((pmc << (64 - width)) as i64 >> (64 - width)) as u64;
+                }
+                Some(offset.wrapping_add(pmc))
+            }),
         }
     }
 }
