@@ -206,8 +206,8 @@ const PAIRS: usize = 16;
 /// 32-bit counters of small values, 8 of any.
 const TAIL_BYTES: usize = 128;
 
-/// The part of a kept tail copied when the tail is no longer
-/// ([`Framer::tail`]).
+/// A kept tail no longer than this is copied as this many bytes, not
+/// [`TAIL_BYTES`] ([`Framer::tail`]).
 const SHORT_TAIL: usize = 32;
 
 /// Tails framed in a row that are kept for the next record before only
