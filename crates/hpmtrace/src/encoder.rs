@@ -26,11 +26,13 @@ pub struct Encoder {
 }
 
 /// The shape of an [`Encoder`]'s records: `n` counters, the tail from
-/// position `tail_from` on ([`RecordValues::new`]).
+/// position `tail_from` on ([`RecordValues::new`]), the header's count
+/// type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Shape {
     pub(crate) n: usize,
     pub(crate) tail_from: usize,
+    pub(crate) count_type: CountType,
 }
 
 /// One counter of an [`Encoder`].
@@ -172,8 +174,8 @@ impl Encoder {
     /// The value an address is recorded as (DeltaXOR: the change from the
     /// previous one).
     #[inline(always)]
-    fn address_value(&mut self, addr: u64) -> u64 {
-        let v = match self.header.count_type {
+    fn address_value(&mut self, addr: u64, count_type: CountType) -> u64 {
+        let v = match count_type {
             CountType::DeltaXor => addr ^ self.last_addr,
             CountType::Raw | CountType::Delta => addr,
         };
@@ -201,6 +203,7 @@ impl Encoder {
         Shape {
             n: self.n,
             tail_from: self.tail_from,
+            count_type: self.header.count_type,
         }
     }
 
@@ -220,19 +223,19 @@ impl Encoder {
         debug_assert!(shape == self.shape());
         let n = shape.n;
         self.stats.records += 1;
-        let a0 = self.address_value(addrs[0]);
+        let a0 = self.address_value(addrs[0], shape.count_type);
         let a1 = if kind.address_count() == 2 {
-            self.address_value(addrs[1])
+            self.address_value(addrs[1], shape.count_type)
         } else {
             0
         };
         match readings.get(..n) {
-            Some(r) => self.record_counts(r),
+            Some(r) => self.record_counts(r, shape.count_type),
             None => {
                 // Missing readings count as 0.
                 let mut padded = [0u64; MAX_COUNTERS];
                 padded[..readings.len()].copy_from_slice(readings);
-                self.record_counts(&padded[..n])
+                self.record_counts(&padded[..n], shape.count_type)
             }
         }
         let rec = RecordValues::new(kind, [a0, a1], &self.counts[..n], shape.tail_from);
@@ -246,10 +249,10 @@ impl Encoder {
     /// The recorded counter values of one record, into `self.counts`.
     /// `readings` has one reading per counter.
     #[inline(always)]
-    fn record_counts(&mut self, readings: &[u64]) {
+    fn record_counts(&mut self, readings: &[u64], count_type: CountType) {
         // One loop per count type, so that the loop does not dispatch on
         // it per counter.
-        match self.header.count_type {
+        match count_type {
             CountType::Raw => self.push_counts(readings, |now, _, _| now),
             CountType::Delta => self.push_counts(readings, |_, change, _| change),
             CountType::DeltaXor => self.push_counts(readings, |now, _, xor_prev| {

@@ -20,7 +20,7 @@
 //! `no_std`, no allocation.
 
 use crate::encoder::{Encoder, Shape};
-use crate::format::{Header, RecordType, MAX_COUNTERS};
+use crate::format::{CountType, Header, RecordType, MAX_COUNTERS};
 use crate::sink::{Sink, Stopped};
 
 /// Words before the counter values in every sample.
@@ -165,20 +165,29 @@ impl Replay {
     /// like the immediate path, so statistics count every record).
     pub fn replay<S: Sink>(&mut self, sink: &mut S, words: &[u64]) -> Result<(), Stopped> {
         // The usual shapes get a loop each, in which the number of
-        // counters and the timestamp's place are constants: the counter
-        // loops unroll and their bounds checks go. fib(20) with 6
-        // counters, timestamp first: 16.8M instructions down to 12.8M
-        // (BENCH.md). Timestamp first is the Linux collector's layout
-        // without a cycles counter, second with one; up to 8 counters.
-        // Not in `no_std` builds, where code size counts more.
+        // counters, the timestamp's place and the count type are
+        // constants: the counter loops unroll, their bounds checks go, and
+        // no record asks for the count type. fib(20) with 6 counters,
+        // timestamp first: 16.8M instructions down to 12.8M, and 11.7M to
+        // 11.2M for the count type (BENCH.md). Timestamp first is the
+        // Linux collector's layout without a cycles counter, second with
+        // one; up to 8 counters. 45 loops, 138 KB of x86-64 code per sink
+        // type: not in `no_std` builds, where code size counts more.
         #[cfg(feature = "std")]
         {
-            let shape = (self.n, self.ts_pos, self.enc.shape().tail_from);
+            let s = self.enc.shape();
+            let shape = (self.n, self.ts_pos, s.tail_from, s.count_type as u8);
             macro_rules! shaped {
                 ($(($n:literal, $ts:literal)),*) => {
                     match shape {
-                        $(($n, Some($ts), t) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts>(sink, words);
+                        $(($n, Some($ts), t, 0) if t == $ts + 1 => {
+                            return self.replay_fixed::<S, $n, $ts, 0>(sink, words);
+                        })*
+                        $(($n, Some($ts), t, 1) if t == $ts + 1 => {
+                            return self.replay_fixed::<S, $n, $ts, 1>(sink, words);
+                        })*
+                        $(($n, Some($ts), t, 2) if t == $ts + 1 => {
+                            return self.replay_fixed::<S, $n, $ts, 2>(sink, words);
                         })*
                         _ => {}
                     }
@@ -206,10 +215,11 @@ impl Replay {
     }
 
     /// [`Replay::replay_shaped`] for `N` counters with the timestamp at
-    /// `TS`: a function of its own, in which they are constants.
+    /// `TS` and the count type `CT` (its number in the header): a
+    /// function of its own, in which they are constants.
     #[cfg(feature = "std")]
     #[inline(never)]
-    fn replay_fixed<S: Sink, const N: usize, const TS: usize>(
+    fn replay_fixed<S: Sink, const N: usize, const TS: usize, const CT: u8>(
         &mut self,
         sink: &mut S,
         words: &[u64],
@@ -217,6 +227,11 @@ impl Replay {
         let shape = Shape {
             n: N,
             tail_from: TS + 1,
+            count_type: match CT {
+                0 => CountType::Raw,
+                1 => CountType::Delta,
+                _ => CountType::DeltaXor,
+            },
         };
         self.replay_shaped(sink, words, shape, Some(TS))
     }
