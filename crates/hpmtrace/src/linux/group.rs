@@ -201,6 +201,17 @@ impl PerfGroup {
             }
             return;
         }
+        self.read_counters(out);
+    }
+
+    /// [`PerfGroup::read_members`] of a group with hardware counters (or
+    /// read with the system call). Out of line, so that every caller runs
+    /// the same instructions between two members' reads: the hook and the
+    /// trace-on reading each inlined a copy, which the compiler laid out
+    /// differently, and under QEMU's icount a record's cycles and
+    /// instructions deltas then differed by one.
+    #[inline(never)]
+    fn read_counters(&mut self, out: &mut [u64]) {
         if !self.user.is_empty() {
             let mut ok = true;
             for (o, &(p, how)) in out.iter_mut().zip(self.user.iter()) {
