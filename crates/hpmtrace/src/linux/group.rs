@@ -24,8 +24,8 @@ pub struct PerfGroup {
     user: Vec<(PerfPage, UserRead)>,
     /// The pages of `user` again when every member is a
     /// [`UserRead::PageCount`] (else empty): the hook's loop then reads
-    /// each page's count without checking how, 4 instructions less per
-    /// member (40 per enter+exit pair with 5 members).
+    /// each page's count without asking how (255 to 227 instructions per
+    /// enter+exit pair with 5 members, BENCH.md).
     page_counts: Vec<PerfPage>,
     buf: Vec<u64>,
 }
@@ -273,7 +273,6 @@ impl CounterSource for PerfGroup {
 
 impl Drop for PerfGroup {
     fn drop(&mut self) {
-        self.page_counts.clear();
         for (page, _) in self.user.drain(..) {
             // SAFETY: unmapping our own page, never used again.
             unsafe { page.unmap() };
