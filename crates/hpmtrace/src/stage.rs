@@ -20,7 +20,7 @@
 //! `no_std`, no allocation.
 
 use crate::encoder::{Encoder, Shape};
-use crate::format::{CountType, Header, RecordType, MAX_COUNTERS};
+use crate::format::{Header, RecordType, MAX_COUNTERS};
 use crate::sink::{Sink, Stopped};
 
 /// Words before the counter values in every sample.
@@ -228,9 +228,9 @@ impl Replay {
             n: N,
             tail_from: TS + 1,
             count_type: match CT {
-                0 => CountType::Raw,
-                1 => CountType::Delta,
-                _ => CountType::DeltaXor,
+                0 => crate::format::CountType::Raw,
+                1 => crate::format::CountType::Delta,
+                _ => crate::format::CountType::DeltaXor,
             },
         };
         self.replay_shaped(sink, words, shape, Some(TS))
