@@ -190,17 +190,24 @@ impl Symbolizer {
             });
         }
         let dwarf = addr2line::Loader::new(path).ok();
-        let code = Code {
-            arch: Some(file.architecture()),
-            text: file
-                .sections()
-                .filter(|s| s.kind() == SectionKind::Text)
-                .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
-                .collect(),
+        let pie = file.kind() == ObjectKind::Dynamic;
+        // Only a PIE's load bias is inferred from its code: no copy of the
+        // text otherwise.
+        let code = if pie {
+            Code {
+                arch: Some(file.architecture()),
+                text: file
+                    .sections()
+                    .filter(|s| s.kind() == SectionKind::Text)
+                    .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+                    .collect(),
+            }
+        } else {
+            Code::default()
         };
         Ok(Symbolizer {
             funcs,
-            pie: file.kind() == ObjectKind::Dynamic,
+            pie,
             bias: 0,
             dwarf,
             cache: FastMap::default(),

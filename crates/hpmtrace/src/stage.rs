@@ -176,7 +176,7 @@ impl Replay {
         #[cfg(feature = "std")]
         {
             let s = self.enc.shape();
-            let shape = (self.n, self.ts_pos, s.tail_from, s.count_type as u8);
+            let shape = (self.n, self.ts_pos, s.tail_from, s.count_type.as_u8());
             macro_rules! shaped {
                 ($(($n:literal, $ts:literal)),*) => {
                     match shape {
@@ -227,11 +227,7 @@ impl Replay {
         let shape = Shape {
             n: N,
             tail_from: TS + 1,
-            count_type: match CT {
-                0 => crate::format::CountType::Raw,
-                1 => crate::format::CountType::Delta,
-                _ => crate::format::CountType::DeltaXor,
-            },
+            count_type: crate::format::CountType::from_u8(CT).expect("a count type's number"),
         };
         self.replay_shaped(sink, words, shape, Some(TS))
     }
