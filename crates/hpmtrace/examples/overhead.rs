@@ -17,7 +17,9 @@
 //! once per round, ROUNDS rounds (default 7) one after the other, so that
 //! a busy moment of the machine hits all of them alike; the median, minus
 //! the uninstrumented median, divided by the number of calls, is the cost
-//! per enter+exit pair (the best run is printed too). hpmtrace runs twice
+//! per enter+exit pair (the best run is printed too), and the ratio to
+//! uftrace's median; the ratios of each round (run over uftrace's run in
+//! the same round) give their median and quartiles. hpmtrace runs twice
 //! per counter set: with a staging buffer large enough for the whole run
 //! (encoding happens at trace-off, outside the timed region, like
 //! uftrace's recorder writing its buffers out in another process) and with
@@ -308,6 +310,20 @@ fn main() {
         "fib({n}): {calls} calls (enter+exit pairs), uninstrumented {:.2} ms; {rounds} rounds",
         base / 1e6
     );
+    // Per round: this configuration's cost over uftrace's in the same
+    // round (a few hundred ms apart), so a slow stretch of the host that
+    // covers part of the run weighs on both sides of each ratio; median
+    // and interquartile range.
+    let paired = |c: &Config| {
+        let mut r: Vec<f64> = (0..rounds)
+            .map(|i| {
+                let b = configs[0].times[i];
+                (c.times[i] - b) / (configs[1].times[i] - b)
+            })
+            .collect();
+        r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (r[rounds / 2], r[rounds / 4], r[(3 * rounds) / 4])
+    };
     let (u_cyg, u_cyg_best) = per_pair(&configs[1]);
     let (u_pg, u_pg_best) = per_pair(&configs[2]);
     println!(
@@ -319,7 +335,7 @@ fn main() {
 
     for (l, exe) in libs.iter().enumerate() {
         println!(
-            "\nhpmtrace end to end{} (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; goal <= 0.50):",
+            "\nhpmtrace end to end{} (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; per round: ratio to uftrace in the same round, median [quartiles]; goal <= 0.50):",
             if l == 0 {
                 String::new()
             } else {
@@ -327,20 +343,29 @@ fn main() {
             }
         );
         println!(
-            "{:<40} {:>16} {:>6} {:>16} {:>6}",
-            "counters", "encode at off", "ratio", "encode in run", "ratio"
+            "{:<40} {:>16} {:>6} {:>17} {:>16} {:>6} {:>17}",
+            "counters",
+            "encode at off",
+            "ratio",
+            "per round [IQR]",
+            "encode in run",
+            "ratio",
+            "per round [IQR]"
         );
+        let iqr = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} [{lo:.2}-{hi:.2}]");
         let first = 3 + 2 * SETS.len() * l;
         for (i, (set, label)) in SETS.iter().enumerate() {
             let (off, off_best) = per_pair(&configs[first + 2 * i]);
             let (run, run_best) = per_pair(&configs[first + 1 + 2 * i]);
             println!(
-                "{:<40} {:>16} {:>6.2} {:>16} {:>6.2}",
+                "{:<40} {:>16} {:>6.2} {:>17} {:>16} {:>6.2} {:>17}",
                 format!("{set:>2}: {label}"),
                 format!("{off:.1} ({off_best:.1})"),
                 off / u_cyg,
+                iqr(paired(&configs[first + 2 * i])),
                 format!("{run:.1} ({run_best:.1})"),
-                run / u_cyg
+                run / u_cyg,
+                iqr(paired(&configs[first + 1 + 2 * i]))
             );
         }
     }
