@@ -38,10 +38,14 @@ pub(crate) struct Shape {
 /// One counter of an [`Encoder`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct CounterState {
-    /// `2^w - 1` for the recorded width `w` (<= 48).
+    /// The bits above the recorded width `w` (<= 48): `!(2^w - 1)`.
+    hi: u64,
+    /// `2^w - 1`: `!hi`, kept apart so that the common path's test of
+    /// `hi` reads it from memory (an instruction less per counter).
     mask: u64,
     /// For a hardware counter wider than what is recorded, the bits of a
-    /// change the format cannot carry (`!(2^48 - 1)`); 0 otherwise.
+    /// change the format cannot carry (`!(2^48 - 1)`, equal to `hi`); 0
+    /// otherwise.
     over: u64,
     /// Previous full reading (seeded at trace-on): Delta's base, and what
     /// a change is checked against.
@@ -78,6 +82,7 @@ impl Encoder {
         };
         for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
             s.mask = width_mask(c.info.recorded_width());
+            s.hi = !s.mask;
             if c.info.width > MAX_RECORDED_BITS {
                 s.over = !width_mask(MAX_RECORDED_BITS);
             }
@@ -253,9 +258,9 @@ impl Encoder {
         // One loop per count type, so that the loop does not dispatch on
         // it per counter.
         match count_type {
-            CountType::Raw => self.push_counts(readings, |now, _, _| now),
-            CountType::Delta => self.push_counts(readings, |_, change, _| change),
-            CountType::DeltaXor => self.push_counts(readings, |now, _, xor_prev| {
+            CountType::Raw => self.push_counts(readings, false, |now, _, _| now),
+            CountType::Delta => self.push_counts(readings, true, |_, change, _| change),
+            CountType::DeltaXor => self.push_counts(readings, false, |now, _, xor_prev| {
                 let v = now ^ *xor_prev;
                 *xor_prev = now;
                 v
@@ -266,9 +271,15 @@ impl Encoder {
     /// The counters' recorded values into `self.counts`, `value(now,
     /// change, xor_prev)` giving what is recorded (taken modulo the
     /// recorded width) from the reading, its change since the previous
-    /// one and DeltaXOR's state. `readings` has one reading per counter.
+    /// one and DeltaXOR's state (`value_is_change`: it always returns the
+    /// change). `readings` has one reading per counter.
     #[inline(always)]
-    fn push_counts(&mut self, readings: &[u64], value: impl Fn(u64, u64, &mut u64) -> u64) {
+    fn push_counts(
+        &mut self,
+        readings: &[u64],
+        value_is_change: bool,
+        value: impl Fn(u64, u64, &mut u64) -> u64,
+    ) {
         // Not `self.n`: the length of `readings` is what the compiler may
         // know ([`Encoder::record_shaped`]).
         let n = readings.len();
@@ -277,13 +288,21 @@ impl Encoder {
             // The change modulo 2^64 equals it modulo 2^w (Delta's value)
             // once masked.
             let change = now.wrapping_sub(c.prev);
-            if change & c.over != 0 {
-                self.stats.wide_overflows += 1;
-            }
             c.prev = now;
-            // Below 2^w <= 2^48 by construction: `format::encode_count`'s
-            // 32 bits and 16 more when not 0.
-            *out = value(now, change, &mut c.xor_prev) & c.mask;
+            let v = value(now, change, &mut c.xor_prev);
+            *out = v;
+            // One test for both rare cases (`over` lies inside `hi`): a
+            // value to take modulo 2^w, below 2^w <= 2^48 by construction
+            // (`format::encode_count`'s 32 bits and 16 more when not 0),
+            // and a change the format cannot carry. Delta's value is the
+            // change, so it tests that alone.
+            let beyond = if value_is_change { v } else { v | change };
+            if beyond & c.hi != 0 {
+                if change & c.over != 0 {
+                    self.stats.wide_overflows += 1;
+                }
+                *out = v & c.mask;
+            }
         }
     }
 }

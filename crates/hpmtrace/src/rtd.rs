@@ -610,7 +610,7 @@ impl Framer {
         assert!(buf.len() >= rec.max_writes() * MAX_MESSAGE + TAIL_BYTES);
         // SAFETY: the room asserted above.
         let (end, k) = unsafe { self.frame_values(buf, 0, rec, ts) };
-        self.chain.advance(k - 1);
+        self.chain.advance(k);
         end
     }
 
@@ -634,7 +634,7 @@ impl Framer {
         // `start` at most.
         let (end, k) = unsafe { self.frame_values(buf, start, rec, ts) };
         if left == 0 || k <= left {
-            self.chain.advance(k - 1);
+            self.chain.advance(k);
             end
         } else {
             self.sync_inside(buf, end, left, k, ts)
@@ -643,7 +643,7 @@ impl Framer {
 
     /// Frame the messages of a record given as values at `ts` (masked)
     /// into `buf` from `start`; returns the end and the number of
-    /// messages. The chain has compressed `ts`, not counted the others.
+    /// messages. The chain has compressed `ts` and counted none of them.
     ///
     /// # Safety
     ///
@@ -662,7 +662,7 @@ impl Framer {
         // head and its TIMESTAMP field take at most 16 bytes, any other
         // message 11), and a write reaches at most 16 bytes past it, 48
         // for an address pair (2 messages), TAIL_BYTES for a tail.
-        let field = self.chain.compress(ts);
+        let field = self.chain.field(ts);
         // The head message (the type) with the record's TIMESTAMP field,
         // as in `messages`.
         let e = self.heads[rec.kind().as_u8() as usize & 3];
@@ -706,8 +706,8 @@ impl Framer {
     #[inline(never)]
     fn sync_inside(&mut self, buf: &mut [u8], end: usize, left: usize, k: usize, ts: u64) -> usize {
         let cut = after_messages(&buf[..end], left);
-        // The record's first `left` messages took the chain to 0.
-        self.chain.advance(left - 1);
+        // The record's first `left` messages take the chain to 0.
+        self.chain.advance(left);
         let mut sync = [0u8; MAX_MESSAGE];
         let n = self.sync(&mut sync, 0, ts);
         buf.copy_within(cut..end, cut + n);
@@ -962,19 +962,19 @@ impl<B: ByteSink> RtdWriter<B> {
     /// message or does not fit the spare room with the fast path's margin
     /// (out of line: with it inline, the other records cost more).
     #[inline(never)]
-    fn put_values_near_sync(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
+    fn put_values_near_sync(&mut self, rec: RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         if self.len == 0 {
             let room = (rec.max_writes() + 1) * MAX_MESSAGE + TAIL_BYTES;
             if let Some(buf) = self.out.spare(room) {
                 let end = self
                     .framer
-                    .record_values_near_sync(buf, rec, ts & self.ts_mask);
+                    .record_values_near_sync(buf, &rec, ts & self.ts_mask);
                 self.out.commit(end);
                 self.flushed_chain = self.framer.chain;
                 return Ok(());
             }
         }
-        put_values_as_writes(self, rec, ts)
+        put_values_as_writes(self, &rec, ts)
     }
 }
 
@@ -1042,7 +1042,7 @@ impl<B: ByteSink> Sink for RtdWriter<B> {
                 return Ok(());
             }
         }
-        self.put_values_near_sync(rec, ts)
+        self.put_values_near_sync(*rec, ts)
     }
 
     #[inline]

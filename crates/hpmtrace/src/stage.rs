@@ -248,26 +248,27 @@ impl Replay {
         // Known to the compiler too when `n` and `ts_pos` are.
         let sample = sample_words(n - ts_pos.is_some() as usize);
         debug_assert!(sample == self.words);
-        let mut res = Ok(());
+        // Stopped carries nothing, so the first error is any error.
+        let mut stopped = false;
         let mut copy = [0u64; MAX_COUNTERS];
         for s in words.chunks_exact(sample) {
             let (tag, a0, a1, ts) = (s[0], s[1], s[2], s[3]);
             let readings = Self::readings_shaped(s, &mut copy, n, ts_pos);
-            let r = if tag == TAG_TRACE_ON {
-                self.enc.trace_on(sink, readings, ts)
-            } else {
-                match record_kind(tag) {
-                    Some(kind) => self
-                        .enc
-                        .record_shaped(sink, kind, [a0, a1], readings, ts, shape),
-                    None => Ok(()),
-                }
+            // Records first: one comparison for the common case.
+            let r = match record_kind(tag) {
+                Some(kind) => self
+                    .enc
+                    .record_shaped(sink, kind, [a0, a1], readings, ts, shape),
+                None if tag == TAG_TRACE_ON => self.enc.trace_on(sink, readings, ts),
+                None => Ok(()),
             };
-            if res.is_ok() {
-                res = r;
-            }
+            stopped |= r.is_err();
         }
-        res
+        if stopped {
+            Err(Stopped)
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -109,6 +109,16 @@ impl TimestampChain {
         self.left -= n as u32;
     }
 
+    /// [`Self::compress`] without counting the message: the caller counts
+    /// it with the record's others in one [`Self::advance`].
+    #[inline(always)]
+    pub(crate) fn field(&mut self, ts: u64) -> u64 {
+        debug_assert!(self.left != 0, "sync first");
+        let field = self.last ^ ts;
+        self.last = ts;
+        field
+    }
+
     /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
     /// when [`Self::needs_sync`] is false.
     #[inline(always)]
