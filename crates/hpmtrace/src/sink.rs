@@ -219,10 +219,12 @@ impl ByteSink for VecBuffer {
 
     #[inline]
     fn spare(&mut self, n: usize) -> Option<&mut [u8]> {
-        if self.dropped != 0 || self.buf.len() - self.len < n {
+        // The slice's own bounds check is the only one.
+        let rest = self.buf.get_mut(self.len..)?;
+        if self.dropped != 0 || rest.len() < n {
             return None;
         }
-        Some(&mut self.buf[self.len..])
+        Some(rest)
     }
 
     #[inline]
