@@ -124,11 +124,18 @@ impl PerfPage {
     }
 
     /// [`PerfPage::read`] of a [`UserRead::PageCount`] member (always
-    /// readable).
+    /// readable): one load, no seqlock. The count is the page's one
+    /// field `offset` (`index` stays 0 for a software event), which the
+    /// kernel rewrites while the thread is switched out, never while it
+    /// runs (see [`UserRead::PageCount`]); and an aligned 8-byte load is
+    /// single-copy atomic on x86-64 and RV64, so it sees a whole value
+    /// either way. The retry loop cost 4 instructions per counter read,
+    /// 40 per enter+exit pair with 5 page counts (BENCH.md).
     #[inline(always)]
     pub(super) fn read_count(self) -> u64 {
-        // SAFETY: a field of the live page (see `consistent`).
-        self.consistent(|p| unsafe { std::ptr::read_volatile(&raw const (*p).offset) } as u64)
+        // SAFETY: a field of the live page (unmapped only by `unmap`,
+        // after which no copy is used), read volatile: the kernel writes it.
+        unsafe { std::ptr::read_volatile(&raw const (*self.0).offset) as u64 }
     }
 
     /// Read the counter from its page with the kernel's seqlock protocol;
