@@ -960,7 +960,9 @@ impl<B: ByteSink> RtdWriter<B> {
 
     /// [`Sink::put_values`] for a record that may reach the next sync
     /// message or does not fit the spare room with the fast path's margin
-    /// (out of line: with it inline, the other records cost more).
+    /// (out of line: with it inline, the other records cost more). The
+    /// record by value: by reference, every record was built on the
+    /// stack before the branch, not only those that come here.
     #[inline(never)]
     fn put_values_near_sync(&mut self, rec: RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         if self.len == 0 {
