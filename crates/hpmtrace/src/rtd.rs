@@ -706,8 +706,8 @@ impl Framer {
     #[inline(never)]
     fn sync_inside(&mut self, buf: &mut [u8], end: usize, left: usize, k: usize, ts: u64) -> usize {
         let cut = after_messages(&buf[..end], left);
-        // The record's first `left` messages take the chain to 0.
-        self.chain.advance(left);
+        // The record's first `left` messages took the chain to 0; the
+        // sync restarts its count.
         let mut sync = [0u8; MAX_MESSAGE];
         let n = self.sync(&mut sync, 0, ts);
         buf.copy_within(cut..end, cut + n);

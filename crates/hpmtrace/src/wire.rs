@@ -123,9 +123,7 @@ impl TimestampChain {
     /// when [`Self::needs_sync`] is false.
     #[inline(always)]
     pub(crate) fn compress(&mut self, ts: u64) -> u64 {
-        debug_assert!(self.left != 0, "sync first");
-        let field = self.last ^ ts;
-        self.last = ts;
+        let field = self.field(ts);
         self.left -= 1;
         field
     }
