@@ -616,9 +616,16 @@ pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
 pub struct RecordValues<'a> {
     kind: RecordType,
     addrs: [u64; 2],
-    counts: &'a [u64],
-    tail_from: usize,
+    /// The counters up to the timestamp, and the ones after it.
+    head: &'a [u64],
+    tail: &'a [u64],
+    /// The encoder knows the tail is all zeros
+    /// ([`RecordValues::with_zero_tail`]).
+    tail_zero: bool,
 }
+
+/// The tail of a record whose counters did not move (Delta).
+static ZEROS: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
 
 impl<'a> RecordValues<'a> {
     /// A record of `kind` with the address values `addrs` as recorded
@@ -631,12 +638,32 @@ impl<'a> RecordValues<'a> {
     #[inline(always)]
     pub fn new(kind: RecordType, addrs: [u64; 2], counts: &'a [u64], tail_from: usize) -> Self {
         let counts = &counts[..counts.len().min(MAX_COUNTERS)];
+        let (head, tail) = counts.split_at(tail_from.min(counts.len()));
         RecordValues {
             kind,
             addrs,
-            counts,
-            tail_from: tail_from.min(counts.len()),
+            head,
+            tail,
+            tail_zero: false,
         }
+    }
+
+    /// The same record with a tail of as many zeros (Delta's record of
+    /// counters that did not move, whose values the encoder need not
+    /// compute): a sink can tell that tail from one it framed before by
+    /// one flag rather than value by value ([`RecordValues::tail_is_zero`]).
+    #[inline(always)]
+    pub fn with_zero_tail(mut self) -> Self {
+        self.tail = &ZEROS[..self.tail.len()];
+        self.tail_zero = true;
+        self
+    }
+
+    /// Whether the tail is known to be all zeros (made by
+    /// [`RecordValues::with_zero_tail`]; false says nothing).
+    #[inline(always)]
+    pub fn tail_is_zero(&self) -> bool {
+        self.tail_zero
     }
 
     /// The record type.
@@ -655,13 +682,13 @@ impl<'a> RecordValues<'a> {
     /// before it).
     #[inline(always)]
     pub fn head_counts(&self) -> &'a [u64] {
-        &self.counts[..self.tail_from]
+        self.head
     }
 
     /// The counter values of the tail.
     #[inline(always)]
     pub fn tail_counts(&self) -> &'a [u64] {
-        &self.counts[self.tail_from..]
+        self.tail
     }
 
     /// A bound on the ITC writes the record makes: two per address and
@@ -670,7 +697,7 @@ impl<'a> RecordValues<'a> {
     /// kind: fewer instructions per record).
     #[inline(always)]
     pub fn max_writes(&self) -> usize {
-        1 + 2 * (2 + self.counts.len())
+        1 + 2 * (2 + self.head.len() + self.tail.len())
     }
 
     /// The record's ITC writes into `out`; returns how many.
@@ -688,7 +715,7 @@ impl<'a> RecordValues<'a> {
                 push(ItcWrite::w32(h));
             }
         }
-        for &v in self.counts {
+        for &v in self.head.iter().chain(self.tail) {
             let w = count_words(v);
             push(ItcWrite::w32(w.low));
             if let Some(h) = w.high {

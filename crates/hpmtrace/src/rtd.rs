@@ -229,6 +229,9 @@ struct FramedPair {
 struct FramedTail {
     /// Number of values; `usize::MAX` for none kept.
     n: usize,
+    /// Whether the values are all 0 (for a record whose tail is known
+    /// to be, [`RecordValues::tail_is_zero`]).
+    zero: bool,
     /// Records since this tail was last copied (reset when it is).
     misses: u32,
     values: [u64; MAX_COUNTERS],
@@ -540,6 +543,7 @@ impl Framer {
         buf: &mut [u8],
         mut at: usize,
         values: &[u64],
+        zero: bool,
         k: &mut usize,
     ) -> usize {
         if values.is_empty() {
@@ -547,11 +551,17 @@ impl Framer {
         }
         let t = &self.tail;
         if values.len() == t.n {
-            let diff = values
-                .iter()
-                .zip(&t.values)
-                .fold(0, |d, (a, b)| d | (a ^ b));
-            if diff == 0 {
+            // A tail known to be zeros is the kept one if that is zeros.
+            let same = if zero {
+                t.zero
+            } else {
+                let diff = values
+                    .iter()
+                    .zip(&t.values)
+                    .fold(0, |d, (a, b)| d | (a ^ b));
+                diff == 0
+            };
+            if same {
                 self.tail.misses = 0;
                 let t = &self.tail;
                 // SAFETY: the caller's promise (TAIL_BYTES). Short tails
@@ -595,6 +605,7 @@ impl Framer {
         }
         t.bytes[..bytes.len()].copy_from_slice(bytes);
         t.values[..values.len()].copy_from_slice(values);
+        t.zero = values.iter().all(|&v| v == 0);
         t.n = values.len();
         t.len = bytes.len();
         t.writes = writes;
@@ -690,7 +701,7 @@ impl Framer {
             for &v in rec.head_counts() {
                 at = self.count(buf, at, v, &mut k);
             }
-            at = self.tail(buf, at, rec.tail_counts(), &mut k);
+            at = self.tail(buf, at, rec.tail_counts(), rec.tail_is_zero(), &mut k);
         }
         (at, k)
     }
@@ -855,6 +866,7 @@ impl<B: ByteSink> RtdWriter<B> {
                 }; PAIRS],
                 tail: FramedTail {
                     n: usize::MAX,
+                    zero: false,
                     misses: 0,
                     values: [0; MAX_COUNTERS],
                     writes: 0,
@@ -1208,6 +1220,7 @@ mod tests {
         use crate::format::{RecordType, RecordValues, MAX_RECORD_WRITES};
         let mut r = Rng(0x5eed_7a11_0000_0002);
         let (mut pairs_held, mut tails_held, mut records) = (0u64, 0u64, 0u64);
+        let mut zero_tails = 0u64;
         for round in 0..200 {
             let (cfg, mut a, mut b) = two_writers(&mut r, 20_000);
             let n = r.below(MAX_COUNTERS as u64 + 1) as usize;
@@ -1223,13 +1236,17 @@ mod tests {
                     .collect()
             };
             let addrs = pool(&mut r, 40);
-            let tails: Vec<Vec<u64>> = (0..1 + r.below(4))
+            let mut tails: Vec<Vec<u64>> = (0..1 + r.below(4))
                 .map(|_| {
                     (0..n)
                         .map(|_| r.next() & ((1 << 48) - 1) >> r.below(49))
                         .collect()
                 })
                 .collect();
+            // Zeros not marked as such, kept and met by marked ones.
+            if r.below(2) == 0 {
+                tails.push(vec![0; n]);
+            }
             let mut ts = r.next();
             for rec in 0..1 + r.below(400) {
                 let kind = RecordType::from_u8(r.below(4) as u8).unwrap();
@@ -1249,7 +1266,15 @@ mod tests {
                         ts.wrapping_add(r.below(1 << bits))
                     }
                 };
+                // A quarter of the records have a tail the encoder marks as
+                // zeros (Delta's unmoved counters), beside unmarked ones.
                 let v = RecordValues::new(kind, pair, &counts, tail_from);
+                let v = if r.below(4) == 0 {
+                    zero_tails += 1;
+                    v.with_zero_tail()
+                } else {
+                    v
+                };
                 let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
                 let k = v.to_writes(&mut writes);
                 assert!(k <= v.max_writes());
@@ -1277,6 +1302,7 @@ mod tests {
             assert_eq!(a.dropped(), b.dropped(), "round {round}");
         }
         assert!(records > 30_000, "{records} records");
+        assert!(zero_tails > 5_000, "{zero_tails} zero tails");
         assert!(
             pairs_held > 5_000,
             "{pairs_held} records found their pair framed"
