@@ -4,9 +4,10 @@
 //!   metal, MMIO); the hardware frames and timestamps the messages.
 //! * [`crate::rtd::RtdWriter`]: a software trace encoder that frames each
 //!   write as a Nexus Data Acquisition message into a [`ByteSink`].
-//! * [`MemBuffer`]: a fixed-size byte buffer that stops on wrap, the
-//!   software counterpart of the trace encoder's SRAM/SBA buffer; it is the
-//!   [`ByteSink`] the Linux collectors give to their `RtdWriter`s.
+//! * [`StopBuffer`]: a fixed-size byte buffer that stops on wrap, the
+//!   software counterpart of the trace encoder's SRAM/SBA buffer: the
+//!   [`ByteSink`] the bare-metal cores ([`MemBuffer`]) and the Linux
+//!   collectors ([`VecBuffer`]) give to their `RtdWriter`s.
 
 use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
 
@@ -104,77 +105,52 @@ pub trait ByteSink {
 
 /// A fixed-capacity byte buffer that stops on wrap: once a message does not
 /// fit, it and everything after it are dropped (counted in
-/// [`MemBuffer::dropped`]), like a trace buffer with the stop-on-wrap bit.
-pub struct MemBuffer<'a> {
-    buf: &'a mut [u8],
+/// [`StopBuffer::dropped`]), like a trace buffer with the stop-on-wrap bit.
+/// `B` holds the bytes: borrowed ([`MemBuffer`], the bare-metal trace
+/// buffer) or owned ([`VecBuffer`]).
+///
+/// It offers the room past its data for framing in place
+/// ([`ByteSink::spare`]): the bytes past [`StopBuffer::data`] are then
+/// scratch, not zeros. Without it every record went through the writer's
+/// staging copy: 275 instructions more per enter+exit pair on bare metal
+/// (docs/hpmtrace-bare.md).
+pub struct StopBuffer<B> {
+    buf: B,
     len: usize,
     dropped: u64,
 }
 
-impl<'a> MemBuffer<'a> {
+/// A [`StopBuffer`] in memory the caller lends (`no_std`).
+pub type MemBuffer<'a> = StopBuffer<&'a mut [u8]>;
+
+/// A [`StopBuffer`] on the heap (std only), zeroed up front so that the
+/// hot path never allocates.
+#[cfg(feature = "std")]
+pub type VecBuffer = StopBuffer<Box<[u8]>>;
+
+impl<'a> StopBuffer<&'a mut [u8]> {
     /// Use `buf` as the trace buffer.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        MemBuffer {
+        StopBuffer {
             buf,
             len: 0,
             dropped: 0,
         }
     }
-    /// Valid trace bytes recorded so far.
-    pub fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-    /// Messages dropped because the buffer was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-    /// True once the buffer has refused a message.
-    pub fn stopped(&self) -> bool {
-        self.dropped != 0
-    }
-    /// Capacity in bytes.
-    pub fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-}
-
-impl ByteSink for MemBuffer<'_> {
-    #[inline]
-    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
-        // Once stopped, stay stopped even if a smaller message would fit:
-        // a trace with a hole in the middle would decode wrongly.
-        let end = self.len + bytes.len();
-        if self.dropped != 0 || end > self.buf.len() {
-            self.dropped += 1;
-            return Err(Stopped);
-        }
-        self.buf[self.len..end].copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// An owned, heap-allocated stop-on-wrap buffer (std only).
-#[cfg(feature = "std")]
-pub struct VecBuffer {
-    /// The whole capacity, zeroed up front (so the hot path never
-    /// allocates); the first `len` bytes are the data.
-    buf: Box<[u8]>,
-    len: usize,
-    dropped: u64,
 }
 
 #[cfg(feature = "std")]
-impl VecBuffer {
+impl StopBuffer<Box<[u8]>> {
     /// A buffer that accepts at most `capacity` bytes. The memory is
     /// zeroed, which the OS may map lazily (see [`VecBuffer::prefaulted`]).
     pub fn with_capacity(capacity: usize) -> Self {
-        VecBuffer {
+        StopBuffer {
             buf: vec![0u8; capacity].into_boxed_slice(),
             len: 0,
             dropped: 0,
         }
     }
+
     /// Like [`VecBuffer::with_capacity`], with every page of the buffer
     /// written once, so appending never takes a page fault.
     pub fn prefaulted(capacity: usize) -> Self {
@@ -188,13 +164,24 @@ impl VecBuffer {
         }
         b
     }
-    /// Valid trace bytes.
+}
+
+impl<B: AsRef<[u8]> + AsMut<[u8]>> StopBuffer<B> {
+    /// Valid trace bytes recorded so far.
     pub fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        &self.buf.as_ref()[..self.len]
     }
     /// Messages dropped because the buffer was full.
     pub fn dropped(&self) -> u64 {
         self.dropped
+    }
+    /// True once the buffer has refused a message.
+    pub fn stopped(&self) -> bool {
+        self.dropped != 0
+    }
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buf.as_ref().len()
     }
     /// Empty the buffer (and accept messages again after a stop).
     pub fn clear(&mut self) {
@@ -203,16 +190,18 @@ impl VecBuffer {
     }
 }
 
-#[cfg(feature = "std")]
-impl ByteSink for VecBuffer {
+impl<B: AsRef<[u8]> + AsMut<[u8]>> ByteSink for StopBuffer<B> {
     #[inline]
     fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), Stopped> {
+        // Once stopped, stay stopped even if a smaller message would fit:
+        // a trace with a hole in the middle would decode wrongly.
         let end = self.len + bytes.len();
-        if self.dropped != 0 || end > self.buf.len() {
+        let buf = self.buf.as_mut();
+        if self.dropped != 0 || end > buf.len() {
             self.dropped += 1;
             return Err(Stopped);
         }
-        self.buf[self.len..end].copy_from_slice(bytes);
+        buf[self.len..end].copy_from_slice(bytes);
         self.len = end;
         Ok(())
     }
@@ -220,7 +209,7 @@ impl ByteSink for VecBuffer {
     #[inline]
     fn spare(&mut self, n: usize) -> Option<&mut [u8]> {
         // The slice's own bounds check is the only one.
-        let rest = self.buf.get_mut(self.len..)?;
+        let rest = self.buf.as_mut().get_mut(self.len..)?;
         if self.dropped != 0 || rest.len() < n {
             return None;
         }
