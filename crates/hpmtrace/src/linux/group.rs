@@ -23,10 +23,10 @@ pub struct PerfGroup {
     /// Page and read method of each member, when every member has one.
     user: Vec<(PerfPage, UserRead)>,
     /// The pages of `user` again when every member is a
-    /// [`UserRead::PageCount`] (else empty): the hook's loop then reads
-    /// each page's count without asking how, with one load each (169
+    /// [`UserRead::PageCount`] (else empty): the hook then reads each
+    /// page's count without asking how, with one load each (154
     /// instructions per enter+exit pair with 5 members, BENCH.md). A copy
-    /// rather than a flag over `user`: the loop over its 16-byte entries
+    /// rather than a flag over `user`: a loop over its 16-byte entries
     /// took 15 instructions more per pair.
     page_counts: Vec<PerfPage>,
     buf: Vec<u64>,
