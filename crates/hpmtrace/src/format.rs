@@ -616,8 +616,9 @@ pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
 pub struct RecordValues<'a> {
     kind: RecordType,
     addrs: [u64; 2],
-    /// The counters up to the timestamp, and the ones after it.
+    /// The counter values up to the timestamp's (included).
     head: &'a [u64],
+    /// The counter values after it.
     tail: &'a [u64],
     /// The encoder knows the tail is all zeros
     /// ([`RecordValues::with_zero_tail`]).
