@@ -7,7 +7,7 @@
 //! * [`StopBuffer`]: a fixed-size byte buffer that stops on wrap, the
 //!   software counterpart of the trace encoder's SRAM/SBA buffer: the
 //!   [`ByteSink`] the bare-metal cores ([`MemBuffer`]) and the Linux
-//!   collectors ([`VecBuffer`]) give to their `RtdWriter`s.
+//!   collectors (`VecBuffer`, std only) give to their `RtdWriter`s.
 
 use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
 
@@ -107,7 +107,7 @@ pub trait ByteSink {
 /// fit, it and everything after it are dropped (counted in
 /// [`StopBuffer::dropped`]), like a trace buffer with the stop-on-wrap bit.
 /// `B` holds the bytes: borrowed ([`MemBuffer`], the bare-metal trace
-/// buffer) or owned ([`VecBuffer`]).
+/// buffer) or owned (`VecBuffer`, std only).
 ///
 /// It offers the room past its data for framing in place
 /// ([`ByteSink::spare`]): the bytes past [`StopBuffer::data`] are then
