@@ -267,29 +267,24 @@ impl PerfGroup {
 /// five.
 #[inline(always)]
 fn read_more_pages(pages: &[PerfPage], out: &mut [u64]) {
-    match pages.len().min(out.len()) {
-        1 => read_pages::<1>(pages, out),
-        2 => read_pages::<2>(pages, out),
-        3 => read_pages::<3>(pages, out),
-        4 => read_pages::<4>(pages, out),
-        5 => read_pages::<5>(pages, out),
-        6 => read_pages::<6>(pages, out),
-        _ => {
-            for (o, p) in out.iter_mut().zip(pages) {
-                *o = p.read_count();
-            }
-        }
+    let n = pages.len().min(out.len());
+    // Each arm passes a constant length, so its loop unrolls.
+    match n {
+        1 => read_pages(&pages[..1], &mut out[..1]),
+        2 => read_pages(&pages[..2], &mut out[..2]),
+        3 => read_pages(&pages[..3], &mut out[..3]),
+        4 => read_pages(&pages[..4], &mut out[..4]),
+        5 => read_pages(&pages[..5], &mut out[..5]),
+        6 => read_pages(&pages[..6], &mut out[..6]),
+        _ => read_pages(pages, out),
     }
 }
 
-/// The page counts of the first `N` members into `out` (each holds at
-/// least `N`).
+/// The page counts of `pages` into `out`, as far as both go.
 #[inline(always)]
-fn read_pages<const N: usize>(pages: &[PerfPage], out: &mut [u64]) {
-    if let (Some(p), Some(o)) = (pages.first_chunk::<N>(), out.first_chunk_mut::<N>()) {
-        for (o, p) in o.iter_mut().zip(p) {
-            *o = p.read_count();
-        }
+fn read_pages(pages: &[PerfPage], out: &mut [u64]) {
+    for (o, p) in out.iter_mut().zip(pages) {
+        *o = p.read_count();
     }
 }
 
