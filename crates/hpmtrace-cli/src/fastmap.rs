@@ -1,6 +1,7 @@
 //! The hash map of the per-record paths (function names, addresses, cores).
 //!
-//! std's SipHash was a quarter of `report`'s time. Keys come from the
+//! With std's SipHash the hashing is a large share of `report`'s time
+//! (docs/hpmtrace.md, "Decoder throughput and memory"). Keys come from the
 //! trace, so colliding ones are possible: they cost probes, never a wrong
 //! answer, and a trace is the user's own file.
 

@@ -1,6 +1,6 @@
 /* hpmtrace: C API of the SiFive Trace Performance Library, bare metal.
  *
- * The seed's calls, implemented by libhpmtrace.a built for
+ * SiFive's bare-metal calls, implemented by libhpmtrace.a built for
  * riscv64gc-unknown-none-elf (`cargo xtask cabi DIR --bare-metal`), for
  * programs running in S-mode on an SBI implementation (SBI PMU for the
  * counters, SBI TIME for the sampling timer, SBI DBCN for messages); or,

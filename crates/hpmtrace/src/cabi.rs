@@ -1,6 +1,6 @@
-//! What the two C APIs share: the seed's `perfEvent` layout and the
+//! What the two C APIs share: SiFive's `perfEvent` layout and the
 //! checks of the init calls' arguments. The Linux C API
-//! (`capi`) and the bare-metal one (`crates/hpmtrace-bare`) both
+//! (`capi`) and the bare-metal one (`bare::capi`) both
 //! parse their arguments here, so a list or channel one accepts the other
 //! accepts too. `no_std`.
 

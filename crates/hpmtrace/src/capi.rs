@@ -22,7 +22,7 @@
 //! cache/branch/raw events): by default each is left out of the trace
 //! header, with a warning on stderr naming it, and the init call succeeds
 //! (`ctrInfo` of the event is 0). Every trace written by default thus keeps
-//! to the event types the seed defines (0 general, 1 cache, 2 raw), which
+//! to the event types SiFive's library defines (0 general, 1 cache, 2 raw), which
 //! SiFive's decoder reads. With `HPMTRACE_SW_FALLBACK=1` (also `yes`,
 //! `true`) a Linux software event is counted in its place instead (see
 //! [`crate::linux::software_stand_in`]); the header then names it with

@@ -184,8 +184,8 @@ pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(1
 pub const MIN_STAGE_BYTES: usize = 4096;
 
 /// How long a recording thread whose next staging chunk is still being
-/// encoded by another thread polls before it sleeps (a 64 KiB chunk takes
-/// 20-40 µs to encode).
+/// encoded by another thread polls before it sleeps: longer than a 64 KiB
+/// chunk usually takes to encode, shorter than a sleep and wake-up.
 const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// Chunks the staging buffer is divided into (a power of two): one being
@@ -267,10 +267,10 @@ struct Encoding {
 
 /// Chunks one thread may have encoded ahead and waiting for their turn.
 /// One would do if the encoder thread always came to it before the thread
-/// needs to encode ahead again, but it often does not: in-process fib
-/// with 6 counters and a 256 KiB stage took 108 ns per pair with one, 100
-/// with two, 85-106 with three (131-146 without encoding ahead; a slow,
-/// busy host), and no less with four or six.
+/// needs to encode ahead again, but it often does not: with one the
+/// recording thread still waits while its one chunk waits its turn; three
+/// is as fast as four or six on the overhead benchmark's fib with 6
+/// counters and a 256 KiB stage (crates/hpmtrace/BENCH.md).
 const AHEAD_SLOTS: usize = 3;
 
 /// Where a chunk encoded ahead waits ([`Ahead`]): allocated with the
@@ -608,9 +608,9 @@ impl Local {
                     // Another thread encodes this stream. It frees a slot
                     // within one chunk's encoding, usually sooner than a
                     // sleeping thread wakes up: poll that long, yielding
-                    // this CPU (the encoder may be waiting for it; a spin
-                    // here tripled the cost when it was), then sleep on
-                    // the lock.
+                    // this CPU (the encoder may be waiting for it: a spin
+                    // here would triple the cost when both share a CPU),
+                    // then sleep on the lock.
                     let t0 = std::time::Instant::now();
                     while waiting() && t0.elapsed() < SPIN_BEFORE_SLEEP {
                         std::thread::yield_now();

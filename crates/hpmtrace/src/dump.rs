@@ -2,7 +2,7 @@
 //! trace to the host without a debugger.
 //!
 //! On bare metal the trace buffer sits in the program's memory, where the
-//! seed's flow has a debugger read it. Where no debugger is attached (a
+//! SiFive's flow has a debugger read it. Where no debugger is attached (a
 //! QEMU run, a board on a serial line), `perfWriteTrace()` of the
 //! bare-metal library prints each core's buffer on the console in this
 //! framing, and `hpmtrace import` turns a captured console log back into a
@@ -80,7 +80,7 @@ pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
 
 /// One line being built: the longest is a hex line (128 digits + `\n`).
 /// Header and end lines are formatted; hex lines, nearly all the output,
-/// are written digit by digit (formatting each byte cost several times
+/// are written digit by digit (formatting each byte costs several times
 /// more instructions on bare metal).
 struct LineBuf {
     buf: [u8; 2 * BYTES_PER_LINE + 1],

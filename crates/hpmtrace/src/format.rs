@@ -769,7 +769,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn idtags_match_the_seed_table() {
+    fn idtags_match_the_readme_table() {
         assert_eq!(IdTag::new(6, WriteSize::Bits32).0, 0x18);
         assert_eq!(IdTag::new(6, WriteSize::Bits16).0, 0x1a);
         assert_eq!(IdTag::new(6, WriteSize::Bits8).0, 0x1b);

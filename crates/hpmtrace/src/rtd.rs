@@ -104,8 +104,8 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
 /// of the result read little-endian; the MSEO bits are left 0.
 ///
 /// Spreading with masks instead of a loop over the slices: the loop's
-/// length depends on the value, and its mispredicted exit was most of the
-/// cost of a message.
+/// length depends on the value, and its mispredicted exit would be most
+/// of the cost of a message.
 #[inline(always)]
 fn spread_slices(v: u64) -> u64 {
     // 24-bit halves into 32-bit lanes, 12-bit quarters into 16-bit lanes,
@@ -117,7 +117,7 @@ fn spread_slices(v: u64) -> u64 {
 }
 
 /// Slices a variable field takes for a value with `i` leading zero bits
-/// (one for 0): a table, as the division was a long dependency chain.
+/// (one for 0): a table, as the division is a long dependency chain.
 const SLICES: [u8; 65] = {
     let mut t = [1u8; 65];
     let mut i = 0;
@@ -170,10 +170,9 @@ fn spread_slices32(v: u32) -> u64 {
 }
 
 /// Entries of [`Framer::recent`] (a power of two). With 256, two hot
-/// writes of the overhead benchmark's fib trace with 2 counters shared an
-/// entry and evicted each other on every record (encoding 18 % slower);
-/// 512 is as fast as any larger size on the traces tried: 16 KiB per
-/// writer. Without `std` (bare metal, where writers sit in static memory
+/// writes of the overhead benchmark's fib trace with 2 counters share an
+/// entry and evict each other on every record; 512 is as fast as any
+/// larger size on the benchmark's traces: 16 KiB per writer. Without `std` (bare metal, where writers sit in static memory
 /// and may be built on small stacks) 64: 2 KiB.
 #[cfg(feature = "std")]
 const RECENT: usize = 512;
@@ -181,8 +180,8 @@ const RECENT: usize = 512;
 const RECENT: usize = 64;
 
 /// Copy `bytes` into `buf` at `at`, without a bounds check: the framing
-/// of a record checks its room once ([`Framer::record_values`]; with
-/// bounds checks on every store, encoding took 3-5 % more instructions).
+/// of a record checks its room once ([`Framer::record_values`]), so no
+/// store of the record pays a bounds check of its own.
 ///
 /// # Safety
 ///
@@ -566,7 +565,7 @@ impl Framer {
                 let t = &self.tail;
                 // SAFETY: the caller's promise (TAIL_BYTES). Short tails
                 // (5 counters of small values take about 20 bytes) copy
-                // 32 bytes, not all 128: 12 instructions less a record.
+                // 32 bytes, not all 128.
                 unsafe {
                     match t.bytes.first_chunk::<SHORT_TAIL>() {
                         Some(short) if t.len <= SHORT_TAIL => put(buf, at, short),
@@ -732,8 +731,8 @@ impl Framer {
 /// The offset right after the `n`-th message (from 1) framed in `bytes`,
 /// or its length if it holds fewer: a message's last byte, and no other,
 /// has MSEO 11. Eight bytes at a time, as this runs on every record that
-/// a sync message falls in (a byte at a time cost 600 instructions a
-/// record with 6 counters).
+/// a sync message falls in (a byte at a time would cost several times
+/// the record's framing).
 fn after_messages(bytes: &[u8], n: usize) -> usize {
     let mut to_go = n;
     let mut words = bytes.chunks_exact(8);
@@ -973,7 +972,7 @@ impl<B: ByteSink> RtdWriter<B> {
     /// [`Sink::put_values`] for a record that may reach the next sync
     /// message or does not fit the spare room with the fast path's margin
     /// (out of line: with it inline, the other records cost more). The
-    /// record by value: by reference, every record was built on the
+    /// record by value: by reference, every record would be built on the
     /// stack before the branch, not only those that come here.
     #[inline(never)]
     fn put_values_near_sync(&mut self, rec: RecordValues<'_>, ts: u64) -> Result<(), Stopped> {

@@ -111,9 +111,9 @@ pub trait ByteSink {
 ///
 /// It offers the room past its data for framing in place
 /// ([`ByteSink::spare`]): the bytes past [`StopBuffer::data`] are then
-/// scratch, not zeros. Without it every record went through the writer's
-/// staging copy: 275 instructions more per enter+exit pair on bare metal
-/// (docs/hpmtrace-bare.md).
+/// scratch, not zeros. Without it every record would go through the
+/// writer's staging copy, write by write (the bare-metal cost this
+/// avoids: docs/hpmtrace-bare.md).
 pub struct StopBuffer<B> {
     buf: B,
     len: usize,

@@ -167,12 +167,11 @@ impl Replay {
         // The usual shapes get a loop each, in which the number of
         // counters, the timestamp's place and the count type are
         // constants: the counter loops unroll, their bounds checks go, and
-        // no record asks for the count type. fib(20) with 6 counters,
-        // timestamp first: 16.8M instructions down to 12.8M, and 11.7M to
-        // 11.2M for the count type (BENCH.md). Timestamp first is the
+        // no record asks for the count type (the instructions per record
+        // this saves: crates/hpmtrace/BENCH.md). Timestamp first is the
         // Linux collector's layout without a cycles counter, second with
-        // one; up to 8 counters. 45 loops, 138 KB of x86-64 code per sink
-        // type: not in `no_std` builds, where code size counts more.
+        // one; up to 8 counters. 45 loops per sink type make a lot of
+        // code: not in `no_std` builds, where code size counts more.
         #[cfg(feature = "std")]
         {
             let s = self.enc.shape();

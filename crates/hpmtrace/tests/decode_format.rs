@@ -1,5 +1,5 @@
 //! Decoder fidelity: trace bytes built here by hand from the format rules
-//! (FACTS 8 and the SiFive library README), independently of the crate's
+//! (the SiFive library README), independently of the crate's
 //! encoder, decoded and checked field by field.
 
 use hpmtrace::decode::{

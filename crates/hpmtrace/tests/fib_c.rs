@@ -1,4 +1,4 @@
-//! The seed's Fibonacci example (tests/c/fib.c, verbatim from the SiFive
+//! SiFive's Fibonacci example (tests/c/fib.c, verbatim from the SiFive
 //! README) built with `gcc -finstrument-functions` against the C API
 //! (include/ + libhpmtrace.a), run on the host with software stand-ins
 //! (`HPMTRACE_SW_FALLBACK=1`) and without (events the host cannot count
@@ -213,7 +213,7 @@ fn fib_example_unchanged_buffer_stops_on_wrap() {
 
 /// Without `HPMTRACE_SW_FALLBACK` an event the machine cannot count is
 /// left out, each named on stderr, and init succeeds: the trace keeps to
-/// the seed's event types (0 general, 1 cache, 2 raw), which SiFive's
+/// SiFive's event types (0 general, 1 cache, 2 raw), which SiFive's
 /// decoder reads.
 #[test]
 fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
@@ -233,8 +233,8 @@ fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
     assert!(d.errors.is_empty(), "{:?}", d.errors);
     assert_eq!(d.headers.len(), 1);
     let h = d.headers[0].header;
-    // The seed's list, in its order, with the slot each event gets.
-    let seed = [
+    // fib.c's list, in its order, with the slot each event gets.
+    let listed = [
         (0, Event::General { code: 1 }),
         (1, Event::General { code: 0x80 }),
         (2, Event::General { code: 2 }),
@@ -248,7 +248,7 @@ fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
             },
         ),
     ];
-    for (i, (slot, event)) in seed.into_iter().enumerate() {
+    for (i, (slot, event)) in listed.into_iter().enumerate() {
         match h.counters[slot] {
             // Counted: the event asked for, never a stand-in.
             Some(c) => assert_eq!(c.event, event, "slot {slot}"),

@@ -1,5 +1,5 @@
 //! Golden ITC write sequences for every count type and record type. The
-//! expected writes are derived by hand from the seed's header and record
+//! expected writes are derived by hand from the header and record
 //! tables (README of the SiFive Trace Performance Library), not produced
 //! by the encoder.
 
@@ -9,7 +9,7 @@ use hpmtrace::format::{
 };
 use hpmtrace::sink::WriteLog;
 
-/// (bits, value) as the seed's tables list them.
+/// (bits, value) as the README's tables list them.
 fn w(bits: u32, value: u32) -> (u32, u32) {
     (bits, value)
 }
@@ -59,7 +59,7 @@ fn header(ct: CountType) -> Header {
     h
 }
 
-/// The header writes, from the seed's "Tabular Representation of Header".
+/// The header writes, from the README's "Tabular Representation of Header".
 fn header_writes(ct: u32) -> Vec<(u32, u32)> {
     vec![
         w(32, 0x7065_7266), // marker
@@ -317,7 +317,7 @@ fn wide_counter_interval_past_48_bits_is_reported() {
 }
 
 #[test]
-fn itc_write_sizes_give_seed_idtags() {
+fn itc_write_sizes_give_the_readme_idtags() {
     // "ID Tag | Size of data": 0x18 32 bits, 0x1a 16 bits, 0x1b 8 bits.
     assert_eq!(ItcWrite::w32(0).idtag(6).0, 0x18);
     assert_eq!(ItcWrite::w16(0).idtag(6).0, 0x1a);

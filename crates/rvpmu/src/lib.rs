@@ -38,12 +38,9 @@ pub use hart::{Pmu, PmuConfig};
 /// A thin wrapper instead of `sbi_spec::binary::Error` itself. That enum
 /// has a `Custom(usize)` variant, so it is two words instead of one byte,
 /// and it cannot say that these extensions answer only these nine codes.
-/// Measured (`cargo xtask bench`, the firmware built with the engine's
-/// error type swapped for `sbi_spec::binary::Error`, same code otherwise):
-/// config_matching on a hardware event (plain, AUTO_START, filtered) and
-/// counter_start with INIT_SNAPSHOT +4 instructions each, counter_start
-/// with INIT_VALUE +1, event_get_info of one entry -4, every other call
-/// unchanged, and the firmware image 680 bytes larger (60664 vs 59984).
+/// With `sbi_spec::binary::Error` in its place the firmware's hot calls
+/// take more instructions and its image grows (docs/engine.md, "sbi-spec",
+/// has the figures).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// SBI_ERR_FAILED (-1)
@@ -139,7 +136,7 @@ impl From<Error> for sbi_spec::binary::Error {
 }
 
 impl TryFrom<sbi_spec::binary::Error> for Error {
-    /// An error these extensions never return, as it was.
+    /// An error these extensions never return, unchanged.
     type Error = sbi_spec::binary::Error;
     fn try_from(e: sbi_spec::binary::Error) -> Result<Error, sbi_spec::binary::Error> {
         use sbi_spec::binary::Error as E;

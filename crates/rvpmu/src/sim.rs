@@ -110,7 +110,7 @@ impl SimHart {
         }
     }
 
-    /// Count as QEMU 10 does (target/riscv/pmu.c, FACTS 3 and 11): an HPM
+    /// Count as QEMU 10 does (target/riscv/pmu.c, `riscv_pmu_update_event_map`): an HPM
     /// counter counts an event only if QEMU's map sends the event id
     /// (mhpmevent bits 0..19) to it. Writing an id no counter holds maps it
     /// to the written counter; writing an id another counter holds changes

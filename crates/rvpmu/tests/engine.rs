@@ -1,6 +1,8 @@
 //! Behaviour of the nine PMU functions on a simulated QEMU-virt hart,
 //! through the raw register boundary (`rvpmu::ecall::pmu`). Expected
-//! values come from the spec text (seed 000) and FACTS 3-5.
+//! values come from the SBI PMU chapter, QEMU virt's counters and
+//! `riscv,pmu` node, and the calls Linux's `drivers/perf/riscv_pmu_sbi.c`
+//! makes.
 
 use rvpmu::dt::{EventMap, RangeRow, RawRow, SelectorRow};
 use rvpmu::event::FwEvent;
@@ -502,7 +504,7 @@ fn init_snapshot_restores_values_and_clears_overflow() {
     assert_eq!(p.hw().event_reg(5) & bits::OF, 0);
 }
 
-/// FACTS 4: Linux 6.12 restarts overflowed counters with
+/// Linux 6.12 (`pmu_sbi_start_ovf_ctrs_snapshot`) restarts overflowed counters with
 /// counter_idx_base = 64 * 64 = 4096. With the alias window that call names
 /// the same counters, so sampling keeps going and strict set validation stays.
 #[test]

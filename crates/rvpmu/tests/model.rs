@@ -68,7 +68,7 @@ fn picked<T: Copy>(pool: &[T], pick: &[bool]) -> Vec<T> {
         .collect()
 }
 
-/// QEMU virt (FACTS 3): its counters and `riscv,pmu` node plus a raw row
+/// QEMU virt: its counters and `riscv,pmu` node plus a raw row
 /// for any event data; the property off, a hart that counts by the spec.
 fn qemu_virt() -> Platform {
     Platform {
@@ -207,7 +207,7 @@ fn platform_any() -> impl Strategy<Value = Platform> {
     })
 }
 
-/// QEMU virt's node (FACTS 3) plus a raw row, with the property on, on a
+/// QEMU virt's node plus a raw row, with the property on, on a
 /// hart that counts as QEMU does (one counter per event id).
 fn qemu_platform() -> impl Strategy<Value = Platform> {
     (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(smcntrpmf, h, alias)| Platform {
@@ -1051,7 +1051,7 @@ fn qemu_without_the_property_disagrees_with_model() {
     assert!(e.contains("hardware counter 4 = 0x0, model 0x64"), "{e}");
 }
 
-/// The Linux 6.12 probe and counting flow (FACTS 4) on a QEMU-like hart,
+/// The Linux 6.12 probe and counting flow (`drivers/perf/riscv_pmu_sbi.c`) on a QEMU-like hart,
 /// checked by the model step by step.
 #[test]
 fn linux_flow_agrees_with_model() {

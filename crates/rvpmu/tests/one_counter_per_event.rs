@@ -1,5 +1,5 @@
 //! `rvpmu,one-counter-per-event`: on hardware that counts an event on one
-//! HPM counter only (QEMU, FACTS 3 and 11), config_matching never hands out
+//! HPM counter only (QEMU: docs/anomalies.md, 1), config_matching never hands out
 //! a second HPM counter with the selector of one already configured, since
 //! that counter would read 0 while the kernel shows it 100% running.
 //!

@@ -1,5 +1,6 @@
-//! One named test per item of OpenSBI's PMU bug history (FACTS 5) and per
-//! OpenSBI 1.5.1 deviation FACTS 9 lists, so none can come back here.
+//! One named test per item of OpenSBI's PMU bug history (fixes in its
+//! `lib/sbi/sbi_pmu.c` and `lib/utils/fdt/fdt_pmu.c`) and per deviation of
+//! OpenSBI 1.5.1 from the spec, so none can appear here.
 
 use rvpmu::event::FwEvent;
 use rvpmu::hart::IsaFeatures;
@@ -244,7 +245,7 @@ fn fixed_counters_never_released() {
     assert_eq!(call(&mut p, START, &[2, 1, 0, 0]), Ok(0));
 }
 
-/// FACTS 9: OpenSBI 1.5.1 accepted reserved flag bits.
+/// OpenSBI 1.5.1 accepts reserved flag bits.
 #[test]
 fn reserved_flag_bits_rejected_everywhere() {
     let mut p = qemu();
@@ -266,7 +267,7 @@ fn reserved_flag_bits_rejected_everywhere() {
     }
 }
 
-/// FACTS 9: OpenSBI 1.5.1 truncated counter indices to 32 bits.
+/// OpenSBI 1.5.1 truncates counter indices to 32 bits.
 #[test]
 fn counter_indices_not_truncated_to_32_bits() {
     let mut p = qemu();
@@ -282,7 +283,7 @@ fn counter_indices_not_truncated_to_32_bits() {
     );
 }
 
-/// FACTS 9: OpenSBI 1.5.1's fw_read_hi succeeded for any index.
+/// OpenSBI 1.5.1's fw_read_hi succeeds for any index.
 #[test]
 fn fw_read_hi_validates_the_index() {
     let mut p = qemu();
@@ -291,7 +292,7 @@ fn fw_read_hi_validates_the_index() {
     assert_eq!(call(&mut p, FW_READ_HI, &[19]), Ok(0));
 }
 
-/// FACTS 9: a config_matching on the firmware counters could fault in
+/// In OpenSBI a config_matching on the firmware counters could fault in
 /// M-mode; here every firmware counter can be taken and released.
 #[test]
 fn config_matching_on_all_firmware_counters_is_safe() {

@@ -1,4 +1,4 @@
-//! STA registration and the writer's sequence protocol (seed 002).
+//! STA registration and the writer's sequence protocol (SBI STA chapter).
 
 use rvpmu::ecall;
 use rvpmu::sim::BufMemory;

@@ -2,7 +2,7 @@
 //! Linux library checks them (`hpmtrace::cabi`); a refused call prints why
 //! on the console and returns -1.
 
-#![allow(non_snake_case)] // C names, kept as the seed's API spells them
+#![allow(non_snake_case)] // C names, kept as SiFive's API spells them
 
 use super::console::warn;
 use super::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};

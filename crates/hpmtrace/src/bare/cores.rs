@@ -23,7 +23,7 @@ use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// Most cores (`perfInit`'s `num_cores`).
 pub const MAX_CORES: usize = 16;
 
-/// How a core collects (the seed allows one kind at a time).
+/// How a core collects (SiFive's API allows one kind at a time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `perfManualInit`: `perfWriteCntrs` only.

@@ -4,13 +4,13 @@
 //! riscv64gc-unknown-none-elf, where the crate's staticlib is the
 //! bare-metal `libhpmtrace.a`. docs/hpmtrace-bare.md has the decisions.
 //!
-//! What the seed's bare-metal library does with a trace encoder, this does
+//! What SiFive's bare-metal library does with a trace encoder, this does
 //! in software on the `no_std` core of `hpmtrace`:
 //! - **Sink** (`pool`, `cores`). Each core records into its own buffer of
 //!   `SBABufferSize` bytes (0: an equal share), with a staging area beside
 //!   it, both carved from a static pool of `PERF_MEM_POOL_SIZE` bytes as
-//!   the seed's library does (256 KiB; `HPMTRACE_POOL_BYTES` at build time
-//!   sets another size, as the seed's define does). A record stores its
+//!   SiFive's library does (256 KiB; `HPMTRACE_POOL_BYTES` at build time
+//!   sets another size, as SiFive's define does). A record stores its
 //!   raw sample in the staging area; the encoder turns staged samples into
 //!   the Nexus messages a trace encoder would write (the `.rtd` bytes),
 //!   stop-on-full, when the area fills, at perfTraceOff and at
@@ -19,7 +19,7 @@
 //!   PMU in S-mode (config_matching, the CSR from counter_get_info), from
 //!   the counter CSRs in M-mode (cycles, instructions, raw events). An
 //!   event that gets none is left out of the header with a console line
-//!   naming it: every trace keeps to the seed's event types.
+//!   naming it: every trace keeps to SiFive's event types.
 //! - **Timer** (`timer`, `platform`). `perfTimerISRInit` arms the SBI TIME
 //!   timer (S-mode) or the CLINT's mtimecmp (M-mode) every `interval` µs
 //!   on a grid; the program's trap handler calls `perfTimerISR(epc)`.

@@ -239,7 +239,7 @@ mod machine {
                     .ok_or(Refusal::Unsupported("no free hardware counter"))?,
                 _ => {
                     return Err(Refusal::Unsupported(
-                        "M-mode counts cycles, instructions and raw events only (the seed's bare-metal rule)",
+                        "M-mode counts cycles, instructions and raw events only (SiFive's bare-metal rule)",
                     ))
                 }
             };

@@ -1,5 +1,5 @@
 //! Counters for a header: one counter per event from the platform (the
-//! SBI PMU or the M-mode CSRs), the header in the seed's slots.
+//! SBI PMU or the M-mode CSRs), the header in SiFive's slots.
 
 use super::console::warn;
 use super::platform::{Platform, Refusal, This};
@@ -12,7 +12,7 @@ pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
 
 /// What init configured on this hart.
 pub struct Counters {
-    /// The header: the events that are counted, in the seed's slots.
+    /// The header: the events that are counted, in SiFive's slots.
     pub header: Header,
     /// Counter CSR (0..=31 above 0xC00) of each counter but the timestamp,
     /// in record order: what a sample stores after its time.
@@ -81,7 +81,7 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
         from[n] = i;
         n += 1;
     }
-    // Slots of the kept events in the seed's order (cycles 0, timestamp 1,
+    // Slots of the kept events in SiFive's order (cycles 0, timestamp 1,
     // instructions 2, the rest from 3); a fixed event listed twice is
     // dropped from the header instead of failing the whole init.
     let mut placed = [None; MAX_COUNTERS];

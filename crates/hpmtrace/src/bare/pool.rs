@@ -1,4 +1,4 @@
-//! The static memory the trace buffers come from: the seed's bare-metal
+//! The static memory the trace buffers come from: SiFive's bare-metal
 //! library allocates from a static pool of `PERF_MEM_POOL_SIZE` bytes
 //! because there is no usable `malloc`; so does this one (the per-core
 //! state lives in its own static table, so the pool holds buffers only).
@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// `PERF_MEM_POOL_SIZE` of sifive_bare_perf.h: 256 KiB, or the byte count
 /// in `HPMTRACE_POOL_BYTES` when the library is built (`<n>[K|M]`), the
-/// build-time setting the seed's `#define` is.
+/// build-time setting SiFive's `#define` is.
 pub const POOL_BYTES: usize = match option_env!("HPMTRACE_POOL_BYTES") {
     Some(v) => parse_bytes(v.as_bytes()),
     None => 256 * 1024,

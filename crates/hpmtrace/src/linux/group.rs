@@ -24,10 +24,10 @@ pub struct PerfGroup {
     user: Vec<(PerfPage, UserRead)>,
     /// The pages of `user` again when every member is a
     /// [`UserRead::PageCount`] (else empty): the hook then reads each
-    /// page's count without asking how, with one load each (154
-    /// instructions per enter+exit pair with 5 members, BENCH.md). A copy
+    /// page's count without asking how, with one load each. A copy
     /// rather than a flag over `user`: a loop over its 16-byte entries
-    /// took 15 instructions more per pair.
+    /// costs the hook more instructions per pair than the copy's memory
+    /// costs.
     page_counts: Vec<PerfPage>,
     buf: Vec<u64>,
 }
@@ -199,7 +199,7 @@ impl PerfGroup {
         }
         if let Some((first, rest)) = self.page_counts.split_first() {
             // The first member apart: a group of one (the usual case) does
-            // not reach the jump table (8 instructions a pair more).
+            // not pay for the jump table.
             if let Some((o, more)) = out.split_first_mut() {
                 *o = first.read_count();
                 if !rest.is_empty() {
@@ -262,9 +262,8 @@ impl PerfGroup {
 }
 
 /// The page counts of `pages` into `out`, as far as both go: one straight
-/// run of loads per group size, as a loop over two lengths cost about 20
-/// instructions of set-up a record, more than the reads of a group of
-/// five.
+/// run of loads per group size, because a loop over two lengths needs
+/// more set-up per record than the reads of a group of five take.
 #[inline(always)]
 fn read_more_pages(pages: &[PerfPage], out: &mut [u64]) {
     let n = pages.len().min(out.len());

@@ -129,8 +129,8 @@ impl PerfPage {
     /// kernel rewrites while the thread is switched out, never while it
     /// runs (see [`UserRead::PageCount`]); and an aligned 8-byte load is
     /// single-copy atomic on x86-64 and RV64, so it sees a whole value
-    /// either way. The retry loop cost 4 instructions per counter read,
-    /// 40 per enter+exit pair with 5 page counts (BENCH.md).
+    /// either way. A seqlock retry loop would add its loads and test to
+    /// every counter read of the hook.
     #[inline(always)]
     pub(super) fn read_count(self) -> u64 {
         // SAFETY: a field of the live page (unmapped only by `unmap`,

@@ -39,7 +39,7 @@ pub const TAKE_SNAPSHOT: u64 = 2;
 pub const CYCLES: u64 = 0x1;
 pub const INSTRUCTIONS: u64 = 0x2;
 
-/// QEMU virt's node (FACTS 3): cycles -> 0,3..18; instructions -> 2,3..18;
+/// QEMU virt's node (as `-machine virt,dumpdtb=` writes it): cycles -> 0,3..18; instructions -> 2,3..18;
 /// three TLB events -> 3..18; no selectors, no raw rows.
 pub fn qemu_map() -> &'static EventMap {
     let m = EventMap::from_rows(

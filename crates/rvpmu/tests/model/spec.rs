@@ -1,6 +1,6 @@
 //! A reference model of one hart's SBI PMU extension, written from the
-//! spec text (seed 000) plus the engine's documented choices where the
-//! spec is silent (hart.rs / counter.rs doc comments, FACTS 4-5):
+//! SBI PMU chapter plus the engine's documented choices where the spec is
+//! silent (hart.rs / counter.rs doc comments, docs/engine.md):
 //!
 //! - logical index = CSR offset for hardware counters (0 cycle, 2 instret,
 //!   3..=31 where present, 1 never), then 16 firmware counters; with the
@@ -16,7 +16,7 @@
 //!   non-zero event_data on general/cache/standard firmware events is
 //!   INVALID_PARAM;
 //! - mhpmevent selector: DT `event-to-mhpmevent` row, else the zero-extended
-//!   event_idx; raw events use event_data (FACTS 5);
+//!   event_idx; raw events use event_data (as OpenSBI does);
 //! - `rvpmu,one-counter-per-event` (docs/engine.md): while an HPM counter
 //!   mapped by config_matching holds a selector (mhpmevent bits 0..57), no
 //!   other HPM counter is a candidate for an event with that selector; the

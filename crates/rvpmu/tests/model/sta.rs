@@ -1,5 +1,5 @@
 //! Property tests of the STA writer (`rvpmu::sta::StealTime`) against the
-//! spec (seed 002): registration rules through the raw register boundary,
+//! SBI STA chapter: registration rules through the raw register boundary,
 //! and the sequence protocol of every update, replayed write by write
 //! through the reader side.
 
