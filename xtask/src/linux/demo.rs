@@ -246,15 +246,15 @@ impl Results {
         let kernel = ["cycles:k", "instructions:k"].map(|ev| (ev, self.value("stat-k", ev)));
         // The exact count of each multiplexed event: the same event of the
         // same workload counted alone; all modes = user + kernel.
-        let exact_of = |ev: &str| -> (Option<u64>, String) {
+        let exact_of = |ev: &str| -> (Option<u64>, Vec<&'static str>) {
             match ev.split_once(':') {
-                Some((_, "u")) => (self.value("stat-u", ev), label("stat-u")),
-                Some(_) => (self.value("stat-k", ev), label("stat-k")),
+                Some((_, "u")) => (self.value("stat-u", ev), vec!["stat-u"]),
+                Some(_) => (self.value("stat-k", ev), vec!["stat-k"]),
                 None => (
                     self.value("stat-u", &format!("{ev}:u"))
                         .zip(self.value("stat-k", &format!("{ev}:k")))
                         .map(|(u, k)| u + k),
-                    format!("{}+{}", label("stat-u"), label("stat-k")),
+                    vec!["stat-u", "stat-k"],
                 ),
             }
         };
@@ -321,15 +321,20 @@ pub struct Difference {
 }
 
 impl Difference {
-    pub fn difference(&self) -> Option<i128> {
-        self.at_n
-            .zip(self.at_2n)
-            .map(|(a, b)| i128::from(b) - i128::from(a))
+    /// alu 2N minus alu N (None without both, or beyond i64).
+    pub fn difference(&self) -> Option<i64> {
+        let (a, b) = self.at_n.zip(self.at_2n)?;
+        i64::try_from(b).ok()?.checked_sub(i64::try_from(a).ok()?)
+    }
+
+    /// The difference minus the construction's.
+    pub fn off_by(&self) -> Option<i64> {
+        self.difference()?
+            .checked_sub(i64::try_from(self.construction).ok()?)
     }
 
     pub fn exact(&self) -> Option<bool> {
-        self.difference()
-            .map(|d| d == i128::from(self.construction))
+        self.off_by().map(|x| x == 0)
     }
 }
 
@@ -338,8 +343,9 @@ pub struct Scaled {
     pub line: StatLine,
     /// The same event of the same workload, counted alone.
     pub exact: Option<u64>,
-    /// Which shown command(s) the exact count comes from.
-    pub from: String,
+    /// The shown command(s) the exact count comes from (their sum for
+    /// two).
+    pub from: Vec<&'static str>,
 }
 
 impl Scaled {
@@ -444,7 +450,7 @@ impl Summary {
                 "loop_instructions_per_iteration": self.alu_per_iter,
                 "user": self.user.iter().map(|d| json!({
                     "event": d.event, "alu_n": d.at_n, "alu_2n": d.at_2n,
-                    "difference": d.difference().map(|x| x.to_string()),
+                    "difference": d.difference(),
                     "construction": d.construction, "exact": d.exact(),
                 })).collect::<Vec<_>>(),
                 "kernel": self.kernel.iter().map(|(ev, v)| json!({"event": ev, "count": v})).collect::<Vec<_>>(),
@@ -494,12 +500,10 @@ impl Summary {
             "construction"
         );
         for d in &self.user {
-            let verdict = match (d.exact(), d.difference()) {
-                (Some(true), _) => "exact".to_string(),
-                (Some(false), Some(x)) => {
-                    format!("off by {:+}", x - i128::from(d.construction))
-                }
-                _ => String::new(),
+            let verdict = match d.off_by() {
+                Some(0) => "exact".to_string(),
+                Some(x) => format!("off by {x:+}"),
+                None => String::new(),
             };
             println!(
                 "  {:<16} {:>18} {:>18} {:>12} {:>13}  {verdict}",
@@ -554,18 +558,23 @@ impl Summary {
                     .map(|p| format!("{p:.2}%"))
                     .unwrap_or_else(|| "-".into()),
                 opt(s.exact),
-                s.from,
+                s.from
+                    .iter()
+                    .map(|n| label(n))
+                    .collect::<Vec<_>>()
+                    .join("+"),
                 signed_pct(s.error_pct())
             );
         }
         if self.mux.iter().any(Scaled::scaled) {
-            println!("  QEMU counts an event id on one counter at a time, so the firmware refuses a second counter");
-            println!("  for an id and Linux rotates the three events of each id through it; perf prints each");
-            println!("  event's share of time on a counter and scales its count by enabled / on-counter time.");
-            println!("  Scaling assumes an event runs at the same rate off its counter as on it: the user loop");
-            println!("  runs at one steady rate, kernel work comes in bursts (exec at the start, exit at the end),");
-            println!("  so the scaled kernel counts are the furthest off. The exact kernel counts are another run's:");
-            println!("  kernel work also differs a little between runs (the rotation itself runs in the kernel).");
+            println!("  QEMU counts an event id on one counter at a time, so rvpmu refuses a second counter for an");
+            println!("  id and Linux rotates the three events of each id through it: perf prints each event's share");
+            println!("  of time on a counter and scales its count by (time enabled) / (time on a counter).");
+            println!("  Scaling assumes an event runs at the same rate off its counter as on it. User counts are the");
+            println!("  same in every run (icount, randomisation off), so a :u error is the scaling's alone: the loop");
+            println!("  runs at a steady rate, but not the start-up and exit. Kernel work comes in bursts (exec at");
+            println!("  the start, exit at the end), so a scaled kernel count can be far off; its exact count is");
+            println!("  another run's, and kernel work differs a little between runs (the rotation runs in the kernel).");
         } else {
             println!("  no event was scaled: each had a counter of its own the whole time");
         }
@@ -587,7 +596,9 @@ impl Summary {
         println!();
 
         let t = label("stat-tlb");
-        println!("TLB events {t}: three event ids, alu {n} (the loop itself touches no data)");
+        println!(
+            "TLB events {t}: three event ids, alu {n} (the loop itself loads and stores nothing)"
+        );
         for l in &self.tlb {
             println!(
                 "  {:<20} {:>10}  {}{}",
@@ -760,7 +771,7 @@ mod tests {
         let s = |v, pct, exact| Scaled {
             line: line("cycles:u", v, pct),
             exact,
-            from: "[3]".into(),
+            from: vec!["stat-u"],
         };
         assert_eq!(s(Some(110), 40.0, Some(100)).error_pct(), Some(10.0));
         assert_eq!(s(Some(90), 40.0, Some(100)).error_pct(), Some(-10.0));
