@@ -249,11 +249,12 @@ impl Results {
         let exact_of = |ev: &str| -> (Option<u64>, Vec<&'static str>) {
             match ev.split_once(':') {
                 Some((_, "u")) => (self.value("stat-u", ev), vec!["stat-u"]),
-                Some(_) => (self.value("stat-k", ev), vec!["stat-k"]),
+                Some((_, "k")) => (self.value("stat-k", ev), vec!["stat-k"]),
+                Some(_) => (None, vec![]),
                 None => (
                     self.value("stat-u", &format!("{ev}:u"))
                         .zip(self.value("stat-k", &format!("{ev}:k")))
-                        .map(|(u, k)| u + k),
+                        .and_then(|(u, k)| u.checked_add(k)),
                     vec!["stat-u", "stat-k"],
                 ),
             }
