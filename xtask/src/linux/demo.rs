@@ -531,13 +531,22 @@ impl Summary {
         }
         let [(ck, vck), (ik, vik)] = self.kernel;
         println!(
-            "  {k} {ck} {} {} {ik} {} (kernel mode: exec, page faults, perf's own ioctls, timer ticks)",
+            "  {k} {ck} {} and {ik} {} (kernel mode: exec, page faults, perf's own work, timer ticks)",
             opt(vck),
-            if vck.is_some() && vck == vik { "=" } else { "!=" },
             opt(vik),
         );
-        if vck == Some(0) && vik == Some(0) {
-            println!("  both read 0: this firmware counted no kernel mode for perf");
+        match vck.zip(vik) {
+            Some((0, 0)) => {
+                println!("  both read 0: this firmware counted no kernel mode for perf")
+            }
+            Some((c, i)) if c != i => {
+                println!(
+                    "  {} apart: Linux starts and stops the two counters one after the other, and the kernel code",
+                    c.abs_diff(i)
+                );
+                println!("  run in between counts on one of them only (no user code runs there: the :u counts agree)");
+            }
+            _ => {}
         }
         println!();
 
@@ -568,9 +577,11 @@ impl Summary {
             );
         }
         if self.mux.iter().any(Scaled::scaled) {
-            println!("  QEMU counts an event id on one counter at a time, so rvpmu refuses a second counter for an");
-            println!("  id and Linux rotates the three events of each id through it: perf prints each event's share");
-            println!("  of time on a counter and scales its count by (time enabled) / (time on a counter).");
+            println!("  QEMU counts an event id on one HPM counter at a time, so rvpmu refuses a second HPM counter");
+            println!("  for an id: cycles and instructions can use the fixed counters, but cycles:u and cycles:k need");
+            println!("  the same HPM counter (so do instructions:u and instructions:k). Linux rotates the events on");
+            println!("  and off the counters: perf prints each event's share of time on a counter and scales its");
+            println!("  count by (time enabled) / (time on a counter).");
             println!("  Scaling assumes an event runs at the same rate off its counter as on it. User counts are the");
             println!("  same in every run (icount, randomisation off), so a :u error is the scaling's alone: the loop");
             println!("  runs at a steady rate, but not the start-up and exit. Kernel work comes in bursts (exec at");
