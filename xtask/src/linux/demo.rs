@@ -432,6 +432,15 @@ fn fw_meaning(event: &str) -> &'static str {
     }
 }
 
+/// perf's share of time on a counter, "always" when it printed none.
+fn on_counter(l: &StatLine) -> String {
+    match l.running_pct {
+        Some(p) if p < 100.0 => format!("{p:.2}%"),
+        Some(_) => "always".into(),
+        None => "-".into(),
+    }
+}
+
 /// " [on a counter P% of the time: scaled]" when perf scaled `l`.
 fn scaled_note(l: &StatLine) -> String {
     match l.running_pct {
@@ -563,10 +572,7 @@ impl Summary {
                 "  {:<16} {:>12} {:>13} {:>12} {:<8} {:>14}",
                 s.line.event,
                 count(&s.line),
-                s.line
-                    .running_pct
-                    .map(|p| format!("{p:.2}%"))
-                    .unwrap_or_else(|| "-".into()),
+                on_counter(&s.line),
                 opt(s.exact),
                 s.from
                     .iter()
@@ -598,12 +604,12 @@ impl Summary {
             .collect();
         if !dead.is_empty() {
             println!(
-                "  {} read 0 on a counter the whole time, though counted alone they are not 0: this firmware",
+                "  read 0 on a counter the whole time, though not 0 when counted alone: {}",
                 dead.join(", ")
             );
-            println!("  gave a second counter to an event id QEMU already counts on another one, and QEMU counts");
-            println!("  an id on one counter only (docs/anomalies.md); rvpmu-fw refuses such a counter instead,");
-            println!("  so perf multiplexes and the counts are scaled rather than 0.");
+            println!("  this firmware gave them counters of an event id QEMU already counts on another counter, and");
+            println!("  QEMU counts an id on one counter only (docs/anomalies.md); rvpmu-fw refuses such a counter,");
+            println!("  so there perf multiplexes and the counts are scaled rather than 0.");
         }
         println!();
 
