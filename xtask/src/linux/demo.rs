@@ -450,10 +450,12 @@ fn scaled_note(l: &StatLine) -> String {
 }
 
 impl Summary {
-    /// Every figure of the summary, and the commands each comes from.
+    /// Every figure of the summary, and the commands each comes from
+    /// (`shown`: the shown commands in the transcript's order, [1] first).
     pub fn json(&self) -> Value {
         let n = ALU_ITERS;
         json!({
+            "shown": SHOWN,
             "exact": {
                 "from": ["stat-u", "stat-u2", "stat-k"],
                 "iterations": [n, 2 * n],
