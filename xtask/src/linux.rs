@@ -205,7 +205,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let out = guest.run_plan(&firmware, a.smp, chosen, &demo.plan().text(), timeout)?;
     check_demo_done(&out)?;
     let results = demo::Results::collect(&out, &guest.initramfs.init_elf)?;
-    let rows = results.summary();
+    let rows = results.summary(a.smp);
     let steal = noisy.map(|n| demo::steal(&results, n));
     if a.json {
         let v = serde_json::json!({
@@ -324,7 +324,7 @@ fn run_hv(a: RunArgs) -> Result<()> {
         check_demo_done(out)?;
     }
     let results = demo::Results::collect(&outs[0], &guest.initramfs.init_elf)?;
-    let rows = results.summary();
+    let rows = results.summary(1);
     println!("hypervisor: rvpmu-hv on rvpmu-fw, {} guest(s)", a.guests);
     println!("kernel:     {} (one vCPU per guest)", guest.version);
     for l in e2e::kernel_pmu_lines(&outs[0]) {

@@ -233,8 +233,9 @@ impl Results {
             .value
     }
 
-    /// The summary: every figure read from the shown commands' output.
-    pub fn summary(&self) -> Summary {
+    /// The summary of a run on `smp` harts: every figure read from the
+    /// shown commands' output.
+    pub fn summary(&self, smp: u32) -> Summary {
         let n = ALU_ITERS;
         let per = self.alu_insns_per_iter;
         let user = ["instructions:u", "cycles:u"].map(|ev| Difference {
@@ -280,6 +281,7 @@ impl Results {
             }
         });
         Summary {
+            smp,
             alu_per_iter: per,
             user,
             kernel,
@@ -379,6 +381,9 @@ pub struct Sampling {
 
 /// What the summary says, every figure read from a shown command.
 pub struct Summary {
+    /// Harts: with more than one, QEMU's icount counters of a hart also
+    /// advance while the others run, and user counts are not exact.
+    pub smp: u32,
     pub alu_per_iter: u64,
     /// instructions:u and cycles:u of alu N and alu 2N.
     pub user: [Difference; 2],
@@ -456,6 +461,7 @@ impl Summary {
         let n = ALU_ITERS;
         json!({
             "shown": SHOWN,
+            "smp": self.smp,
             "exact": {
                 "from": ["stat-u", "stat-u2", "stat-k"],
                 "iterations": [n, 2 * n],
@@ -530,7 +536,16 @@ impl Summary {
             "  construction: {n} more iterations of rvpmu_alu_loop, {} instructions each (its disassembly);",
             self.alu_per_iter
         );
-        println!("  start-up and exit are the same in both runs (address-space randomisation off)");
+        if self.smp == 1 {
+            println!(
+                "  start-up and exit are the same in both runs (address-space randomisation off)"
+            );
+        } else {
+            println!(
+                "  -smp {}: a hart's counts also take in what the other harts ran meanwhile (note at the end)",
+                self.smp
+            );
+        }
         let [iu, cu] = &self.user;
         for (at, which) in [(iu.at_n.zip(cu.at_n), &u), (iu.at_2n.zip(cu.at_2n), &u2)] {
             if let Some((i, c)) = at {
@@ -590,11 +605,16 @@ impl Summary {
             println!("  the same HPM counter (so do instructions:u and instructions:k). Linux rotates the events on");
             println!("  and off the counters: perf prints each event's share of time on a counter and scales its");
             println!("  count by (time enabled) / (time on a counter).");
-            println!("  Scaling assumes an event runs at the same rate off its counter as on it. User counts are the");
-            println!("  same in every run (icount, randomisation off), so a :u error is the scaling's alone: the loop");
-            println!("  runs at a steady rate, but not the start-up and exit. Kernel work comes in bursts (exec at");
-            println!("  the start, exit at the end), so a scaled kernel count can be far off; its exact count is");
-            println!("  another run's, and kernel work differs a little between runs (the rotation runs in the kernel).");
+            println!("  Scaling assumes an event runs at the same rate off its counter as on it.");
+            if self.smp == 1 {
+                println!("  User counts are the same in every run (icount, randomisation off), so a :u error is the");
+                println!("  scaling's alone: the loop runs at a steady rate, but not the start-up and exit.");
+            } else {
+                println!("  With {} harts user counts also differ between runs, so a :u error is not the scaling's alone.", self.smp);
+            }
+            println!("  Kernel work comes in bursts (exec at the start, exit at the end), so a scaled kernel count");
+            println!("  can be far off; its exact count is another run's, and kernel work differs a little between");
+            println!("  runs (the rotation itself runs in the kernel).");
         } else {
             println!("  no event was scaled: each had a counter of its own the whole time");
         }
