@@ -205,7 +205,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let out = guest.run_plan(&firmware, a.smp, chosen, &demo.plan().text(), timeout)?;
     check_demo_done(&out)?;
     let results = demo::Results::collect(&out, &guest.initramfs.init_elf)?;
-    let rows = results.summary();
+    let rows = results.summary(a.smp);
     let steal = noisy.map(|n| demo::steal(&results, n));
     if a.json {
         let v = serde_json::json!({
@@ -214,7 +214,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             "kernel_version": guest.version.name(),
             "smp": a.smp,
             "kernel": e2e::kernel_pmu_lines(&out),
-            "summary": rows,
+            "summary": rows.json(),
             "commands": results.cmds.iter().map(|c| serde_json::json!({
                 "name": c.name, "argv": c.argv, "status": c.status,
                 "stdout": c.stdout, "stderr": c.stderr,
@@ -266,10 +266,9 @@ fn check_demo_done(out: &Outcome) -> Result<()> {
 }
 
 /// The demo's transcript and summary table.
-fn print_demo(results: &demo::Results, rows: &[serde_json::Value]) {
+fn print_demo(results: &demo::Results, summary: &demo::Summary) {
     print!("{}", results.transcript());
-    println!("summary (perf stat -x, and perf report, against the workloads' construction):");
-    demo::print_summary(rows);
+    summary.print();
 }
 
 /// `cargo xtask run --hv [--guests 2]`: the demo in a VS-mode guest of
@@ -325,7 +324,7 @@ fn run_hv(a: RunArgs) -> Result<()> {
         check_demo_done(out)?;
     }
     let results = demo::Results::collect(&outs[0], &guest.initramfs.init_elf)?;
-    let rows = results.summary();
+    let rows = results.summary(1);
     println!("hypervisor: rvpmu-hv on rvpmu-fw, {} guest(s)", a.guests);
     println!("kernel:     {} (one vCPU per guest)", guest.version);
     for l in e2e::kernel_pmu_lines(&outs[0]) {
