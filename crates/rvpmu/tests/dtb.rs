@@ -165,7 +165,7 @@ fn build(b: &[u8], toks: &[(u32, Vec<u8>)], order: [Block; 3], gap: usize) -> Ve
     let mut offs = [0u32; 3];
     for block in order {
         out.extend(std::iter::repeat_n(0xa5, gap));
-        while out.len() % 8 != 0 {
+        while !out.len().is_multiple_of(8) {
             out.push(0xa5);
         }
         let (i, bytes) = match block {
