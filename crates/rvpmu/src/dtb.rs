@@ -346,6 +346,9 @@ pub fn layout(blob: &[u8]) -> Result<Layout, Error> {
     if l.rsvmap < HEADER_LEN {
         return fail(Problem::InHeader(Block::MemRsvmap), H_OFF_RSVMAP);
     }
+    if l.rsvmap >= total {
+        return fail(Problem::OutsideBlob(Block::MemRsvmap), H_OFF_RSVMAP);
+    }
     loop {
         let at = l.rsvmap + l.rsvmap_size;
         if at + 16 > total {

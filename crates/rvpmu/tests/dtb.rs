@@ -482,6 +482,9 @@ fn malformed_headers_are_refused_with_what_and_where() {
     set32(&mut b, 8, rsv as u32);
     refused(b, Problem::Overlap(Block::MemRsvmap, Block::Struct), rsv);
     assert!(st > rsv);
+    let mut b = plain.clone();
+    set32(&mut b, 16, (total + 8) as u32 & !7);
+    refused(b, Problem::OutsideBlob(Block::MemRsvmap), 16);
     // No all-zero entry before totalsize.
     let mut b = plain.clone();
     let last = (total - 16) & !7;
