@@ -384,6 +384,23 @@ pub fn layout(blob: &[u8]) -> Result<Layout, Error> {
     Ok(l)
 }
 
+/// The property name at `nameoff` in the strings block (which starts at
+/// byte `strings_at`); `field_at`: where the offset is written.
+fn prop_name(
+    strings: &[u8],
+    nameoff: u32,
+    strings_at: usize,
+    field_at: usize,
+) -> Result<&str, Error> {
+    let Some(rest) = strings.get(nameoff as usize..).filter(|r| !r.is_empty()) else {
+        return fail(Problem::NameOffset(nameoff), field_at);
+    };
+    let Some(n) = rest.iter().position(|&b| b == 0) else {
+        return fail(Problem::PropNameUnterminated, strings_at + nameoff as usize);
+    };
+    core::str::from_utf8(&rest[..n]).or(fail(Problem::NotUtf8, strings_at + nameoff as usize))
+}
+
 /// The structure block's token stream, checked: `(NOP bytes, offset just
 /// past FDT_END)`, both relative to the block.
 fn check_structure(blob: &[u8], l: &Layout) -> Result<(usize, usize), Error> {
@@ -396,6 +413,9 @@ fn check_structure(blob: &[u8], l: &Layout) -> Result<(usize, usize), Error> {
     let mut had_child = [false; MAX_DEPTH + 1];
     let mut root_done = false;
     let mut nops = 0;
+    // Property names checked already (a tree names the same few many
+    // times): direct-mapped by name offset, `(offset + 1, a cells name)`.
+    let mut names = [(0u32, false); 32];
     loop {
         let Some(tok) = be32(st, off) else {
             return fail(Problem::StructEndsEarly, at(off));
@@ -447,16 +467,15 @@ fn check_structure(blob: &[u8], l: &Layout) -> Result<(usize, usize), Error> {
                 if len as usize > st.len() - value.min(st.len()) {
                     return fail(Problem::ValueTooLong(len), at(off));
                 }
-                let Some(rest) = strings.get(nameoff as usize..).filter(|r| !r.is_empty()) else {
-                    return fail(Problem::NameOffset(nameoff), at(off + 4));
-                };
-                let Some(n) = rest.iter().position(|&b| b == 0) else {
-                    return fail(Problem::PropNameUnterminated, l.strings + nameoff as usize);
-                };
-                let Ok(name) = core::str::from_utf8(&rest[..n]) else {
-                    return fail(Problem::NotUtf8, l.strings + nameoff as usize);
-                };
-                if matches!(name, "#address-cells" | "#size-cells") && len != 4 {
+                let slot = &mut names[nameoff as usize % 32];
+                if slot.0 != nameoff.wrapping_add(1) {
+                    let name = prop_name(strings, nameoff, l.strings, at(off + 4))?;
+                    *slot = (
+                        nameoff.wrapping_add(1),
+                        matches!(name, "#address-cells" | "#size-cells"),
+                    );
+                }
+                if slot.1 && len != 4 {
                     return fail(Problem::CellsNotU32(len), at(tok_at));
                 }
                 off = align4(value + len as usize);
