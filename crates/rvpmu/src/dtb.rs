@@ -414,8 +414,8 @@ fn check_structure(blob: &[u8], l: &Layout) -> Result<(usize, usize), Error> {
     let mut root_done = false;
     let mut nops = 0;
     // Property names checked already (a tree names the same few many
-    // times): direct-mapped by name offset, `(offset + 1, a cells name)`.
-    let mut names = [(0u32, false); 32];
+    // times): direct-mapped by name offset, `(offset, a cells name)`.
+    let mut names: [Option<(u32, bool)>; 32] = [None; 32];
     loop {
         let Some(tok) = be32(st, off) else {
             return fail(Problem::StructEndsEarly, at(off));
@@ -468,14 +468,16 @@ fn check_structure(blob: &[u8], l: &Layout) -> Result<(usize, usize), Error> {
                     return fail(Problem::ValueTooLong(len), at(off));
                 }
                 let slot = &mut names[nameoff as usize % 32];
-                if slot.0 != nameoff.wrapping_add(1) {
-                    let name = prop_name(strings, nameoff, l.strings, at(off + 4))?;
-                    *slot = (
-                        nameoff.wrapping_add(1),
-                        matches!(name, "#address-cells" | "#size-cells"),
-                    );
-                }
-                if slot.1 && len != 4 {
+                let cells = match *slot {
+                    Some((checked, cells)) if checked == nameoff => cells,
+                    _ => {
+                        let name = prop_name(strings, nameoff, l.strings, at(off + 4))?;
+                        let cells = matches!(name, "#address-cells" | "#size-cells");
+                        *slot = Some((nameoff, cells));
+                        cells
+                    }
+                };
+                if cells && len != 4 {
                     return fail(Problem::CellsNotU32(len), at(tok_at));
                 }
                 off = align4(value + len as usize);

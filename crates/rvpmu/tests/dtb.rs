@@ -540,6 +540,16 @@ fn malformed_structure_blocks_are_refused_with_what_and_where() {
         st_at(&b) + offsets[first_prop] + 8,
     );
 
+    // The largest name offset (one past it wraps to zero).
+    let mut t = toks.clone();
+    t[first_prop].1[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+    let b = rebuilt(&t);
+    refused(
+        b.clone(),
+        Problem::NameOffset(u32::MAX),
+        st_at(&b) + offsets[first_prop] + 8,
+    );
+
     // #address-cells of two bytes.
     let mut t = toks.clone();
     let cells = toks
