@@ -423,8 +423,8 @@ fn fib(c: &mut Checks, b: &Build, src: &Path, cli: &Path) -> Result<()> {
 fn timebase_hz(dir: &Path) -> Result<u64> {
     let dtb = dir.join("virt.dtb");
     crate::qemu::Qemu::virt(1).dump_dtb(&dtb)?;
-    let blob = std::fs::read(&dtb)?;
-    let fdt = fdt::Fdt::new(&blob).map_err(|e| anyhow::anyhow!("QEMU's DT: {e:?}"))?;
+    let mut blob = std::fs::read(&dtb)?;
+    let fdt = rvpmu::dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("QEMU's DT: {e}"))?;
     fdt.find_node("/cpus")
         .and_then(|n| n.property("timebase-frequency"))
         .and_then(|p| p.as_usize())

@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::util::{root, step};
 
 const AFTER_HELP: &str = "\
-FILE is a .dts (compiled with dtc) or a .dtb (checked and normalised by dtc).
+FILE is a .dts (compiled with dtc) or a .dtb (read as the firmware reads it).
 Exit status: 0 when the riscv,pmu node is valid, 1 with the exact property,
 row and reason otherwise (or when there is no riscv,pmu node).
 
@@ -69,16 +69,15 @@ fn dump_qemu_dtb() -> Result<PathBuf> {
     Ok(dtb)
 }
 
-/// Read FILE through dtc: compile a .dts, normalise and check a .dtb (dtc
-/// refuses corrupt blobs with a clear message, so the FDT reader only sees
-/// well-formed ones).
+/// FILE as a blob: a .dtb as it is (`rvpmu::dtb::open` checks it as the
+/// firmware does; dtc refuses some valid blobs, e.g. NOP tokens before the
+/// root node), a .dts compiled with dtc.
 fn load_dtb(file: &Path) -> Result<(Vec<u8>, &'static str)> {
     let head = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let (input, kind) = if head.starts_with(&[0xd0, 0x0d, 0xfe, 0xed]) {
-        ("dtb", "device tree blob")
-    } else {
-        ("dts", "device tree source, compiled with dtc")
-    };
+    if head.starts_with(&[0xd0, 0x0d, 0xfe, 0xed]) {
+        return Ok((head, "device tree blob"));
+    }
+    let (input, kind) = ("dts", "device tree source, compiled with dtc");
     let out = Command::new("dtc")
         .args(["-q", "-I", input, "-O", "dtb", "-o", "-"])
         .arg(file)
@@ -95,10 +94,11 @@ fn load_dtb(file: &Path) -> Result<(Vec<u8>, &'static str)> {
 }
 
 fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
-    let (blob, kind) = load_dtb(file)?;
-    let fdt = fdt::Fdt::new(&blob)
-        .map_err(|e| anyhow::anyhow!("{}: not a valid FDT: {e:?}", file.display()))?;
-    println!("{}: {kind}, {} bytes", file.display(), blob.len());
+    let (mut blob, kind) = load_dtb(file)?;
+    let size = blob.len();
+    let fdt =
+        rvpmu::dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    println!("{}: {kind}, {size} bytes", file.display());
     print_isa(&fdt);
 
     let nodes: Vec<&str> = fdt
@@ -473,6 +473,53 @@ ITLB_READ_MISS             0x10021   0x10021 (idx)        3-18
                 "rvpmu,one-counter-per-event: a boolean property is empty (present means \
                  true), but this one has 4 bytes; write it without a value"
             ),
+            "{e}"
+        );
+    }
+
+    /// `blob` with `n` FDT_NOP tokens at structure-block offset `at` (the
+    /// blocks after it move up; dtc's layout: reservations, structure, strings).
+    fn with_nops(blob: &[u8], at: usize, n: usize) -> Vec<u8> {
+        let field = |b: &[u8], i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+        let st = field(blob, 8) as usize;
+        let mut out = blob.to_vec();
+        out.splice(st + at..st + at, 4u32.to_be_bytes().repeat(n));
+        for (i, grow) in [(4, 4 * n), (12, 4 * n), (36, 4 * n)] {
+            let v = field(&out, i) as usize + grow;
+            out[i..i + 4].copy_from_slice(&(v as u32).to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn nop_tokens_anywhere_are_accepted_like_the_tree_without_them() {
+        let (plain, _) = load_dtb(&fixture("qemu-virt.dts")).unwrap();
+        let size = u32::from_be_bytes(plain[36..40].try_into().unwrap()) as usize;
+        // Before FDT_END, after the root's FDT_BEGIN_NODE (4 + a 4-byte
+        // name slot), before the root node (dtc itself refuses that one).
+        let nopped = with_nops(&with_nops(&with_nops(&plain, size - 4, 3), 8, 2), 0, 1);
+        let dir = std::env::temp_dir().join(format!("rvpmu-dtcheck-nop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("plain.dtb"), dir.join("nopped.dtb"));
+        std::fs::write(&a, &plain).unwrap();
+        std::fs::write(&b, &nopped).unwrap();
+        let map = |file: &std::path::Path| {
+            let (mut blob, _) = load_dtb(file).unwrap();
+            let fdt = rvpmu::dtb::open(&mut blob).unwrap();
+            map_table(&rvpmu::dt::EventMap::from_fdt(&fdt).unwrap().unwrap())
+        };
+        assert_eq!(map(&b), map(&a));
+        check(&b, Some(0x7fffd), true).unwrap();
+        // A NOP token cut short: refused with what and where.
+        std::fs::write(&b, &nopped[..nopped.len() - 1]).unwrap();
+        let e = check(&b, None, false).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            e.ends_with(&format!(
+                "truncated: {} bytes needed, {} there (byte 0x4)",
+                nopped.len(),
+                nopped.len() - 1
+            )),
             "{e}"
         );
     }

@@ -264,6 +264,15 @@ pub fn test() -> Result<()> {
         }
     }
 
+    step("firmware + sbi-check: QEMU's own DTB with libfdt's NOP tokens (-dtb)");
+    match nop_dtb_run(&fw, &payload) {
+        Ok(line) => eprintln!("    ok ({line}, as without NOP tokens)"),
+        Err(e) => {
+            eprintln!("    FAIL: {e:#}");
+            failures.push("DTB with NOP tokens");
+        }
+    }
+
     step("firmware: a boot failure is reported and powers off (no hang)");
     match boot_failure_run(&fw, &payload) {
         Ok(()) => eprintln!("    ok"),
@@ -354,6 +363,55 @@ fn check_run(run: &Run, smp: u32) -> Vec<String> {
         p.push(l.trim().to_string());
     }
     p
+}
+
+/// QEMU virt's own tree with what boot loaders' fixups leave (libfdt's
+/// `fdt_nop_property` on the root's `model` and `/chosen/rng-seed`,
+/// `fdt_nop_node` on the RTC, through python3-libfdt) boots the firmware
+/// and sbi-check passes as on the tree without them: the "checks passed"
+/// line both runs print.
+fn nop_dtb_run(fw: &Path, payload: &Path) -> Result<String> {
+    let case = &CASES[0];
+    let dir = root().join("target").join("fw-test");
+    std::fs::create_dir_all(&dir)?;
+    let (plain, nopped) = (dir.join("virt.dtb"), dir.join("virt-nop.dtb"));
+    let mut q = crate::qemu::Qemu::virt(case.smp);
+    q.cpu = case.cpu.into();
+    q.dump_dtb(&plain)?;
+    crate::util::run(
+        Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(
+                "import libfdt, sys\n\
+                 f = libfdt.Fdt(bytearray(open(sys.argv[1], 'rb').read()))\n\
+                 assert libfdt.fdt_nop_property(f._fdt, 0, 'model') == 0\n\
+                 assert libfdt.fdt_nop_property(f._fdt, f.path_offset('/chosen'), 'rng-seed') == 0\n\
+                 assert libfdt.fdt_nop_node(f._fdt, f.path_offset('/soc/rtc@101000')) == 0\n\
+                 open(sys.argv[2], 'wb').write(f._fdt)\n",
+            )
+            .arg(&plain)
+            .arg(&nopped),
+    )
+    .context("python3-libfdt failed: `cargo xtask setup` installs it")?;
+    let passed = |run: &Run| -> Result<String> {
+        let problems = check_run(run, case.smp);
+        if !problems.is_empty() {
+            bail!("{}; output:\n{}", problems.join("; "), run.text);
+        }
+        let line = run.text.lines().find(|l| l.contains("checks passed"));
+        Ok(line.unwrap_or("").trim().to_string())
+    };
+    let timeout = Duration::from_secs(180);
+    let with = |dtb: &Path| {
+        let dtb = dtb.to_string_lossy().to_string();
+        qemu(fw, payload, case, &["-dtb", &dtb], timeout, None)
+    };
+    let want = passed(&with(&plain)?)?;
+    let got = passed(&with(&nopped)?)?;
+    if got != want {
+        bail!("with NOP tokens {got:?}, without {want:?}");
+    }
+    Ok(got)
 }
 
 /// A device tree without a memory node must stop the boot with a message

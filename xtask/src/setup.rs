@@ -15,6 +15,8 @@ const APT_MAIN: &[&str] = &[
     "binutils-riscv64-linux-gnu",
     "libc6-dev-riscv64-cross",
     "device-tree-compiler",
+    // The DTB reader's tests: libfdt's own fdt_nop_property / fdt_nop_node.
+    "python3-libfdt",
     "flex",
     "bison",
     "bc",

@@ -95,16 +95,22 @@ mod kernel {
     extern "C" fn kmain(hartid: usize, dtb: usize, boot_instret: u64) -> ! {
         console::init();
         println!("BOOT hart={hartid} instret={boot_instret}");
-        // SAFETY: the firmware passes the DTB address in a1.
-        let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+        // SAFETY: the firmware passes the DTB address in a1, in RAM this
+        // kernel may write (`open_at` removes NOP tokens in place).
+        let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
             Ok(f) => f,
             Err(e) => {
-                println!("FATAL cannot parse the device tree at {dtb:#x}: {e:?}");
+                println!("FATAL cannot parse the device tree at {dtb:#x}: {e}");
                 sbi::shutdown();
             }
         };
-        let bootargs = fdt.chosen().bootargs().unwrap_or("");
-        if let Some(region) = fdt.memory().regions().next() {
+        let bootargs = fdt
+            .find_node("/chosen")
+            .and_then(|c| c.property("bootargs"))
+            .and_then(|p| p.as_str())
+            .unwrap_or("");
+        let memory = fdt.find_node("/memory").and_then(|m| m.reg());
+        if let Some(region) = memory.and_then(|mut r| r.next()) {
             let start = region.starting_address as usize;
             RAM_START.store(start, Ordering::Release);
             RAM_END.store(start + region.size.unwrap_or(0), Ordering::Release);
@@ -112,14 +118,21 @@ mod kernel {
         let mut harts = [usize::MAX; MAX_HARTS];
         let mut nharts = 0;
         let mut sscofpmf = true;
-        for cpu in fdt.cpus() {
+        let cpus = fdt
+            .find_node("/cpus")
+            .into_iter()
+            .flat_map(|c| c.children());
+        for cpu in cpus.filter(|c| c.name.split('@').next() == Some("cpu")) {
             let isa = |name| {
                 cpu.property(name)
                     .is_some_and(|p| contains(p.value, b"sscofpmf"))
             };
             sscofpmf &= isa("riscv,isa") || isa("riscv,isa-extensions");
             if nharts < MAX_HARTS {
-                harts[nharts] = cpu.ids().first();
+                harts[nharts] = cpu
+                    .reg()
+                    .and_then(|mut r| r.next())
+                    .map_or(usize::MAX, |r| r.starting_address as usize);
                 nharts += 1;
             }
         }

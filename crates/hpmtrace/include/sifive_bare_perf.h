@@ -22,7 +22,8 @@
  *
  * Differences from Freedom Metal's library, all additions:
  *  - perfTimerISRInit needs the timebase: call perfSetDeviceTree(dtb) (the
- *    DT the firmware passed in a1) or perfSetTimebaseFrequency(hz) first,
+ *    DT the firmware passed in a1; its NOP tokens are removed in place) or
+ *    perfSetTimebaseFrequency(hz) first,
  *    and install a trap vector that calls perfTimerISR(sepc) on a
  *    supervisor timer interrupt (scause = 0x8000000000000005; in M-mode
  *    perfTimerISR(mepc) on mcause = 0x8000000000000007);
@@ -57,7 +58,7 @@ int perfTimerISR(void *pc);
 /* M-mode builds only: the program's console. */
 void hpmtrace_console_write(const char *s, unsigned long n);
 int perfSetTimebaseFrequency(uint64_t hz);
-int perfSetDeviceTree(const void *dtb);
+int perfSetDeviceTree(void *dtb);
 
 void __cyg_profile_func_enter(void *this_fn, void *call_site) __attribute__((no_instrument_function));
 void __cyg_profile_func_exit(void *this_fn, void *call_site) __attribute__((no_instrument_function));

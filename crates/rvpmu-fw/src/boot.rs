@@ -26,10 +26,21 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     }
     // SAFETY: no hart has touched .bss yet: the others wait on `.data`.
     unsafe { layout::zero_bss() };
-    // SAFETY: a1 from the loader points at the DTB.
-    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+    // SAFETY: a1 from the loader points at the DTB, in DRAM the firmware
+    // owns until it enters S-mode (`open_at` removes NOP tokens in place).
+    let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
         Ok(f) => f,
-        Err(_) => boot_failure("no valid device tree at a1"),
+        Err(e) => {
+            Out(crate::console::DEFAULT_UART)
+                .str("rvpmu-fw: device tree at ")
+                .hex(dtb)
+                .str(": ")
+                .str(e.problem.what())
+                .str(" at byte ")
+                .hex(e.offset)
+                .str("\n");
+            boot_failure("no valid device tree at a1")
+        }
     };
     let (p, pmu_node) = match platform::parse(&fdt, dtb, &boot, hartid) {
         Ok(r) => r,

@@ -2,8 +2,10 @@
 //! `/reserved-memory/mmode_resv0@<base>` child with `no-map`, so the kernel
 //! neither uses nor maps memory S-mode cannot touch. QEMU packs its DTB, so
 //! the blob grows into the free memory after it (the caller bounds that).
+//! The blocks may lie in any order (`rvpmu::dtb::layout` checks where):
+//! the new node and the new property names each open a gap in place, and
+//! every block after a gap moves up by its size.
 
-const FDT_MAGIC: u32 = 0xd00d_feed;
 const BEGIN_NODE: u32 = 1;
 const END_NODE: u32 = 2;
 const PROP: u32 = 3;
@@ -14,7 +16,7 @@ const END: u32 = 9;
 const H_TOTALSIZE: usize = 4;
 const H_OFF_STRUCT: usize = 8;
 const H_OFF_STRINGS: usize = 12;
-const H_VERSION: usize = 20;
+const H_OFF_RSVMAP: usize = 16;
 const H_SIZE_STRINGS: usize = 32;
 const H_SIZE_STRUCT: usize = 36;
 
@@ -29,7 +31,7 @@ pub enum PatchError {
 impl PatchError {
     pub fn as_str(&self) -> &'static str {
         match self {
-            PatchError::BadHeader => "unsupported DTB header (need version >= 17, blocks in order)",
+            PatchError::BadHeader => "invalid DTB header",
             PatchError::BadStructure => "malformed DTB structure block",
             PatchError::NoRoom => "no free memory after the DTB to add /reserved-memory",
         }
@@ -204,6 +206,19 @@ impl Builder {
     }
 }
 
+/// Open a gap of `len` bytes at `at` in the first `total` bytes (which
+/// grow by `len`): the bytes from `at` move up, and so do the blocks that
+/// start there or later, except the one at header field `growing`.
+fn open_gap(b: &mut Blob, total: usize, at: usize, len: usize, growing: usize) {
+    b.0.copy_within(at..total, at + len);
+    for field in [H_OFF_STRUCT, H_OFF_STRINGS, H_OFF_RSVMAP] {
+        let off = b.u32(field).unwrap_or(0) as usize;
+        if field != growing && off >= at {
+            b.set_u32(field, (off + len) as u32);
+        }
+    }
+}
+
 /// Add a no-map reservation of `[base, base + size)` to the DTB at `dtb`,
 /// which may grow up to `room` bytes in total. Returns the new total size.
 ///
@@ -212,17 +227,13 @@ impl Builder {
 pub unsafe fn reserve(dtb: usize, room: usize, base: u64, size: u64) -> Result<usize, PatchError> {
     let head = core::slice::from_raw_parts(dtb as *const u8, 40);
     let total = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
-    if u32::from_be_bytes([head[0], head[1], head[2], head[3]]) != FDT_MAGIC || total > room {
+    if total > room {
         return Err(PatchError::BadHeader);
     }
     let mut b = Blob(core::slice::from_raw_parts_mut(dtb as *mut u8, room));
-    let field = |b: &Blob, off| b.u32(off).map(|v| v as usize).ok_or(PatchError::BadHeader);
-    let (st, strings) = (field(&b, H_OFF_STRUCT)?, field(&b, H_OFF_STRINGS)?);
-    let (st_size, str_size) = (field(&b, H_SIZE_STRUCT)?, field(&b, H_SIZE_STRINGS)?);
-    if field(&b, H_VERSION)? < 17 || st + st_size > strings || strings + str_size > total {
-        return Err(PatchError::BadHeader);
-    }
-    let w = walk(&b, st, st + st_size, strings).ok_or(PatchError::BadStructure)?;
+    let l = rvpmu::dtb::layout(&b.0[..total]).map_err(|_| PatchError::BadHeader)?;
+    let (st, strings, str_size) = (l.structs, l.strings, l.strings_size);
+    let w = walk(&b, st, st + l.struct_size, strings).ok_or(PatchError::BadStructure)?;
 
     let old_strings = &b.0[strings..strings + str_size];
     let mut nb = Builder {
@@ -250,22 +261,35 @@ pub unsafe fn reserve(dtb: usize, room: usize, base: u64, size: u64) -> Result<u
     if w.resv_end.is_none() {
         nb.token(END_NODE);
     }
+    // The memory reservation block stays 8-byte aligned when it moves: a
+    // NOP token pads the node, filler the strings' gap.
+    if l.rsvmap > insert_at && !nb.len.is_multiple_of(8) {
+        nb.token(NOP);
+    }
+    let strings_end = strings + str_size;
+    let strings_gap = if l.rsvmap >= strings_end {
+        (nb.strings_len + 7) & !7
+    } else {
+        align4(nb.strings_len)
+    };
 
-    let grow = nb.len + align4(nb.strings_len);
-    let new_total = total + grow;
+    let new_total = total + nb.len + strings_gap;
     if new_total > room {
         return Err(PatchError::NoRoom);
     }
-    // Open a gap at the insertion point (moving the rest of the structure
-    // block and the strings block up), fill it, append the new strings.
-    let strings_end = strings + str_size;
-    b.0.copy_within(insert_at..total, insert_at + nb.len);
+    open_gap(&mut b, total, insert_at, nb.len, H_OFF_STRUCT);
     b.0[insert_at..insert_at + nb.len].copy_from_slice(&nb.node[..nb.len]);
-    let new_strings_end = strings_end + nb.len;
-    b.0[new_strings_end..new_strings_end + nb.strings_len]
-        .copy_from_slice(&nb.strings[..nb.strings_len]);
-    b.set_u32(H_OFF_STRINGS, (strings + nb.len) as u32);
-    b.set_u32(H_SIZE_STRUCT, (st_size + nb.len) as u32);
+    b.set_u32(H_SIZE_STRUCT, (l.struct_size + nb.len) as u32);
+    let strings = b.u32(H_OFF_STRINGS).unwrap_or(0) as usize;
+    let strings_end = strings + str_size;
+    open_gap(
+        &mut b,
+        total + nb.len,
+        strings_end,
+        strings_gap,
+        H_OFF_STRINGS,
+    );
+    b.0[strings_end..strings_end + nb.strings_len].copy_from_slice(&nb.strings[..nb.strings_len]);
     b.set_u32(H_SIZE_STRINGS, (str_size + nb.strings_len) as u32);
     b.set_u32(H_TOTALSIZE, new_total as u32);
     Ok(new_total)

@@ -83,14 +83,26 @@ struct Host {
 
 fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     // SAFETY: a1 from the firmware points at the host DTB, which stays in
-    // place (the firmware reserved it) and is only read.
-    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+    // place (the firmware reserved it) and only this hart touches
+    // (`open_at` removes NOP tokens in place; the firmware's copy has none).
+    let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
         Ok(f) => f,
-        Err(_) => fail("no valid host device tree at a1"),
+        Err(e) => {
+            hvprintln!("host {e}");
+            fail("no valid host device tree at a1")
+        }
     };
     let me = fdt
-        .cpus()
-        .find(|c| c.ids().first() == hartid)
+        .find_node("/cpus")
+        .into_iter()
+        .flat_map(|c| c.children())
+        .filter(|c| c.name.split('@').next() == Some("cpu"))
+        .find(|c| {
+            c.reg()
+                .and_then(|mut r| r.next())
+                .map(|r| r.starting_address as usize)
+                == Some(hartid)
+        })
         .unwrap_or_else(|| fail("this hart is not in the host device tree"));
     let isa: &'static str = me
         .property("riscv,isa")
@@ -101,8 +113,10 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     }
     let hv = (&raw const _hv_start as u64, &raw const _hv_end as u64);
     let mem = fdt
-        .memory()
-        .regions()
+        .find_node("/memory")
+        .and_then(|m| m.reg())
+        .into_iter()
+        .flatten()
         .filter_map(|r| Some((r.starting_address as u64, r.size? as u64)))
         .map(|(b, s)| (b, b + s))
         .find(|&(b, e)| b <= hv.0 && hv.1 <= e)
@@ -140,6 +154,12 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     if !ok {
         fail("more reserved host memory ranges than the hypervisor keeps");
     }
+    // The cpu node's own timebase-frequency, else its parent /cpus node's.
+    let timebase = [Some(me), fdt.find_node("/cpus")]
+        .into_iter()
+        .flatten()
+        .find_map(|n| n.property("timebase-frequency")?.as_usize())
+        .unwrap_or_else(|| fail("no timebase-frequency in the host device tree"));
     let pmu_props = PmuProps::find(&fdt);
     let one_counter_per_event = pmu_props.is_some_and(|p| p.one_counter_per_event == Some(&[]))
         || rvpmu::dt::platform_quirk_of(&fdt).is_some_and(|q| q.one_counter_per_event);
@@ -148,7 +168,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
         mmu_type: me.property("mmu-type").and_then(|p| p.as_str()),
         pmu_props,
         one_counter_per_event,
-        timebase: me.timebase_frequency() as u32,
+        timebase: timebase as u32,
         bootargs,
         rng_seed: chosen.property("rng-seed").map(|p| p.value),
         mem,

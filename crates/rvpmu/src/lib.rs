@@ -16,6 +16,7 @@
 
 pub mod counter;
 pub mod dt;
+pub mod dtb;
 pub mod ecall;
 pub mod event;
 pub mod hart;

@@ -237,22 +237,24 @@ pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
     0
 }
 
-/// `int perfSetDeviceTree(const void *dtb)`: the timebase from the
-/// device tree the firmware passed (`/cpus/timebase-frequency`); in M-mode
-/// also the CLINT whose `mtimecmp` the timer uses.
+/// `int perfSetDeviceTree(void *dtb)`: the timebase from the device tree
+/// the firmware passed (`/cpus/timebase-frequency`); in M-mode also the
+/// CLINT whose `mtimecmp` the timer uses. The tree is checked first and its
+/// NOP tokens removed in place (`rvpmu::dtb`).
 ///
 /// # Safety
-/// `dtb` points to a flattened device tree (its header's size is trusted).
+/// `dtb` points to a flattened device tree (its header's size is trusted)
+/// that nothing else accesses during the call.
 #[no_mangle]
-pub unsafe extern "C" fn perfSetDeviceTree(dtb: *const c_void) -> c_int {
+pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
     const WHAT: &str = "perfSetDeviceTree";
     if dtb.is_null() {
         return fail(WHAT, format_args!("dtb is NULL"));
     }
-    // SAFETY: the caller passes a device tree.
-    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb.cast()) } {
+    // SAFETY: the caller passes a device tree that is ours for the call.
+    let fdt = match unsafe { rvpmu::dtb::open_at(dtb.cast()) } {
         Ok(f) => f,
-        Err(e) => return fail(WHAT, format_args!("not a device tree at {dtb:p}: {e:?}")),
+        Err(e) => return fail(WHAT, format_args!("at {dtb:p}: {e}")),
     };
     let hz = fdt
         .find_node("/cpus")

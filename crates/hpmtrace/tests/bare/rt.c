@@ -23,9 +23,9 @@ static struct sbiret sbi(long eid, long fid, long a0, long a1, long a2)
     return (struct sbiret){ r0, r1 };
 }
 
-static const void *dtb;
+static void *dtb;
 
-const void *rt_dtb(void) { return dtb; }
+void *rt_dtb(void) { return dtb; }
 
 unsigned long rt_hartid(void)
 {
@@ -209,7 +209,7 @@ void rt_secondary(unsigned long hartid, void (*fn)(unsigned long))
 
 int main(void);
 
-void rt_main(unsigned long hartid, const void *fdt)
+void rt_main(unsigned long hartid, void *fdt)
 {
     (void)hartid;
     dtb = fdt;

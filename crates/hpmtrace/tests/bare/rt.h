@@ -8,7 +8,7 @@
 #define RT_MAX_HARTS 8
 
 /* The DTB the firmware passed. */
-const void *rt_dtb(void);
+void *rt_dtb(void);
 /* This hart's id (tp). */
 unsigned long rt_hartid(void);
 /* Start hart `hartid` running fn(hartid); 0 on success (SBI error else). */

@@ -232,10 +232,10 @@ mod payload {
         // SAFETY: dtb is the a1 the firmware enters the payload with: the
         // address of the machine's flattened device tree in DRAM, readable
         // from S-mode (not in the PMP-protected firmware region), outside
-        // this payload's image and stacks and never written by it, so it
-        // stays valid and unchanged for the 'static borrow. from_ptr reads
-        // the header and checks magic and sizes before using the rest.
-        let Ok(fdt) = (unsafe { fdt::Fdt::from_ptr(dtb as *const u8) }) else {
+        // this payload's image and stacks and written only here (`open_at`
+        // removes NOP tokens in place), so it stays valid for the 'static
+        // borrow. open_at checks the header and the whole tree first.
+        let Ok(fdt) = (unsafe { rvpmu::dtb::open_at(dtb as *mut u8) }) else {
             return dt;
         };
         for node in fdt.all_nodes() {

@@ -124,21 +124,27 @@ mod guest {
     /// Guest RAM [start, end) and the bootargs, from the guest's DT.
     fn read_dt(dtb: usize) -> ((usize, usize), &'static str) {
         // SAFETY: a1 points at the DT the hypervisor wrote into guest RAM,
-        // which nothing writes while the guest runs.
-        let Ok(fdt) = (unsafe { fdt::Fdt::from_ptr(dtb as *const u8) }) else {
-            println!("vs-check: FAIL no valid device tree at a1 = {dtb:#x}");
-            runtime::shutdown_failure()
+        // which nothing else touches while the guest runs (`open_at`
+        // removes NOP tokens in place).
+        let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+            Ok(f) => f,
+            Err(e) => {
+                println!("vs-check: FAIL no valid device tree at a1 = {dtb:#x}: {e}");
+                runtime::shutdown_failure()
+            }
         };
         let ram = fdt
-            .memory()
-            .regions()
-            .next()
+            .find_node("/memory")
+            .and_then(|m| m.reg())
+            .and_then(|mut r| r.next())
             .map(|r| {
                 let b = r.starting_address as usize;
                 (b, b + r.size.unwrap_or(0))
             })
             .unwrap_or((0, 0));
-        (ram, fdt.chosen().bootargs().unwrap_or(""))
+        let chosen = fdt.find_node("/chosen");
+        let bootargs = chosen.and_then(|c| c.property("bootargs")?.as_str());
+        (ram, bootargs.unwrap_or(""))
     }
 
     /// The guest's PMU counters: 16 HPM counters (QEMU's 3..=18, the host's
