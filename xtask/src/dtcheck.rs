@@ -404,17 +404,17 @@ ITLB_READ_MISS             0x10021   0x10021 (idx)        3-18
     }
 
     #[test]
-    fn check_accepts_seed_examples_and_refuses_malformed() {
+    fn check_accepts_the_binding_examples_and_refuses_malformed() {
         for ok in [
-            "seed001-example2.dts",
-            "seed001-example3.dts",
+            "pmu-support-example2.dts",
+            "pmu-support-example3.dts",
             "qemu-virt.dts",
         ] {
             check(&fixture(ok), None, true).unwrap();
         }
         // Example 1 is valid but has two dead rows: --strict refuses it.
-        check(&fixture("seed001-example1.dts"), None, false).unwrap();
-        let e = check(&fixture("seed001-example1.dts"), None, true).unwrap_err();
+        check(&fixture("pmu-support-example1.dts"), None, false).unwrap();
+        let e = check(&fixture("pmu-support-example1.dts"), None, true).unwrap_err();
         assert_eq!(e.to_string(), "2 warning(s) and --strict");
         let e = check(&fixture("bad-overlap.dts"), None, false).unwrap_err();
         assert!(e.to_string().ends_with(

@@ -1,6 +1,6 @@
 //! The `riscv,pmu` device-tree binding -> [`EventMap`].
 //!
-//! Three optional properties (seed 001, OpenSBI's `docs/pmu_support.md`):
+//! Three optional properties (OpenSBI's `docs/pmu_support.md`):
 //! - `riscv,event-to-mhpmevent`: rows `<event_idx sel_hi sel_lo>`, the
 //!   mhpmevent selector for a general/cache event;
 //! - `riscv,event-to-mhpmcounters`: rows `<first_idx last_idx counter_bitmap>`,
@@ -39,7 +39,7 @@
 //!
 //! Rows that are well formed but can never take effect are accepted and
 //! reported by [`EventMap::warnings`]: selectors for event codes SBI 3.0
-//! does not define (seed 001's example 1 has one, `0xB`, and the official
+//! does not define (the binding documentation's example 1 has one, `0xB`, and the official
 //! examples must parse), ranges with no defined event, raw rows whose match
 //! value needs bits above 55 (example 1 again), selectors that set the
 //! Sscofpmf bits 58..63.
@@ -50,7 +50,7 @@
 //! O(1). Raw rows are grouped by distinct mask and sorted by match value
 //! within a group; a raw lookup does one binary search per distinct mask,
 //! O(G log(n/G)) for n rows with G distinct masks. Real tables use one to
-//! three masks (seed 001: 1 for the Andes table of 50 rows, 3 for the
+//! three masks (the binding documentation's examples: 1 for the Andes table of 50 rows, 3 for the
 //! HiFive one), so the cost hardly depends on the table size.
 //! [`EventMap::raw_counters_scan`] is the O(n) reference the tests compare
 //! against and benchmarks can measure.
@@ -599,7 +599,7 @@ pub struct PlatformQuirk {
 /// uses) counts each event id on one counter only: `target/riscv/pmu.c`
 /// `riscv_pmu_update_event_map` keeps one counter per event id and ignores
 /// an mhpmevent write of an id another counter already holds, so that
-/// counter never counts (FACTS 3 and 11). Its generated tree has no
+/// counter never counts. Its generated tree has no
 /// `rvpmu,one-counter-per-event`. The key is the machine, not
 /// mvendorid/marchid: the behaviour is QEMU's whatever CPU model it
 /// emulates (vendor models report their vendor's ids), and an M-mode

@@ -1,8 +1,8 @@
-//! The `riscv,pmu` parser against real device trees: seed 001's three
-//! examples and QEMU virt's generated node (each a complete .dts in
+//! The `riscv,pmu` parser against real device trees: the three examples
+//! of OpenSBI's `docs/pmu_support.md` (the binding's documentation) and QEMU virt's generated node (each a complete .dts in
 //! tests/fixtures/dt, compiled with dtc), and one malformed .dts per rule.
-//! Every expected value below was written by hand from the seed / FACTS.md
-//! text, not produced by the parser.
+//! Every expected value below was written by hand from that document and
+//! from QEMU's generated tree, not produced by the parser.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -57,7 +57,7 @@ fn warnings(map: &EventMap) -> Vec<String> {
 #[test]
 fn qemu_virt_node() {
     let map = parse("qemu-virt.dts").unwrap();
-    // FACTS 3: cycles -> 0,3..18; instructions -> 2..18; three TLB events -> 3..18.
+    // QEMU virt's generated node: cycles -> 0,3..18; instructions -> 2..18; three TLB events -> 3..18.
     assert_eq!(map.counters(&general(General::CpuCycles)), 0x7fff9);
     assert_eq!(map.counters(&general(General::Instructions)), 0x7fffc);
     for idx in [0x10019, 0x1001b, 0x10021] {
@@ -111,11 +111,11 @@ fn qemu_virt_counters_checked_against_the_hart() {
     );
 }
 
-// ------------------------------------------------------- seed 001 examples
+// ------------------------------------- the binding documentation's examples
 
 #[test]
-fn seed_example_1() {
-    let map = parse("seed001-example1.dts").unwrap();
+fn pmu_support_example_1() {
+    let map = parse("pmu-support-example1.dts").unwrap();
     assert_eq!(map.counters(&general(General::CpuCycles)), 0x1);
     assert_eq!(map.counters(&general(General::Instructions)), 0x4);
     // 0x3..=0xA -> 0xff8 (counters 3-11): CACHE_REFERENCES..REF_CPU_CYCLES.
@@ -181,8 +181,8 @@ fn seed_example_1() {
 }
 
 #[test]
-fn seed_example_2() {
-    let map = parse("seed001-example2.dts").unwrap();
+fn pmu_support_example_2() {
+    let map = parse("pmu-support-example2.dts").unwrap();
     let sel = [
         (general(General::CacheReferences), 0x1801),
         (general(General::CacheMisses), 0x0302),
@@ -190,7 +190,7 @@ fn seed_example_2() {
         (general(General::BranchMisses), 0x6001),
         (cache(0x10001), 0x0202), // L1D_READ_MISS
         (cache(0x10002), 0x0402), // L1D_WRITE_ACCESS
-        (cache(0x10009), 0x0102), // L1I_READ_MISS (the seed's comment says ACCESS)
+        (cache(0x10009), 0x0102), // L1I_READ_MISS (the example's comment says ACCESS)
         (cache(0x10011), 0x2002), // LL_READ_MISS
         (cache(0x10019), 0x1002), // DTLB_READ_MISS
         (cache(0x10021), 0x0802), // ITLB_READ_MISS
@@ -222,8 +222,8 @@ fn seed_example_2() {
 }
 
 #[test]
-fn seed_example_3() {
-    let map = parse("seed001-example3.dts").unwrap();
+fn pmu_support_example_3() {
+    let map = parse("pmu-support-example3.dts").unwrap();
     let sel = [
         (general(General::CpuCycles), 0x10),
         (general(General::Instructions), 0x20),
@@ -614,12 +614,15 @@ fn one_counter_per_event_property_is_parsed() {
 fn one_counter_per_event_absent_is_off() {
     let map = parse_source("ocpe-off", &board_with("")).unwrap();
     assert!(!map.one_counter_per_event());
-    for seed in [
-        "seed001-example1.dts",
-        "seed001-example2.dts",
-        "seed001-example3.dts",
+    for example in [
+        "pmu-support-example1.dts",
+        "pmu-support-example2.dts",
+        "pmu-support-example3.dts",
     ] {
-        assert!(!parse(seed).unwrap().one_counter_per_event(), "{seed}");
+        assert!(
+            !parse(example).unwrap().one_counter_per_event(),
+            "{example}"
+        );
     }
     // from_props (the three binding properties) never sets it.
     let map = EventMap::from_props(None, Some(&cells(&[0x3, 0x6, 0x18])), None, None).unwrap();
@@ -662,7 +665,7 @@ fn one_counter_per_event_with_a_value_is_refused() {
 
 #[test]
 fn qemu_virt_quirk_turns_it_on() {
-    // QEMU's generated node does not carry the property (FACTS 3)...
+    // QEMU's generated node does not carry the property...
     let blob = dtb("qemu-virt.dts");
     let fdt = fdt::Fdt::new(&blob).unwrap();
     assert_eq!(PmuProps::find(&fdt).unwrap().one_counter_per_event, None);

@@ -274,7 +274,7 @@ fn nop_tokens_anywhere_and_blocks_in_any_order_read_the_same() {
     for name in [
         "qemu-virt-board.dts",
         "qemu-virt.dts",
-        "seed001-example3.dts",
+        "pmu-support-example3.dts",
     ] {
         let plain = compile(name);
         let want = read(plain.clone());
