@@ -1,6 +1,7 @@
-//! The plan of `rvpmu.mode=plan`: parsing `/rvpmu/plan` and writing one
-//! command's result line. Running the commands is the guest's part
-//! (guest/session.rs).
+//! The plan of `rvpmu.mode=plan`: commands for the guest's /init to run in
+//! order, written by the host ([`Plan`]) and read by the guest ([`parse`]).
+//! Running them is the guest's part; each one's result is a
+//! [`crate::result::CmdResult`].
 //!
 //! Format: UTF-8 text, one command per line. Empty lines (only spaces or
 //! tabs) and lines whose first non-blank character is `#` are ignored.
@@ -9,10 +10,10 @@
 //! PATH). Fields are taken verbatim (an empty field between two TABs is an
 //! empty argument); a trailing CR (CRLF files) is dropped.
 
-use crate::json::Obj;
-
-/// Where the plan is read from.
+/// Where the plan is read from (in the initramfs).
 pub const PATH: &str = "/rvpmu/plan";
+/// The kernel command line word that makes /init run the plan.
+pub const MODE: &str = "rvpmu.mode=plan";
 
 /// One planned command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +22,65 @@ pub struct Command {
     pub line: usize,
     pub name: String,
     pub argv: Vec<String>,
+}
+
+/// Commands for the guest's /init to run in order, built on the host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub cmds: Vec<Command>,
+}
+
+impl Plan {
+    fn push(&mut self, name: &str, argv: Vec<String>) -> &mut Self {
+        assert!(
+            !name.is_empty() && !name.contains(['\t', '\n', '\r']) && !argv.is_empty(),
+            "a plan command has a one-field name and an argv"
+        );
+        self.cmds.push(Command {
+            line: self.cmds.len() + 1,
+            name: name.to_string(),
+            argv,
+        });
+        self
+    }
+
+    /// Add `argv` (split at spaces) under `name`.
+    pub fn cmd(&mut self, name: &str, argv: &str) -> &mut Self {
+        self.push(name, argv.split_whitespace().map(String::from).collect())
+    }
+
+    /// A plan whose first command turns address-space randomisation off:
+    /// with it a process's start-up (stack and mmap alignment in libc's
+    /// and std's initialisation) varies by a few dozen instructions from
+    /// run to run, and exact counts compare two runs.
+    pub fn exact() -> Plan {
+        let mut p = Plan::default();
+        p.sh("aslr-off", "echo 0 > /proc/sys/kernel/randomize_va_space");
+        p
+    }
+
+    /// Add `words` and then `last` (which may hold spaces, not a TAB or a
+    /// newline: a plan line is TAB-separated) under `name`.
+    pub fn argv<const N: usize>(&mut self, name: &str, words: [&str; N], last: &str) -> &mut Self {
+        assert!(!last.contains(['\t', '\n']), "plan arguments are one line");
+        let mut argv: Vec<String> = words.map(String::from).to_vec();
+        argv.push(last.to_string());
+        self.push(name, argv)
+    }
+
+    /// Add a busybox shell script (one line) under `name`.
+    pub fn sh(&mut self, name: &str, script: &str) -> &mut Self {
+        self.argv(name, ["sh", "-c"], script)
+    }
+
+    /// The plan's text (for [`PATH`]): a line per command, TAB-separated
+    /// fields.
+    pub fn text(&self) -> String {
+        self.cmds
+            .iter()
+            .map(|c| format!("{}\t{}\n", c.name, c.argv.join("\t")))
+            .collect()
+    }
 }
 
 /// Parse the plan's text. Errors name the line.
@@ -62,55 +122,28 @@ pub fn parse(text: &str) -> Result<Vec<Command>, String> {
     Ok(out)
 }
 
-/// How a command ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// It ran and exited normally with this status.
-    Exited(i32),
-    /// It was killed by this signal.
-    Signalled(i32),
-    /// It could not be started (the error goes to "stderr").
-    NotStarted(String),
-}
-
 /// The console line announcing a command, as a shell session shows it.
 pub fn announce(argv: &[String]) -> String {
     format!("rvpmu /init: $ {}", argv.join(" "))
-}
-
-/// The JSON of one command's `RVPMU-RESULT` line. Output that is not UTF-8
-/// is converted lossily (invalid sequences become U+FFFD). A command that
-/// did not start has empty stdout and its error as stderr.
-pub fn result_json(
-    name: &str,
-    argv: &[String],
-    outcome: &Outcome,
-    elapsed_ns: u64,
-    stdout: &[u8],
-    stderr: &[u8],
-) -> String {
-    let lossy = String::from_utf8_lossy;
-    let (status, signal, stdout, stderr) = match outcome {
-        Outcome::Exited(s) => (Some(*s as i64), None, lossy(stdout), lossy(stderr)),
-        Outcome::Signalled(s) => (None, Some(*s as i64), lossy(stdout), lossy(stderr)),
-        Outcome::NotStarted(e) => (None, None, "".into(), e.as_str().into()),
-    };
-    Obj::new()
-        .str("scenario", "cmd")
-        .str("name", name)
-        .str_array("argv", argv)
-        .opt_i64("status", status)
-        .opt_i64("signal", signal)
-        .u64("elapsed_ns", elapsed_ns)
-        .str("stdout", &stdout)
-        .str("stderr", &stderr)
-        .finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::strings;
+
+    #[test]
+    fn plan_text_is_tab_separated_and_parses_back() {
+        let mut p = Plan::default();
+        p.cmd("a", "perf stat -e cycles -- rvpmu-work alu 5")
+            .cmd("b", "true")
+            .sh("c", "echo 0 > /x");
+        assert_eq!(
+            p.text(),
+            "a\tperf\tstat\t-e\tcycles\t--\trvpmu-work\talu\t5\nb\ttrue\nc\tsh\t-c\techo 0 > /x\n"
+        );
+        assert_eq!(parse(&p.text()).unwrap(), p.cmds);
+    }
 
     #[test]
     fn parses_lines_comments_and_blanks() {
@@ -188,61 +221,5 @@ mod tests {
             ])),
             "rvpmu /init: $ perf stat -e cycles:u rvpmu-work alu 5"
         );
-    }
-
-    #[test]
-    fn result_lines() {
-        let argv = strings(&["perf", "stat", "-x,", "rvpmu-work", "alu", "10"]);
-        let j = result_json(
-            "stat",
-            &argv,
-            &Outcome::Exited(0),
-            1234,
-            b"out\n",
-            b"1000,,instructions:u\n\"q\"\t\\\x1b[1m\x07",
-        );
-        assert_eq!(
-            j,
-            r#"{"scenario":"cmd","name":"stat","argv":["perf","stat","-x,","rvpmu-work","alu","10"],"status":0,"signal":null,"elapsed_ns":1234,"stdout":"out\u000a","stderr":"1000,,instructions:u\u000a\"q\"\u0009\\\u001b[1m\u0007"}"#
-        );
-        let j = result_json(
-            "k",
-            &strings(&["sleep", "9"]),
-            &Outcome::Signalled(9),
-            5,
-            b"",
-            b"",
-        );
-        assert!(
-            j.contains(r#""status":null,"signal":9,"elapsed_ns":5,"stdout":"","stderr":"""#),
-            "{j}"
-        );
-        let j = result_json(
-            "missing",
-            &strings(&["nosuch"]),
-            &Outcome::NotStarted("spawn nosuch: No such file or directory (os error 2)".into()),
-            7,
-            b"ignored",
-            b"ignored",
-        );
-        assert!(j.ends_with(r#""status":null,"signal":null,"elapsed_ns":7,"stdout":"","stderr":"spawn nosuch: No such file or directory (os error 2)"}"#), "{j}");
-    }
-
-    #[test]
-    fn non_utf8_output_is_replaced_lossily() {
-        let j = result_json(
-            "bin",
-            &strings(&["cat", "/bin/busybox"]),
-            &Outcome::Exited(1),
-            0,
-            b"ok\xff\xfe\x80end\xe2\x82",
-            b"\xc3\xa9\xc3",
-        );
-        assert!(
-            j.contains("\"stdout\":\"ok\u{fffd}\u{fffd}\u{fffd}end\u{fffd}\""),
-            "{j}"
-        );
-        assert!(j.contains("\"stderr\":\"\u{e9}\u{fffd}\""), "{j}");
-        assert!(j.contains("\"status\":1,"), "{j}");
     }
 }

@@ -1,5 +1,5 @@
-//! A minimal JSON writer for the `RVPMU-RESULT` lines (the guest stays free
-//! of serialisation crates; xtask parses the lines with serde_json).
+//! A minimal JSON writer for the result lines (the guest stays free of
+//! serialisation crates; xtask parses the lines with serde_json).
 
 use std::fmt::Write;
 
@@ -7,6 +7,12 @@ use std::fmt::Write;
 pub struct Obj {
     out: String,
     first: bool,
+}
+
+impl Default for Obj {
+    fn default() -> Obj {
+        Obj::new()
+    }
 }
 
 impl Obj {
