@@ -426,7 +426,8 @@ fn table(doc: &str) -> Option<Vec<(String, Vec<String>)>> {
             .collect()
     };
     let rows = lines
-        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.starts_with('#'))
+        .skip_while(|l| !l.trim_start().starts_with('|'))
         .take_while(|l| l.trim_start().starts_with('|'))
         .skip(2) // header and separator
         .filter_map(|l| {

@@ -114,7 +114,7 @@
 //! ## The other modes
 //!
 //! boot, demo, sampling, stress, fwevents, steal and trace are the
-//! end-to-end scenarios checked by xtask/src/linux/e2e.rs; their result
+//! end-to-end scenarios checked by xtask/src/suite/linux/mod.rs; their result
 //! lines are documented where they are built (guest/scenarios.rs,
 //! guest/steal.rs, guest/trace.rs). fwevents makes its 50 IPIs with the
 //! same perf reads as `rvpmu-work ipi`.
