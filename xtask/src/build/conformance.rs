@@ -1,7 +1,7 @@
 //! The S-mode SBI conformance kernel (crates/conformance).
 
+use crate::host::BARE_TARGET;
 use crate::host::{cargo, root, run, step};
-use crate::qemu::BARE_TARGET;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 

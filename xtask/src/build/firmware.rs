@@ -2,8 +2,9 @@
 //! `sbi-check` S-mode payload its tests boot.
 
 use super::{bare_dir, objcopy, FW_PROFILE};
+use crate::host::BARE_TARGET;
 use crate::host::{cargo, run, step};
-use crate::qemu::{Firmware, BARE_TARGET};
+use crate::qemu::Firmware;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 

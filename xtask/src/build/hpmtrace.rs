@@ -1,8 +1,8 @@
 //! hpmtrace's C API (`libhpmtrace.a` and its headers) for the host, the
 //! Linux guest and bare metal, and the `hpmtrace` CLI.
 
+use crate::host::BARE_TARGET;
 use crate::host::{cargo, root, run, step};
-use crate::qemu::BARE_TARGET;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;

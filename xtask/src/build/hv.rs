@@ -3,8 +3,8 @@
 //! kernel, initrd; the hypervisor's own library defines the format).
 
 use super::{bare_dir, objcopy, FW_PROFILE};
+use crate::host::BARE_TARGET;
 use crate::host::{cargo, run, step};
-use crate::qemu::BARE_TARGET;
 use anyhow::{Context, Result};
 use rvpmu_hv::bundle::{Header, HEADER_LEN};
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@
 
 use super::kernel::Kernel;
 use super::userland::{self, gen_cpio, Userland};
+use crate::host::LINUX_TARGET;
 use crate::host::{cargo, root, run, step};
-use crate::qemu::LINUX_TARGET;
 use anyhow::{bail, Result};
 use e2e_proto::plan::PATH as PLAN_PATH;
 use std::path::{Path, PathBuf};

@@ -14,8 +14,8 @@ pub mod initramfs;
 pub mod kernel;
 pub mod userland;
 
+use crate::host::BARE_TARGET;
 use crate::host::{root, run};
-use crate::qemu::BARE_TARGET;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;

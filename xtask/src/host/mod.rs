@@ -1,5 +1,5 @@
-//! The host: where things are (workspace, cache), running its programs,
-//! progress lines; `setup` installs what a fresh Debian 12 machine lacks,
+//! The host: where things are (workspace, cache), the Rust targets it
+//! builds for, running its programs, progress lines; `setup` installs what a fresh Debian 12 machine lacks,
 //! `debian` is the private apt that fetches the guest's Debian packages.
 
 pub mod debian;
@@ -11,6 +11,14 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The Rust target (installed by `setup`) of everything that runs on the bare machine: rvpmu
+/// (no_std), the firmware and sbi-check, the hypervisor and vs-check, the
+/// conformance kernel, hpmtrace's bare-metal C API.
+pub const BARE_TARGET: &str = "riscv64gc-unknown-none-elf";
+/// The Rust target of the Linux guest's programs: /init (e2e-init) and
+/// hpmtrace's C API for Linux.
+pub const LINUX_TARGET: &str = "riscv64gc-unknown-linux-gnu";
 
 /// The workspace root (parent of `xtask/`).
 pub fn root() -> PathBuf {

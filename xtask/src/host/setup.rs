@@ -1,11 +1,11 @@
 //! Host setup: what a fresh Debian 12 machine lacks. Idempotent; says what
 //! it does and skips what is already there.
 
-use crate::host::{output, run, step};
+use super::{output, run, step, BARE_TARGET, LINUX_TARGET};
 use anyhow::{Context, Result};
 use std::process::Command;
 
-const RUST_TARGETS: &[&str] = &["riscv64gc-unknown-none-elf", "riscv64gc-unknown-linux-gnu"];
+const RUST_TARGETS: &[&str] = &[BARE_TARGET, LINUX_TARGET];
 const RUST_COMPONENTS: &[&str] = &["rust-src", "llvm-tools", "clippy"];
 
 /// Packages from bookworm main.

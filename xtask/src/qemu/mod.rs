@@ -3,8 +3,7 @@
 //! hypervisor, the interactive shell) and every device-tree dump describe
 //! a machine with [`Qemu`] and get their command from it, so the DT a
 //! firmware receives and the DT dumped for checking come from the same
-//! options. Also here: the Rust targets of what the machines run, the
-//! firmware images they boot ([`Firmware`], Debian's OpenSBI as the
+//! options. Also here: the firmware images they boot ([`Firmware`], Debian's OpenSBI as the
 //! peer) and what QEMU's exit status means under rvpmu-fw ([`exit`]).
 
 pub mod exit;
@@ -12,14 +11,6 @@ pub mod exit;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// The Rust target of everything that runs on the bare machine: rvpmu
-/// (no_std), the firmware and sbi-check, the hypervisor and vs-check, the
-/// conformance kernel, hpmtrace's bare-metal C API.
-pub const BARE_TARGET: &str = "riscv64gc-unknown-none-elf";
-/// The Rust target of the Linux guest's programs: /init (e2e-init) and
-/// hpmtrace's C API for Linux.
-pub const LINUX_TARGET: &str = "riscv64gc-unknown-linux-gnu";
 
 /// Debian's OpenSBI 1.5.1 (bookworm-backports `opensbi`), the peer firmware.
 pub const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";

@@ -3,7 +3,7 @@
 //! the loom model of the STA sequence protocol.
 
 use crate::host::{cargo, root, run as run_cmd, step};
-use crate::qemu::{BARE_TARGET, LINUX_TARGET};
+use crate::host::{BARE_TARGET, LINUX_TARGET};
 use anyhow::{bail, Result};
 
 /// The host tests, in order of cost.

@@ -10,7 +10,7 @@ mod linux;
 
 use crate::build::hpmtrace::{build_cli, install_for, install_host};
 use crate::host::{cargo, root, run, step};
-use crate::qemu::{BARE_TARGET, LINUX_TARGET};
+use crate::host::{BARE_TARGET, LINUX_TARGET};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
