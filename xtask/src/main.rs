@@ -94,7 +94,7 @@ fn main() -> anyhow::Result<()> {
             if a.test {
                 suite::run_only("firmware")?;
             }
-            cmd::firmware::cmd(a)
+            cmd::firmware::cmd()
         }
         Cmd::Hv(a) if a.test => suite::run_only("hv"),
         Cmd::Hv(a) => cmd::hv::cmd(a),

@@ -1,6 +1,6 @@
 //! `cargo xtask firmware`: build the M-mode firmware (crates/rvpmu-fw)
-//! and print the path of the raw `-bios` image; `--test` runs its QEMU
-//! tests first.
+//! and print the path of the raw `-bios` image (`--test`, which runs its
+//! QEMU tests first, is main.rs's: the suites are `suite`'s).
 
 use crate::build::firmware::build;
 use crate::host::setup;
@@ -13,8 +13,7 @@ pub struct FirmwareArgs {
     pub test: bool,
 }
 
-pub fn cmd(a: FirmwareArgs) -> Result<()> {
-    let _ = a.test; // run by the test runner first (main.rs)
+pub fn cmd() -> Result<()> {
     setup::ensure_host()?;
     let p = build()?;
     println!("{}", p.display());

@@ -1,11 +1,7 @@
-//! The commands around the main job: `run`, `shell`, `dt-check`, `cabi`,
-//! and the firmware, hypervisor and conformance commands (each test suite
-//! is `suite`'s).
-//!
-//! ## Children
-//!
-//! Each command is a child of its own; the options two of them share
-//! (`--smp`, `--bios`) are read here.
+//! The commands: `run` (the main job), `shell`, `dt-check`, `cabi`, and
+//! the firmware, hypervisor and conformance commands (their `--test`
+//! options run `suite`'s suites, from main.rs). One child per command;
+//! the options `run` and `shell` share (`--smp`, `--bios`) are read here.
 
 pub mod cabi;
 pub mod conformance;

@@ -1,5 +1,7 @@
-//! The S-mode SBI conformance suite (crates/conformance) and the per-call
-//! cost benchmark, run under QEMU against our firmware and/or OpenSBI.
+//! The S-mode SBI conformance kernel (crates/conformance) under QEMU on
+//! a firmware, and what it prints: the suite's runs and reports (for the
+//! `conformance` command and the test suite) and its cost probes (for the
+//! benchmark), on our firmware and/or OpenSBI.
 //!
 //! The kernel prints one line per check (`[PASS] id - what | expected: E |
 //! actual: A`, `[FAIL] ...`, `[N/A ] ...`), announces each check with

@@ -3,7 +3,7 @@
 //! with its initramfs (one guest, or two time-sliced from one bundle), and
 //! what the hypervisor prints about them (accounting, switch costs).
 //!
-//! The machine: QEMU virt, `-cpu` [`crate::qemu::CPU`], one hart, exact
+//! The machine: QEMU virt, `-cpu` [`crate::qemu::HV_CPU`], one hart, exact
 //! instruction counting. rvpmu-fw is `-bios`, the hypervisor `-kernel`
 //! (entered in HS-mode at 0x80200000), and the guest a bundle given as
 //! `-initrd`: QEMU loads it and names its place in the host device tree,
@@ -12,7 +12,7 @@
 use crate::build::hv::{write_bundle, Images};
 use crate::build::{conformance, initramfs, kernel, objcopy};
 use crate::host::{root, run_captured, step};
-use crate::qemu::{Qemu, Run, CPU, HOST_MEMORY, HOST_MEMORY_LINUX, HOST_MEMORY_LINUX_2};
+use crate::qemu::{Qemu, Run, HV_MEMORY, HV_MEMORY_LINUX, HV_MEMORY_LINUX_2};
 use anyhow::Result;
 use e2e_proto::plan::{Plan, MODE as PLAN_MODE};
 use std::path::{Path, PathBuf};
@@ -34,10 +34,8 @@ pub fn boot(
     timeout: Duration,
     append: Option<&str>,
 ) -> Result<Run> {
-    let mut q = Qemu::virt(1);
+    let mut q = Qemu::hv(memory);
     q.append = append.map(String::from);
-    q.cpu = CPU.into();
-    q.memory = memory.into();
     q.bios = Some(images.firmware.clone());
     q.kernel = Some(images.hypervisor.clone());
     q.initrd = Some(bundle.to_path_buf());
@@ -60,7 +58,7 @@ pub fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
         &kernel,
         &[],
     )?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(60), None)
+    boot(images, &bundle, HV_MEMORY, Duration::from_secs(60), None)
 }
 
 /// The conformance kernel (crates/conformance, built as for `cargo xtask
@@ -72,7 +70,7 @@ pub fn run_conformance(images: &Images) -> Result<Run> {
     std::fs::create_dir_all(&dir)?;
     let bundle = dir.join("conformance.bundle");
     write_bundle(&bundle, VS_CHECK_RAM, "", &kernel, &[])?;
-    boot(images, &bundle, HOST_MEMORY, Duration::from_secs(120), None)
+    boot(images, &bundle, HV_MEMORY, Duration::from_secs(120), None)
 }
 
 /// Linux's guest RAM: what a native run gets (1 GiB), the initramfs
@@ -128,7 +126,7 @@ pub fn run_linux_with(
     boot(
         images,
         &bundle,
-        HOST_MEMORY_LINUX,
+        HV_MEMORY_LINUX,
         Duration::from_secs(300),
         switch.then_some(SWITCH_EVERY_MS),
     )
@@ -184,7 +182,7 @@ pub fn run_two_guests(images: &Images, plan: Option<&Plan>, args: [&str; 2]) -> 
     boot(
         images,
         &bundle,
-        HOST_MEMORY_LINUX_2,
+        HV_MEMORY_LINUX_2,
         Duration::from_secs(600),
         Some(&append),
     )

@@ -59,6 +59,15 @@ impl Qemu {
         }
     }
 
+    /// The hypervisor's machine ([`HV_CPU`], one hart) with `memory` of
+    /// host RAM, nothing to boot yet.
+    pub fn hv(memory: &str) -> Qemu {
+        let mut q = Qemu::virt(1);
+        q.cpu = HV_CPU.into();
+        q.memory = memory.into();
+        q
+    }
+
     /// The options that shape the machine (and so its generated DT).
     pub fn machine_args(&self) -> Vec<String> {
         let mut v: Vec<String> = vec![
@@ -185,8 +194,9 @@ impl Firmware {
     }
 }
 
-/// The emulated machine: everything that shapes the guest and its DT.
-/// One place, so the DT dumped for `-dtb` matches the machine booted.
+/// The machine Linux guests boot on: everything that shapes the guest and
+/// its DT. One place, so the DT dumped for `-dtb` matches the machine
+/// booted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     pub smp: u32,
@@ -199,7 +209,7 @@ pub struct Machine {
 impl Machine {
     /// This machine as a QEMU virt configuration (1 GiB: the Debian
     /// userland unpacks into RAM, about 140 MB).
-    pub fn qemu(&self) -> crate::qemu::Qemu {
+    pub fn qemu(&self) -> Qemu {
         let mut q = Qemu::virt(self.smp);
         q.memory = "1G".into();
         q.icount = self.icount;
@@ -212,26 +222,26 @@ impl Machine {
     }
 }
 
-/// H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
+/// The hypervisor's machine: -cpu; H for the hypervisor, Sstc for the guest's vstimecmp, Sscofpmf as on
 /// every machine the project tests, Ssaia for `hvien` (the guest's
 /// counter overflow interrupt is injected through hvip bit 13).
-pub const CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true";
+pub const HV_CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true";
 
 /// Host RAM for vs-check: the firmware, the hypervisor, the guest's RAM,
 /// the bundle (QEMU 10.0 puts -initrd 256 MiB after the kernel here), the DTB at
 /// the top.
-pub const HOST_MEMORY: &str = "512M";
+pub const HV_MEMORY: &str = "512M";
 
 /// Host RAM for Linux: its bundle holds the 150 MB uncompressed
 /// initramfs, and its guest RAM (as much as a native run's 1 GiB) goes
 /// after the bundle; with more than 1 GiB QEMU puts the host DTB below
 /// 3 GiB, and the window goes after it.
-pub const HOST_MEMORY_LINUX: &str = "2G";
+pub const HV_MEMORY_LINUX: &str = "2G";
 
 /// Host RAM for two Linux guests: two 1 GiB windows and the bundle
 /// (150 MB) fit below 4 GiB with the firmware, the hypervisor and the
 /// host DTB.
-pub const HOST_MEMORY_LINUX_2: &str = "3G";
+pub const HV_MEMORY_LINUX_2: &str = "3G";
 
 #[cfg(test)]
 mod tests {

@@ -146,12 +146,12 @@ fn lint() -> Result<()> {
         ),
         (
             format!(
-                "clippy -D warnings, {LINUX_TARGET}: e2e-init (the guest's /init), hpmtrace \
+                "clippy -D warnings, {LINUX_TARGET}: e2e-init (the guest's /init), e2e-proto, hpmtrace \
                  (the guest's library)"
             ),
             vec![clippy(
                 Some(LINUX_TARGET),
-                &["--release", "-p", "e2e-init", "-p", "hpmtrace"],
+                &["--release", "-p", "e2e-init", "-p", "e2e-proto", "-p", "hpmtrace"],
                 &[],
             )],
         ),
@@ -180,8 +180,8 @@ fn lint() -> Result<()> {
             }],
         ),
         (
-            format!("rustdoc -D warnings, {LINUX_TARGET}: e2e-init, hpmtrace"),
-            vec![rustdoc(Some(LINUX_TARGET), &["e2e-init", "hpmtrace"])],
+            format!("rustdoc -D warnings, {LINUX_TARGET}: e2e-init, e2e-proto, hpmtrace"),
+            vec![rustdoc(Some(LINUX_TARGET), &["e2e-init", "e2e-proto", "hpmtrace"])],
         ),
     ];
     let total = steps.len();
