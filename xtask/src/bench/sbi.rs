@@ -56,7 +56,24 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
         }
     };
     let peer = bench_one(opensbi()?, &kernel)?;
+    let (md, json) = report(ours.as_ref(), &peer);
+    let json = serde_json::to_string_pretty(&json)? + "\n";
+    let dir = root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("sbi.md"), &md)?;
+    std::fs::write(dir.join("sbi.json"), &json)?;
+    println!("{md}");
+    println!(
+        "wrote {} and {}",
+        dir.join("sbi.md").display(),
+        dir.join("sbi.json").display()
+    );
+    Ok(())
+}
 
+/// The Markdown table and the JSON of the runs on our firmware (if it
+/// ran) and on the peer; the peer's calls name the rows.
+fn report(ours: Option<&Bench>, peer: &Bench) -> (String, Value) {
     let names: Vec<String> = peer.costs.iter().map(|c| c.0.clone()).collect();
     let find = |b: Option<&Bench>, n: &str| {
         b.and_then(|b| b.costs.iter().find(|c| c.0 == n))
@@ -76,8 +93,8 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
     let _ = writeln!(md, "| call | ours | OpenSBI 1.5.1 | ours / OpenSBI |");
     let _ = writeln!(md, "| --- | ---: | ---: | ---: |");
     for n in &names {
-        let o = find(ours.as_ref(), n);
-        let p = find(Some(&peer), n);
+        let o = find(ours, n);
+        let p = find(Some(peer), n);
         let cell = |v: &Option<(u64, String)>| match v {
             None => "n/a".to_string(),
             Some((n, a)) if a == "SUCCESS" => n.to_string(),
@@ -109,7 +126,7 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
         "\n| firmware | image bytes | instructions from reset to S-mode entry |"
     );
     let _ = writeln!(md, "| --- | ---: | ---: |");
-    for b in ours.iter().chain(std::iter::once(&peer)) {
+    for b in ours.into_iter().chain(std::iter::once(peer)) {
         let _ = writeln!(
             md,
             "| {} | {} | {} |",
@@ -128,21 +145,73 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
     let json = json!({
         "unit": "instructions (QEMU -icount shift=0)",
         "firmware": {
-            "ours": ours.as_ref().map_or(Value::Null, fwjson),
-            "opensbi": fwjson(&peer),
+            "ours": ours.map_or(Value::Null, fwjson),
+            "opensbi": fwjson(peer),
         },
         "calls": rows,
     });
-    let json = serde_json::to_string_pretty(&json)? + "\n";
-    let dir = root().join("target/bench");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("sbi.md"), &md)?;
-    std::fs::write(dir.join("sbi.json"), &json)?;
-    println!("{md}");
-    println!(
-        "wrote {} and {}",
-        dir.join("sbi.md").display(),
-        dir.join("sbi.json").display()
-    );
-    Ok(())
+    (md, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(name: &str, costs: &[(&str, u64, &str)], boot: Option<u64>) -> Bench {
+        Bench {
+            fw: Firmware {
+                name: name.into(),
+                path: PathBuf::from(format!("/fw/{name}.bin")),
+            },
+            costs: costs
+                .iter()
+                .map(|(c, n, a)| (c.to_string(), *n, a.to_string()))
+                .collect(),
+            boot_instret: boot,
+            image_bytes: 1000,
+        }
+    }
+
+    #[test]
+    fn rows_follow_the_peer_and_ratios_compare_like_answers_only() {
+        let ours = bench(
+            "ours",
+            &[("base.probe", 100, "SUCCESS"), ("pmu.x", 30, "SUCCESS")],
+            Some(7),
+        );
+        let peer = bench(
+            "opensbi",
+            &[
+                ("base.probe", 300, "SUCCESS"),
+                ("pmu.x", 10, "NOT_SUPPORTED"),
+                ("sta.y", 5, "SUCCESS"),
+            ],
+            None,
+        );
+        let (md, json) = report(Some(&ours), &peer);
+        assert!(md.contains("| base.probe | 100 | 300 | 0.33 |"), "{md}");
+        assert!(
+            md.contains("| pmu.x | 30 | 10 (NOT_SUPPORTED) | n/a |"),
+            "{md}"
+        );
+        assert!(md.contains("| sta.y | n/a | 5 | n/a |"), "{md}");
+        assert!(md.contains("| ours | 1000 | 7 |") && md.contains("| opensbi | 1000 | null |"));
+        let calls = json["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(
+            calls[0],
+            json!({"call": "base.probe", "ours": 100, "ours_answer": "SUCCESS",
+                   "opensbi": 300, "opensbi_answer": "SUCCESS", "ratio": 0.3333})
+        );
+        assert_eq!(calls[1]["ratio"], Value::Null);
+        assert_eq!(calls[2]["ours"], Value::Null);
+        assert_eq!(calls[2]["ours_answer"], Value::Null);
+        assert_eq!(json["firmware"]["ours"]["image"], "/fw/ours.bin");
+        assert_eq!(json["firmware"]["opensbi"]["boot_instret"], Value::Null);
+        assert_eq!(json["unit"], "instructions (QEMU -icount shift=0)");
+        // Without our firmware: its column and entry are empty.
+        let (md, json) = report(None, &peer);
+        assert!(md.contains("| base.probe | n/a | 300 | n/a |"), "{md}");
+        assert_eq!(json["firmware"]["ours"], Value::Null);
+    }
 }
