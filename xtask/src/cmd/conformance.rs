@@ -3,7 +3,7 @@
 
 use crate::build::conformance::build_kernel;
 use crate::guest::conformance::{
-    consistent, opensbi, ours, print_report, require_all_passed, suite, Check, Report, Status,
+    consistent, opensbi, ours, require_all_passed, suite, Check, Report, Status,
 };
 use crate::host::setup;
 use crate::qemu::Firmware;
@@ -140,5 +140,25 @@ fn print_side_by_side(a: (&Firmware, &Report), b: (&Firmware, &Report)) {
         b.1.passed(),
         b.1.failed(),
         b.1.na()
+    );
+}
+
+fn print_report(fw: &Firmware, smp: u32, rep: &Report) {
+    println!("\n# {} (-smp {smp}): {}", fw.name, fw.path.display());
+    for c in &rep.checks {
+        println!(
+            "[{:<4}] {} - {} | expected: {} | actual: {}",
+            c.status.label(),
+            c.id,
+            c.what,
+            c.expected,
+            c.actual
+        );
+    }
+    println!(
+        "{} passed, {} failed, {} N/A",
+        rep.passed(),
+        rep.failed(),
+        rep.na()
     );
 }

@@ -305,26 +305,6 @@ pub fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Re
     }
 }
 
-pub fn print_report(fw: &Firmware, smp: u32, rep: &Report) {
-    println!("\n# {} (-smp {smp}): {}", fw.name, fw.path.display());
-    for c in &rep.checks {
-        println!(
-            "[{:<4}] {} - {} | expected: {} | actual: {}",
-            c.status.label(),
-            c.id,
-            c.what,
-            c.expected,
-            c.actual
-        );
-    }
-    println!(
-        "{} passed, {} failed, {} N/A",
-        rep.passed(),
-        rep.failed(),
-        rep.na()
-    );
-}
-
 /// Sanity of a finished report: the kernel's own totals match the lines
 /// before its RESULT line.
 pub fn consistent(rep: &Report) -> Result<()> {

@@ -7,7 +7,8 @@
 //! This file holds the perf_event_open scenarios and the run over kernels
 //! and firmwares; `harness` the check lines, clean-boot rules and known
 //! kernel bugs; `perf` the checks driven by Debian's perf tool; `steal` the
-//! steal-time checks; `tables` the side-by-side tables.
+//! steal-time checks; `tables` the side-by-side tables; `shell` the
+//! scripted session at the guest's shell.
 
 mod harness;
 mod perf;
