@@ -114,13 +114,30 @@
 //! ## The other modes
 //!
 //! boot, demo, sampling, stress, fwevents, steal and trace are the
-//! end-to-end scenarios checked by xtask/src/linux/e2e.rs; their result
+//! end-to-end scenarios checked by xtask/src/suite/linux/mod.rs; their result
 //! lines are documented where they are built (guest/scenarios.rs,
 //! guest/steal.rs, guest/trace.rs). fwevents makes its 50 IPIs with the
 //! same perf reads as `rvpmu-work ipi`.
 //!
 //! On any other target the program only explains itself: it is a guest
 //! binary, built by `cargo xtask run` for riscv64gc-unknown-linux-gnu.
+//!
+//! # Modules
+//!
+//! The host-testable parts (command line, /proc/stat, the sample-cost
+//! arithmetic, `rvpmu-work`'s arguments) are top-level modules; `guest`
+//! is what runs on riscv64 Linux. The plan and the result lines are the
+//! protocol shared with xtask (crate `e2e-proto`).
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `cmdline` | |
+//! | `procstat` | |
+//! | `samplecost` | |
+//! | `workcmd` | |
+//! | `guest` | `cmdline`, `procstat`, `samplecost`, `workcmd` |
 
 // On the host only the unit tests of these modules run; the guest code
 // uses the rest.
@@ -130,8 +147,6 @@
 )]
 
 mod cmdline;
-mod json;
-mod plan;
 mod procstat;
 mod samplecost;
 mod workcmd;
@@ -154,7 +169,6 @@ fn main() {
 fn main() {
     // Keep the host-only items referenced so the host build stays warning-free.
     let _ = cmdline::Params::parse("");
-    let _ = json::Obj::new().f64("x", 0.0).finish();
     let _ = procstat::parse("").map(|l| procstat::delta(&l, &l, None).map(|d| d.share()));
     eprintln!(
         "e2e-init is the /init of the riscv64 guest; build and boot it with `cargo xtask run`"

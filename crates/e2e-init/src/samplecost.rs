@@ -2,7 +2,7 @@
 //! (`rvpmu.mode=samplecost`); the timed runs are the guest's part
 //! (guest/samplecost.rs, which also says what the difference includes).
 
-use crate::json::{array, Obj};
+use e2e_proto::json::{array, Obj};
 
 /// One plain run and one sampled run of the same loop.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

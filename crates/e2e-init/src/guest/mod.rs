@@ -12,7 +12,7 @@ mod trace;
 mod work;
 mod workload;
 
-use crate::cmdline::Params;
+use crate::cmdline::{Mode, Params};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
@@ -37,9 +37,9 @@ pub fn main() -> ! {
     }
     let outcome = std::panic::catch_unwind(run);
     match outcome {
-        Ok(Ok(())) => println!("RVPMU-DONE ok"),
-        Ok(Err(e)) => println!("RVPMU-DONE error: {e}"),
-        Err(_) => println!("RVPMU-DONE error: /init panicked"),
+        Ok(Ok(())) => println!("{}", e2e_proto::done_line(Ok(()))),
+        Ok(Err(e)) => println!("{}", e2e_proto::done_line(Err(&e))),
+        Err(_) => println!("{}", e2e_proto::done_line(Err("/init panicked"))),
     }
     let _ = std::io::stdout().flush();
     sys::power_off()
@@ -55,5 +55,17 @@ fn run() -> Result<(), String> {
         params.mode.name(),
         sys::online_cpus().len()
     );
-    scenarios::run(&params)
+    match params.mode {
+        Mode::Boot => scenarios::boot(),
+        Mode::Demo => scenarios::demo(&params),
+        Mode::Sampling => scenarios::sampling(&params),
+        Mode::Stress => scenarios::stress(&params),
+        Mode::FwEvents => scenarios::fwevents(),
+        Mode::Steal => steal::steal(&params),
+        Mode::Idle => steal::idle(&params),
+        Mode::Trace => trace::trace(),
+        Mode::Plan => session::plan(),
+        Mode::Shell => session::shell(),
+        Mode::SampleCost => samplecost::samplecost(&params),
+    }
 }

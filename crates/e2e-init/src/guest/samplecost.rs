@@ -107,6 +107,9 @@ pub fn samplecost(p: &Params) -> Result<(), String> {
     if let Some((min, median)) = min_median(&per) {
         println!("samplecost: {min:.0} ns (instructions) per sample at least, {median:.0} median");
     }
-    println!("RVPMU-RESULT {}", result_json(p.iters, p.period, &rounds));
+    println!(
+        "{}",
+        e2e_proto::result_line(&result_json(p.iters, p.period, &rounds))
+    );
     Ok(())
 }

@@ -9,29 +9,13 @@ use super::perf::{
 };
 use super::sys;
 use super::workload::{rvpmu_alu_loop, Pages, ALU_INSNS_PER_ITER, WALK_INSNS_PER_PAGE};
-use crate::cmdline::{Mode, Params};
-use crate::json::{array, Obj};
+use crate::cmdline::Params;
+use e2e_proto::json::{array, Obj};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-pub fn run(p: &Params) -> Result<(), String> {
-    match p.mode {
-        Mode::Boot => boot(),
-        Mode::Demo => demo(p),
-        Mode::Sampling => sampling(p),
-        Mode::Stress => stress(p),
-        Mode::FwEvents => fwevents(),
-        Mode::Steal => super::steal::steal(p),
-        Mode::Idle => super::steal::idle(p),
-        Mode::Trace => super::trace::trace(),
-        Mode::Plan => super::session::plan(),
-        Mode::Shell => super::session::shell(),
-        Mode::SampleCost => super::samplecost::samplecost(p),
-    }
-}
-
 fn result(json: String) {
-    println!("RVPMU-RESULT {json}");
+    println!("{}", e2e_proto::result_line(&json));
 }
 
 fn err_name(e: &std::io::Error) -> String {
@@ -59,7 +43,7 @@ pub(super) fn reading_json(name: &str, r: &Result<Reading, String>) -> String {
 
 // ---------------------------------------------------------------- boot
 
-fn boot() -> Result<(), String> {
+pub(super) fn boot() -> Result<(), String> {
     let cpus = sys::online_cpus();
     let log = sys::kernel_log();
     let (fw, hw) = sys::pmu_counter_numbers(&log).unwrap_or((0, 0));
@@ -167,7 +151,7 @@ fn count_group(events: &[Event], work: impl FnOnce()) -> Vec<(Event, Result<Read
     out
 }
 
-fn demo(p: &Params) -> Result<(), String> {
+pub(super) fn demo(p: &Params) -> Result<(), String> {
     use Kind::*;
     let pages = Pages::new(WALK_PAGES).map_err(|e| format!("mmap: {e}"))?;
     let work = || {
@@ -248,7 +232,7 @@ fn demo(p: &Params) -> Result<(), String> {
 
 // ---------------------------------------------------------------- sampling
 
-fn sampling(p: &Params) -> Result<(), String> {
+pub(super) fn sampling(p: &Params) -> Result<(), String> {
     for kind in [Kind::Cycles, Kind::Instructions] {
         let ev = Event::new(kind);
         let s = Sampler::open(ev, p.period)
@@ -432,7 +416,7 @@ fn capacity(cpu: u32, fw: u32, hw: u32) -> String {
         .finish()
 }
 
-fn stress(p: &Params) -> Result<(), String> {
+pub(super) fn stress(p: &Params) -> Result<(), String> {
     let cpus = sys::online_cpus();
     if cpus.is_empty() {
         return Err("no online CPUs listed in /sys".into());
@@ -544,7 +528,7 @@ fn wait_phase(phase: &AtomicU32, want: u32) {
     }
 }
 
-fn fwevents() -> Result<(), String> {
+pub(super) fn fwevents() -> Result<(), String> {
     let cpus = sys::online_cpus();
     if cpus.len() < 2 {
         return Err(format!("fwevents needs 2 CPUs, {} online", cpus.len()));

@@ -3,7 +3,8 @@
 //! Both run with the same environment (see [`setup_env`]).
 
 use super::sys;
-use crate::plan::{self, Outcome};
+use e2e_proto::plan;
+use e2e_proto::result::{CmdResult, Outcome};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -89,7 +90,7 @@ pub fn plan() -> Result<(), String> {
                         out.status.into_raw()
                     )),
                 };
-                plan::result_json(
+                CmdResult::new(
                     &c.name,
                     &c.argv,
                     &outcome,
@@ -98,7 +99,7 @@ pub fn plan() -> Result<(), String> {
                     &out.stderr,
                 )
             }
-            Err(e) => plan::result_json(
+            Err(e) => CmdResult::new(
                 &c.name,
                 &c.argv,
                 &Outcome::NotStarted(format!("cannot run {}: {e}", c.argv[0])),
@@ -106,8 +107,9 @@ pub fn plan() -> Result<(), String> {
                 b"",
                 b"",
             ),
-        };
-        println!("RVPMU-RESULT {json}");
+        }
+        .to_json();
+        println!("{}", e2e_proto::result_line(&json));
         // Orphans the command left behind are ours now (PID 1).
         sys::reap();
     }

@@ -7,8 +7,8 @@
 use super::sys;
 use super::workload::rvpmu_alu_loop;
 use crate::cmdline::Params;
-use crate::json::{array, Obj};
 use crate::procstat::{self, CpuLine};
+use e2e_proto::json::{array, Obj};
 use std::time::{Duration, Instant};
 
 /// The kernel lines of Linux's STA client (arch/riscv/kernel/paravirt.c).
@@ -173,7 +173,7 @@ pub fn demo_steal(ms: u64) -> Result<(), String> {
     let cpus = sys::online_cpus();
     let iv = Interval::measure(&cpus, ms)?;
     let o = kernel_sta(iv.report("demo")).u64("user_hz", user_hz());
-    println!("RVPMU-RESULT {}", o.finish());
+    println!("{}", e2e_proto::result_line(&o.finish()));
     Ok(())
 }
 
@@ -195,7 +195,7 @@ pub fn idle(p: &Params) -> Result<(), String> {
         .u64("ms", ms)
         .u64("steal", d.steal)
         .u64("total", d.total);
-    println!("RVPMU-RESULT {}", o.finish());
+    println!("{}", e2e_proto::result_line(&o.finish()));
     Ok(())
 }
 
@@ -207,7 +207,7 @@ pub fn steal(p: &Params) -> Result<(), String> {
     let cpus = sys::online_cpus();
     let iv = Interval::measure(&cpus, ms)?;
     let o = kernel_sta(iv.report("busy")).u64("user_hz", user_hz());
-    println!("RVPMU-RESULT {}", o.finish());
+    println!("{}", e2e_proto::result_line(&o.finish()));
     if !p.hotplug {
         return Ok(());
     }
@@ -243,6 +243,6 @@ pub fn steal(p: &Params) -> Result<(), String> {
     if let Some(v) = after_online {
         o = o.u64("steal_after_online", v);
     }
-    println!("RVPMU-RESULT {}", o.finish());
+    println!("{}", e2e_proto::result_line(&o.finish()));
     Ok(())
 }

@@ -10,7 +10,7 @@
 use super::perf::{Counter, Event, Filter, Kind, Target};
 use super::scenarios::{count_once, reading_json};
 use super::workload::rvpmu_alu_loop;
-use crate::json::{array, Obj};
+use e2e_proto::json::{array, Obj};
 use std::ffi::CString;
 use std::io::{self, Read, Write};
 
@@ -81,7 +81,7 @@ pub fn trace() -> Result<(), String> {
             Ok(b) => o.bool("user_readable_probe", *b),
             Err(e) => o.str("user_readable_probe_error", e),
         };
-        println!("RVPMU-RESULT {}", o.finish());
+        println!("{}", e2e_proto::result_line(&o.finish()));
     }
     Ok(())
 }

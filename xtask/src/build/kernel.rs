@@ -1,0 +1,379 @@
+//! Linux `Image`s for QEMU virt: tinyconfig + `e2e/kernel.config`,
+//! olddefconfig, every fragment line verified, then `make Image`. Two
+//! kernels: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
+//! fetched through the private apt of [`crate::host::debian`]) and the 6.12 LTS
+//! (the host's bookworm-backports `linux-source-6.12`). Built out of tree in
+//! the cache, keyed by the version, the fragment and the source tarball, so
+//! a second run costs nothing.
+
+use crate::host::debian::{PrivateApt, TRIXIE_BACKPORTS};
+use crate::host::{cache_dir, root, step};
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Bump when the build recipe changes in a way the key would not see.
+const RECIPE_VERSION: &str = "1";
+
+/// The kernels the project builds and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Version {
+    /// Linux 6.12 LTS (Debian bookworm-backports).
+    #[value(name = "6.12")]
+    V6_12,
+    /// Linux 7.2 (Debian trixie-backports), the default.
+    #[value(name = "7.2")]
+    V7_2,
+}
+
+impl Version {
+    /// Both, in the order the e2e suite runs them.
+    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
+
+    /// `6.12` / `7.2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::V6_12 => "6.12",
+            Version::V7_2 => "7.2",
+        }
+    }
+
+    /// Debian's source package (and the top directory of its tarball).
+    fn source_package(self) -> String {
+        format!("linux-source-{}", self.name())
+    }
+
+    /// The source tarball: the host's for 6.12, downloaded for 7.2.
+    fn tarball(self) -> Result<PathBuf> {
+        match self {
+            Version::V6_12 => {
+                let p = PathBuf::from("/usr/src/linux-source-6.12.tar.xz");
+                if !p.is_file() {
+                    bail!("{} is missing: run `cargo xtask setup` (installs linux-source-6.12 from bookworm-backports)", p.display());
+                }
+                Ok(p)
+            }
+            Version::V7_2 => trixie_tarball(self),
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Linux {}", self.name())
+    }
+}
+
+/// The tarball inside trixie-backports' source package, extracted once per
+/// package version into the cache. If the mirror cannot be reached, the
+/// last tarball fetched is used (and said so).
+fn trixie_tarball(v: Version) -> Result<PathBuf> {
+    let pkg = v.source_package();
+    let dir = cache_dir().join(&pkg);
+    std::fs::create_dir_all(&dir)?;
+    let last = dir.join("last");
+    let apt = PrivateApt::trixie("riscv64");
+    let deb = match apt
+        .update_once()
+        .and_then(|_| apt.download_one(&pkg, &TRIXIE_BACKPORTS))
+    {
+        Ok(deb) => deb,
+        Err(e) => {
+            let prev = std::fs::read_to_string(&last).unwrap_or_default();
+            let prev = PathBuf::from(prev.trim());
+            if prev.is_file() {
+                eprintln!(
+                    "    warning: {e:#}\n    using the {pkg} fetched before: {}",
+                    prev.display()
+                );
+                return Ok(prev);
+            }
+            return Err(e.context(format!("fetching {pkg} for the {v} build")));
+        }
+    };
+    let stem = deb
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let tarball = dir.join(format!("{stem}.tar.xz"));
+    if !tarball.is_file() {
+        step(&format!("extracting {pkg}.tar.xz from {}", deb.display()));
+        let tmp = dir.join(format!("{stem}.partial"));
+        let member = format!("./usr/src/{pkg}.tar.xz");
+        let sh = format!(
+            "dpkg-deb --fsys-tarfile '{}' | tar -xO '{member}' > '{}'",
+            deb.display(),
+            tmp.display()
+        );
+        crate::host::run(Command::new("sh").args(["-c", &sh]))
+            .with_context(|| format!("{} has no {member}", deb.display()))?;
+        std::fs::rename(&tmp, &tarball)?;
+    }
+    std::fs::write(&last, tarball.display().to_string())?;
+    Ok(tarball)
+}
+
+/// A built kernel: the `Image` and the build tree (for usr/gen_init_cpio).
+pub struct Kernel {
+    pub image: PathBuf,
+    pub build_dir: PathBuf,
+}
+
+impl Kernel {
+    pub fn gen_init_cpio(&self) -> PathBuf {
+        self.build_dir.join("usr/gen_init_cpio")
+    }
+}
+
+/// FNV-1a, enough to name cache directories (not a security boundary).
+pub(super) fn fnv64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(std::iter::once(&0xffu8)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn tarball_identity(tarball: &Path) -> Result<String> {
+    let md =
+        std::fs::metadata(tarball).with_context(|| format!("{} is missing", tarball.display()))?;
+    let mtime = md
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Ok(format!("{}-{}", md.len(), mtime))
+}
+
+fn fragment_path() -> PathBuf {
+    root().join("e2e/kernel.config")
+}
+
+/// Make sure kernel `v` is built; returns it (cached after the first build).
+pub fn build(v: Version) -> Result<Kernel> {
+    let fragment = std::fs::read_to_string(fragment_path())
+        .with_context(|| format!("cannot read {}", fragment_path().display()))?;
+    let tarball = v.tarball()?;
+    let tar_id = tarball_identity(&tarball)?;
+    let key = fnv64(&[
+        v.name().as_bytes(),
+        fragment.as_bytes(),
+        tar_id.as_bytes(),
+        RECIPE_VERSION.as_bytes(),
+    ]);
+    let build_dir = cache_dir().join(format!("linux-{}-build-{key:016x}", v.name()));
+    let kernel = Kernel {
+        image: build_dir.join("arch/riscv/boot/Image"),
+        build_dir: build_dir.clone(),
+    };
+    let done = build_dir.join(".rvpmu-done");
+    if done.exists() && kernel.image.exists() && kernel.gen_init_cpio().exists() {
+        step(&format!("{v} Image (cached: {})", kernel.image.display()));
+        return Ok(kernel);
+    }
+    let src = extract(v, &tarball, &tar_id)?;
+    std::fs::create_dir_all(&build_dir)?;
+    let log_path = build_dir.join("build.log");
+    step(&format!(
+        "building {v} Image (tinyconfig + e2e/kernel.config; a few minutes; log {})",
+        log_path.display()
+    ));
+    let make = |args: &[&str]| -> Command {
+        let mut c = Command::new("make");
+        c.current_dir(&src)
+            .arg(format!("O={}", build_dir.display()))
+            .args(["ARCH=riscv", "CROSS_COMPILE=riscv64-linux-gnu-"])
+            .args(args);
+        c
+    };
+    let mut log = std::fs::File::create(&log_path)?;
+    run_logged(&mut make(&["tinyconfig"]), &mut log, &log_path, None)?;
+    let config_path = build_dir.join(".config");
+    let mut config = std::fs::read_to_string(&config_path)?;
+    config.push_str("\n# --- e2e/kernel.config ---\n");
+    config.push_str(&fragment);
+    std::fs::write(&config_path, config)?;
+    run_logged(&mut make(&["olddefconfig"]), &mut log, &log_path, None)?;
+    verify_config(&fragment, &std::fs::read_to_string(&config_path)?)?;
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    run_logged(
+        &mut make(&[&format!("-j{jobs}"), "Image"]),
+        &mut log,
+        &log_path,
+        Some(&format!("{v} build")),
+    )?;
+    if !kernel.gen_init_cpio().exists() {
+        // Built with the kernel's usr/ (initramfs support); make sure of it.
+        run_logged(&mut make(&["usr/gen_init_cpio"]), &mut log, &log_path, None)?;
+    }
+    if !kernel.image.exists() {
+        bail!(
+            "make succeeded but {} is missing (see {})",
+            kernel.image.display(),
+            log_path.display()
+        );
+    }
+    std::fs::write(&done, format!("fragment+tarball key {key:016x}\n"))?;
+    Ok(kernel)
+}
+
+/// Extract the tarball once per tarball identity (into a temporary name,
+/// renamed when complete, so an interrupted extraction is never used).
+fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
+    let top = v.source_package();
+    let dir = cache_dir().join(format!("linux-{}-src-{tar_id}", v.name()));
+    let src = dir.join(&top);
+    if src.join("Makefile").exists() {
+        return Ok(src);
+    }
+    step(&format!("extracting {}", tarball.display()));
+    let tmp = cache_dir().join(format!("linux-{}-src-{tar_id}.partial", v.name()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    std::fs::create_dir_all(&tmp)?;
+    crate::host::run(
+        Command::new("tar")
+            .arg("-xJf")
+            .arg(tarball)
+            .arg("-C")
+            .arg(&tmp),
+    )?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::rename(&tmp, &dir)?;
+    if !src.join("Makefile").exists() {
+        bail!("{} did not contain {top}/Makefile", tarball.display());
+    }
+    Ok(src)
+}
+
+/// Every `CONFIG_X=v` line must be in the final .config verbatim and every
+/// `# CONFIG_X is not set` line must leave X unset: olddefconfig silently
+/// drops what a dependency forbids, and this turns that into an error.
+pub fn verify_config(fragment: &str, config: &str) -> Result<()> {
+    let mut bad = Vec::new();
+    for line in fragment.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("# CONFIG_") {
+            if let Some(name) = rest.strip_suffix(" is not set") {
+                let prefix = format!("CONFIG_{name}=");
+                if let Some(l) = config.lines().find(|l| l.starts_with(&prefix)) {
+                    bad.push(format!("wanted CONFIG_{name} unset, got `{l}`"));
+                }
+            }
+        } else if line.starts_with("CONFIG_") && !config.lines().any(|l| l.trim() == line) {
+            let name = line.split('=').next().unwrap_or(line);
+            let got = config
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("{name}=")) || l.starts_with(&format!("# {name} "))
+                })
+                .unwrap_or("(absent: a dependency is missing)");
+            bad.push(format!("wanted `{line}`, got `{got}`"));
+        }
+    }
+    if !bad.is_empty() {
+        bail!(
+            "kernel config does not match e2e/kernel.config after olddefconfig:\n  {}",
+            bad.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Run a command with all output appended to `log`; with `progress`, show a
+/// one-line count of compiled files instead of make's output. On failure
+/// print the log's tail.
+fn run_logged(
+    cmd: &mut Command,
+    log: &mut std::fs::File,
+    log_path: &Path,
+    progress: Option<&str>,
+) -> Result<()> {
+    writeln!(log, "$ {cmd:?}")?;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(log.try_clone()?)
+        .spawn()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut compiled = 0u64;
+    let start = std::time::Instant::now();
+    let mut last = start;
+    // On a terminal one line rewritten twice a second; in a log (CI) a
+    // line every 30 s.
+    let tty = std::io::stderr().is_terminal();
+    let every = std::time::Duration::from_millis(if tty { 500 } else { 30_000 });
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap_or_default();
+        writeln!(log, "{line}")?;
+        if let Some(label) = progress {
+            if line.starts_with("  CC") || line.starts_with("  AS") {
+                compiled += 1;
+            }
+            if last.elapsed() >= every {
+                let secs = start.elapsed().as_secs();
+                let text = format!("    {label}: {compiled} files compiled, {secs} s");
+                if tty {
+                    eprint!("\r{text}");
+                } else {
+                    eprintln!("{text}");
+                }
+                last = std::time::Instant::now();
+            }
+        }
+    }
+    let status = child.wait()?;
+    if let Some(label) = progress {
+        let secs = start.elapsed().as_secs();
+        let cr = if tty { "\r" } else { "" };
+        eprintln!("{cr}    {label}: {compiled} files compiled in {secs} s, done");
+    }
+    if !status.success() {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        bail!(
+            "{cmd:?} failed with {status}; last lines of {}:\n{tail}",
+            log_path.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_config_catches_dropped_and_forced_options() {
+        let frag = "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_N=4\n";
+        assert!(verify_config(frag, "CONFIG_A=y\nCONFIG_N=4\n# CONFIG_B is not set\n").is_ok());
+        let e = verify_config(frag, "CONFIG_N=4\n").unwrap_err().to_string();
+        assert!(e.contains("CONFIG_A=y"), "{e}");
+        let e = verify_config(frag, "CONFIG_A=y\nCONFIG_B=y\nCONFIG_N=4\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CONFIG_B unset"), "{e}");
+        let e = verify_config(frag, "CONFIG_A=y\nCONFIG_N=8\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CONFIG_N=8"), "{e}");
+    }
+
+    #[test]
+    fn cache_key_depends_on_every_part() {
+        let a = fnv64(&[b"frag", b"tar"]);
+        assert_ne!(a, fnv64(&[b"frag2", b"tar"]));
+        assert_ne!(a, fnv64(&[b"frag", b"tar2"]));
+        assert_ne!(fnv64(&[b"ab", b"c"]), fnv64(&[b"a", b"bc"]));
+    }
+}
