@@ -29,9 +29,9 @@
 //! space randomisation off (`echo 0 > /proc/sys/kernel/randomize_va_space`
 //! as the plan's first command). With randomisation on, start-up varies by
 //! up to ~150 user instructions run to run (alignment-dependent string
-//! and memory routines); at `-smp 2` a 17 ms run counted about 40,000 too
-//! many (about 2,500 per ms: under icount the counters follow QEMU's
-//! instruction count, which the other hart advances too).
+//! and memory routines); at `-smp 2` the excess grows with the run's
+//! length (under icount the counters follow QEMU's instruction count,
+//! which the other hart advances too).
 //!
 //! For `ipi`, opening, enabling and closing the event send a constant few
 //! IPIs to the target, so `count(ipi N) - count(ipi 0)` = N, plus whatever

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// OpenSBI 1.5.1's fw_dynamic.bin and its instructions from reset to S-mode
-/// entry (docs/FACTS.md section 9), for when it is not installed.
+/// entry as Debian ships it (bookworm-backports 1.5.1), for when it is not installed.
 const OPENSBI_SIZE: u64 = 272_488;
 
 const OPENSBI_BOOT_INSNS: u64 = 13_100_000;

@@ -24,19 +24,9 @@
 //! QEMU's icount (one vCPU runs at a time, round robin) the target vCPU
 //! then does not run again before the sender's time slice ends, so every
 //! following call of the slice sees the same kernel thread and misses too.
-//! Measured with the fwevents set-up (receiver thread spinning on cpu1, 50
-//! calls from cpu0, firmware IPI counter read around each call), Linux
-//! 7.2.11 built from tinyconfig + e2e/kernel.config: in four runs (three
-//! on OpenSBI 1.5.1, one on rvpmu-fw) every call from the 6th, 6th, 22nd
-//! or 28th on sent nothing and took 700 ns, where the calls that sent one
-//! IPI took 0.1-4 ms (the sender waits for cpu1); two of the runs had one
-//! isolated miss before that; at a miss cpu1's run queue held `rcu_sched`
-//! and `ksoftirqd/1` besides the receiver. A fifth run (rvpmu-fw, no
-//! per-call timing) sent 50 of 50. Linux 6.12 missed at most one call in
-//! a run and the next one hit (50 or 49 of 50). Which 7.2 change puts those kernel threads on
-//! cpu1 at such instants was not isolated (its config differs, e.g.
-//! PREEMPT_LAZY where 6.12's is PREEMPT_NONE); the selection above is the
-//! same code in both.
+//! On Linux 7.2 this happens often enough to make whole runs of calls send
+//! nothing (e2e/NOTES.md, "Findings", has the measurements); on 6.12 it
+//! is rare. The selection is the same code in both.
 //!
 //! # What is used instead
 //!

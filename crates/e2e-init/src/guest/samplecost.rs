@@ -22,9 +22,8 @@
 //!   the sampled run: the plain run shows their rate, `plain_ns - 2 *
 //!   iters` being ticks plus a few hundred ns of glue, so they inflate the
 //!   per-sample figure by the same fraction `(plain_ns - 2 * iters) /
-//!   plain_ns` (measured on Linux 7.2 at 10^7 iterations: 54,200 ns over
-//!   20,054,200, 0.27%: about 10,000 instructions per tick, one every 4 ms
-//!   at HZ=250); a tick's phase may also add or remove one whole tick per
+//!   plain_ns` (docs/sbi-cost.md, "Per-sample cost under Linux", gives
+//!   the measured fraction); a tick's phase may also add or remove one whole tick per
 //!   pair, at most one tick's cost / overflows per sample (500 ns with 20
 //!   samples, 5 ns with 2000), which the median over the rounds damps;
 //! - throttling: if the kernel throttles the event (`throttle` > 0; too
@@ -82,8 +81,8 @@ pub fn samplecost(p: &Params) -> Result<(), String> {
         sys::online_cpus().len()
     );
     // One pair more than reported, the first discarded: the first timed
-    // loop after boot meets one-off kernel work (181,000 ns more than the
-    // later ones at 10^7 iterations on Linux 7.2).
+    // loop after boot meets one-off kernel work that the later ones do
+    // not repeat.
     let warm = pair(ev, p)?;
     println!(
         "warm-up (not reported): plain {} ns, sampled {} ns",

@@ -1,4 +1,4 @@
-//! The `trace` scenario: run the hpmtrace seed's fib example, cross-compiled
+//! The `trace` scenario: run SiFive's fib example, cross-compiled
 //! with `-finstrument-functions` against hpmtrace's C API, in this guest
 //! with the hardware counters: `/fib-hw` (the example with its event list
 //! cut to what QEMU's PMU has: cycles, timestamp, instructions) and `/fib`
@@ -39,7 +39,7 @@ pub fn trace() -> Result<(), String> {
             Err(e) => format!("probe failed: {e}"),
         }
     );
-    let seed = probe_seed_events();
+    let events = probe_fib_events();
     for (program, env) in PROGRAMS {
         let dir = format!("{WORK_DIR}{program}");
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {dir}: {e}"))?;
@@ -69,7 +69,7 @@ pub fn trace() -> Result<(), String> {
             .u64("timebase_hz", timebase_hz().unwrap_or(0))
             .str("perf_user_access", &user_access)
             .raw("process", &process.finish())
-            .raw("seed_events", &seed)
+            .raw("fib_events", &events)
             .u64("rtd_bytes", bytes.len() as u64)
             .str("rtd_fnv1a64", &format!("{hash:016x}"));
         o = if run.status >= 0 {
@@ -86,10 +86,10 @@ pub fn trace() -> Result<(), String> {
     Ok(())
 }
 
-/// The hardware events of the seed's fib example in perf terms (its
+/// The hardware events of SiFive's fib example in perf terms (its
 /// timestamp comes from the trace clock, not perf): cycles, instructions,
 /// cache-misses, branches, branch-misses and raw event_data 0x20000.
-const SEED_EVENTS: [Kind; 6] = [
+const FIB_EVENTS: [Kind; 6] = [
     Kind::Cycles,
     Kind::Instructions,
     Kind::Hardware(3),
@@ -98,16 +98,16 @@ const SEED_EVENTS: [Kind; 6] = [
     Kind::Raw(0x20000),
 ];
 
-/// What this machine does with each of the seed's events, alone and all
+/// What this machine does with each of fib.c's events, alone and all
 /// together as one group (as the library opens them): opened or not, and
 /// when opened, whether it got a counter (time running) over a short loop.
 /// perf_event_open can succeed for an event the PMU later cannot place
 /// (riscv-pmu-sbi asks the firmware for a counter only when the event is
 /// scheduled); such an event never runs, and neither does its group.
-fn probe_seed_events() -> String {
+fn probe_fib_events() -> String {
     let mut alone = Vec::new();
     let mut group: Vec<Counter> = Vec::new();
-    for kind in SEED_EVENTS {
+    for kind in FIB_EVENTS {
         let ev = Event::filtered(kind, Filter::User);
         let r = count_once(ev, || rvpmu_alu_loop(1000));
         if r.is_ok() {
@@ -130,7 +130,7 @@ fn probe_seed_events() -> String {
         }
     }
     for (what, list) in [("alone", &alone), ("as one group", &together)] {
-        println!("trace: the seed's events {what}: {}", list.join(" "));
+        println!("trace: fib.c's events {what}: {}", list.join(" "));
     }
     Obj::new()
         .raw("alone", &array(&alone))

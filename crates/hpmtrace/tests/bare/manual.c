@@ -1,6 +1,6 @@
 /* Manual records: the trace timestamp as the only counter, raw counts,
  * two perfWriteCntrs() calls. The buffer's header bytes are checked
- * against bytes derived by hand (xtask/src/baremetal.rs). */
+ * against bytes derived by hand (xtask/src/suite/trace/baremetal.rs). */
 #include "rt.h"
 #include "sifive_bare_perf.h"
 

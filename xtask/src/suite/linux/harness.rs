@@ -27,7 +27,7 @@ pub(super) struct KnownBug {
 /// registered again; every STOP with TAKE_SNAPSHOT on that CPU then gets
 /// SBI_ERR_NO_SHMEM (spec: the snapshot shared memory is not available),
 /// and the kernel reads stale values. 6.12 maps NO_SHMEM to -ENOTSUPP
-/// (524), 7.2 to -ENOMEM (12) (FACTS 10): the signature is the kernel's.
+/// (524), 7.2 to -ENOMEM (12) (drivers/perf/riscv_pmu_sbi.c's sbi_err_map_linux_errno): the signature is the kernel's.
 pub(super) fn snapshot_not_reregistered(kernel: Version) -> KnownBug {
     KnownBug {
         after: "CPU1: off",

@@ -35,7 +35,7 @@ use tables::print_kernel_tables;
 /// instructions each).
 const DEMO_ITERS: u64 = 10_000_000;
 /// Hardware counters Linux must report on QEMU virt: cycle + instret + the
-/// 16 mhpmcounters of the generated DT (mask 0x7fff8, FACTS.md 3).
+/// 16 mhpmcounters of the generated DT (mask 0x7fff8 in QEMU virt's generated `riscv,pmu` node).
 const QEMU_HW_COUNTERS: u64 = 18;
 /// Sampling: period and loop iterations (2 instructions each) -> 60 periods.
 const SAMPLE_PERIOD: u64 = 1_000_000;
@@ -453,7 +453,7 @@ fn suite(guest: &Guest, d: &Derived, fw: &Firmware, report: &mut Report) -> Kept
             );
             // The pinned set: 16 TLB events over 3 event ids, cycles,
             // instructions. QEMU counts an event id on one HPM counter only
-            // (FACTS 3), so rvpmu-fw (one-counter-per-event quirk for QEMU
+            // (target/riscv/pmu.c), so rvpmu-fw (one-counter-per-event quirk for QEMU
             // virt) places one event per id plus cycle and instret: 3 + 2;
             // a firmware without the quirk places all 18, 13 of them
             // reading 0.

@@ -1,4 +1,4 @@
-//! The seed's fib trace checked against fib itself: the call tree against
+//! SiFive's fib example's trace checked against fib itself: the call tree against
 //! the recursion, the counts against each other and against fib's
 //! disassembly (instructions per call, exact under icount). Used for the
 //! Linux guest's traces (`super::linux`) and the bare-metal ones

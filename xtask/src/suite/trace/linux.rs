@@ -1,5 +1,5 @@
 //! The guest half of hpmtrace's test (called by `super::test`): the
-//! seed's fib example, cross-compiled with `-finstrument-functions` against
+//! SiFive's fib example, cross-compiled with `-finstrument-functions` against
 //! hpmtrace's C API, runs as `/fib` in the Linux guest on rvpmu-fw (one
 //! hart, icount) with the hardware cycles and instructions counters. /init
 //! (`rvpmu.mode=trace`, crates/e2e-init/src/guest/trace.rs) counts the
@@ -92,12 +92,12 @@ pub fn run(programs: &[Program], cli: &Path, dir: &Path) -> Result<()> {
     let results = out.scenario("trace");
     if let Some(r) = results.first() {
         println!(
-            "  info  [trace] the seed's events on this machine, each alone: {}",
-            r["seed_events"]["alone"]
+            "  info  [trace] fib.c's events on this machine, each alone: {}",
+            r["fib_events"]["alone"]
         );
         println!(
             "  info  [trace] ... and as one group: {}",
-            r["seed_events"]["group"]
+            r["fib_events"]["group"]
         );
     }
     for (p, fp) in programs.iter().zip(&paths) {
@@ -214,14 +214,14 @@ fn guest_checks(
                 .collect()
         })
         .unwrap_or_default();
-    let seed_types = header.is_some_and(|h| {
+    let sifive_types = header.is_some_and(|h| {
         h.iter()
             .flatten()
             .all(|d| !matches!(d.event, hpmtrace::format::Event::LinuxSoftware { .. }))
     });
     c.check(
-        "the header keeps to the seed's event types (0 general, 1 cache, 2 raw) that SiFive's decoder reads",
-        seed_types,
+        "the header keeps to SiFive's event types (0 general, 1 cache, 2 raw) that SiFive's decoder reads",
+        sifive_types,
         "no type-16 (Linux software) counter",
         &format!("counters [{}]", names.join(", ")),
     );
@@ -253,8 +253,8 @@ fn guest_checks(
     );
     let records = &t.records;
     if !records.is_empty() && t.zero_deltas == records.len() {
-        // Name the likely cause from /init's probe of the seed's events.
-        let never: Vec<&str> = r["seed_events"]["alone"]
+        // Name the likely cause from /init's probe of fib.c's events.
+        let never: Vec<&str> = r["fib_events"]["alone"]
             .as_array()
             .into_iter()
             .flatten()
