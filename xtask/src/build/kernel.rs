@@ -162,7 +162,7 @@ pub fn build(v: Version) -> Result<Kernel> {
     let tar_id = tarball_identity(&tarball)?;
     let key = fnv64(&[
         v.name().as_bytes(),
-        fragment.as_bytes(),
+        config_lines(&fragment).as_bytes(),
         tar_id.as_bytes(),
         RECIPE_VERSION.as_bytes(),
     ]);
@@ -259,6 +259,20 @@ fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
 /// Every `CONFIG_X=v` line must be in the final .config verbatim and every
 /// `# CONFIG_X is not set` line must leave X unset: olddefconfig silently
 /// drops what a dependency forbids, and this turns that into an error.
+/// The fragment's option lines, in order, `# CONFIG_X is not set`
+/// included (Kconfig reads it as an option): what the build depends on.
+/// Other comments and blank lines do not change the kernel, so they do
+/// not change the cache key.
+fn config_lines(fragment: &str) -> String {
+    fragment
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("CONFIG_") || (l.starts_with("# CONFIG_") && l.ends_with(" is not set"))
+        })
+        .fold(String::new(), |acc, l| acc + l + "\n")
+}
+
 pub fn verify_config(fragment: &str, config: &str) -> Result<()> {
     let mut bad = Vec::new();
     for line in fragment.lines().map(str::trim) {
@@ -367,6 +381,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("CONFIG_N=8"), "{e}");
+    }
+
+    #[test]
+    fn cache_key_ignores_comments_only() {
+        let a = config_lines("# base\nCONFIG_A=y\n\n# n\nCONFIG_N=4\n");
+        assert_eq!(a, config_lines("CONFIG_A=y\n# other words\n  CONFIG_N=4"));
+        assert_ne!(a, config_lines("CONFIG_A=y\nCONFIG_N=8\n"));
+        // Turning an option off is an option line, though it reads as a
+        // comment.
+        assert_ne!(
+            a,
+            config_lines("CONFIG_A=y\nCONFIG_N=4\n# CONFIG_X is not set\n")
+        );
     }
 
     #[test]
