@@ -13,7 +13,8 @@
 //! A fatal trap or panic in this kernel also shuts down with reason
 //! "system failure". `cargo xtask conformance` / `cargo xtask bench` run
 //! it and parse its output. Entry, stacks, trap vector and console are
-//! the runtime this kernel shares with `sbi-check` (`crates/srt`). On the
+//! the runtime this kernel shares with `sbi-check` and `vs-check`
+//! (`rvpmu_rt`). On the
 //! host this crate is an empty stub.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -25,7 +26,9 @@ fn main() {
 #[cfg(target_os = "none")]
 mod checks;
 #[cfg(target_os = "none")]
-use srt::{console, println, text};
+use rvpmu_rt::{console, println, text};
+#[cfg(target_os = "none")]
+rvpmu_rt::entry!();
 #[cfg(target_os = "none")]
 mod cost;
 #[cfg(target_os = "none")]
@@ -177,7 +180,7 @@ mod kernel {
             SEC_DONE.store(false, Ordering::Release);
             SEC_ALIVE.store(false, Ordering::Release);
             println!("SMP starting hart {h} (slot {slot})");
-            let r = sbi::hart_start(h, srt::runtime::secondary_entry(), slot);
+            let r = sbi::hart_start(h, rvpmu_rt::runtime::secondary_entry(), slot);
             println!("SMP hart_start({h}) answered {r}");
             if !r.ok() {
                 println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");

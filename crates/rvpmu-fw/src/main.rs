@@ -85,8 +85,6 @@ mod boot;
 #[cfg(target_os = "none")]
 mod console;
 #[cfg(target_os = "none")]
-mod csr;
-#[cfg(target_os = "none")]
 mod dtpatch;
 #[cfg(target_os = "none")]
 mod emulate;

@@ -25,8 +25,6 @@ mod console;
 #[cfg(target_os = "none")]
 mod counters;
 #[cfg(target_os = "none")]
-mod csr;
-#[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
 mod guests;
@@ -41,7 +39,7 @@ mod vcpu;
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     console::hvprintln!("panic: {info}");
-    trap::shutdown_failure()
+    rvpmu_rt::runtime::halt_failure()
 }
 
 #[cfg(not(target_os = "none"))]

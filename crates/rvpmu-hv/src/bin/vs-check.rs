@@ -14,7 +14,7 @@
 //! if a check failed), `vs-check.end=fault` a load from guest-physical
 //! 0x10000000 (QEMU's UART, not mapped for the guest), which the
 //! hypervisor must report and stop. Run by `cargo xtask hv`. Runtime:
-//! `srt` (entry, stack, trap vector, console), calls through
+//! `rvpmu_rt` (entry, stack, trap vector, console), calls through
 //! `rvpmu::supervisor`. Bare-metal; an empty stub on the host.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -27,9 +27,11 @@ fn main() {
 mod guest {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use rvpmu::supervisor::sbi;
+    use rvpmu_rt::{console, println, runtime};
     use sbi_spec::binary::{RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
     use sbi_spec::{base::EID_BASE, dbcn::EID_DBCN, srst::EID_SRST, time::EID_TIME};
-    use srt::{console, println, runtime};
+
+    rvpmu_rt::entry!();
 
     static TIMER_IRQS: AtomicUsize = AtomicUsize::new(0);
     static SOFT_IRQS: AtomicUsize = AtomicUsize::new(0);
