@@ -16,6 +16,19 @@
 //! the runtime this kernel shares with `sbi-check` and `vs-check`
 //! (`rvpmu_rt`). On the
 //! host this crate is an empty stub.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `sbi` | |
+//! | `rt` | `sbi` |
+//! | `report` | `sbi` |
+//! | `mem` | `rt` |
+//! | `params` | `sbi`, `rt`, `report` |
+//! | `checks` | `sbi`, `rt`, `report`, `mem`, `params` |
+//! | `cost` | `sbi`, `mem`, `checks` |
+//! | `kernel` | `sbi`, `rt`, `report`, `params`, `checks`, `cost` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]

@@ -144,6 +144,8 @@ csrs! {
     TIME = 0xc01;
     /// Instructions-retired counter (read-only shadow).
     INSTRET = 0xc02;
+    /// The first programmable counter (read-only shadow).
+    HPMCOUNTER3 = 0xc03;
 }
 
 // Supervisor.
@@ -303,6 +305,20 @@ macro_rules! indexed {
 #[inline(always)]
 pub fn read_hpmcounter(n: usize) -> usize {
     indexed!(n, HPMCOUNTER_BASE, read)
+}
+
+/// The user counter CSR numbered `num` (cycle, time, instret,
+/// hpmcounter3..31: 0xc00..=0xc1f, as the SBI PMU's counter_get_info
+/// names them), or `None` for any other number.
+#[cfg(target_arch = "riscv64")]
+pub fn read_counter(num: u16) -> Option<usize> {
+    Some(match num.checked_sub(HPMCOUNTER_BASE)? {
+        0 => CYCLE.read(),
+        1 => TIME.read(),
+        2 => INSTRET.read(),
+        i @ 3..=31 => read_hpmcounter(i as usize),
+        _ => return None,
+    })
 }
 
 // Bits.

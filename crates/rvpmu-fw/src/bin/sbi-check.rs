@@ -7,6 +7,12 @@
 //! S-mode runtime it shares with the conformance kernel (`rvpmu_rt`); its SBI
 //! calls go through `rvpmu::supervisor`. Bare-metal; an empty stub on the
 //! host.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `payload` | |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
