@@ -14,7 +14,7 @@ use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
 use rvpmu_hv::options::MAX_GUESTS;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
-use rvpmu_rt::csr::{self, HSTATUS_SPVP, SSTATUS_SPP};
+use rvpmu_rt::csr::{self, HSTATUS_SPVP, IRQ_VS_SOFT, SSTATUS_SPP};
 
 /// The guest's general registers and pc, as the trap vector saves them.
 #[repr(C)]
@@ -42,7 +42,7 @@ impl VsHart for VsCsrs {
         csr::VSTIMECMP.write(stime_value as usize);
     }
     fn send_ipi(&mut self) {
-        csr::HVIP.set(1 << 2);
+        csr::HVIP.set(1 << IRQ_VS_SOFT);
     }
     fn fence_i(&mut self) {
         // SAFETY: a fence; no memory effects beyond ordering.
