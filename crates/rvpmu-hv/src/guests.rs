@@ -1,4 +1,4 @@
-//! Several guests time-sliced on this hart (issue 14 phase 4,
+//! Several guests time-sliced on this hart (host command line
 //! `rvpmu-hv.guests=N`): the scheduler (`rvpmu_hv::sched`) decides, this
 //! module switches.
 //!

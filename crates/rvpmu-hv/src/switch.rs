@@ -1,5 +1,5 @@
 //! Saving and restoring the guest's counters when the hypervisor takes
-//! the hart from it and gives it back (issue 14 phase 3), with the host
+//! the hart from it and gives it back, with the host
 //! firmware's own snapshot: `HostHpm::switch_out` (stop with
 //! TAKE_SNAPSHOT) and `HostHpm::switch_in` (start with INIT_SNAPSHOT)
 //! through [`HostPage`], the hypervisor's snapshot page registered with
