@@ -1,10 +1,16 @@
-//! Links the bare-metal kernel with its own script (load address
-//! 0x80200000, where QEMU puts `-kernel` after a small firmware). The host
-//! stub links normally.
+//! Links the bare-metal kernel with its linker script (`rvpmu_rt::link`):
+//! loaded at 0x80200000, where QEMU puts `-kernel` after a small firmware.
+//! The host stub links normally.
+use rvpmu_rt::link::{link, Image};
+
 fn main() {
-    println!("cargo:rerun-if-changed=link.x");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none") {
-        let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-        println!("cargo:rustc-link-arg=-T{dir}/link.x");
-    }
+    link(
+        &[Image {
+            bin: "conformance",
+            origin: 0x8020_0000,
+            bss_align: 4096,
+            extra: "",
+        }],
+        &[],
+    );
 }

@@ -1,11 +1,36 @@
-//! Links the bare-metal binaries with their linker scripts (only when
-//! building for a `none` target; the host build is a stub).
-fn main() {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    println!("cargo:rerun-if-changed=link/fw.ld");
-    println!("cargo:rerun-if-changed=link/payload.ld");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none") {
-        println!("cargo:rustc-link-arg-bin=rvpmu-fw=-T{dir}/link/fw.ld");
-        println!("cargo:rustc-link-arg-bin=sbi-check=-T{dir}/link/payload.ld");
+//! Links the bare-metal binaries with their linker scripts
+//! (`rvpmu_rt::link`; only for a `none` target, the host build is a stub):
+//! the firmware where QEMU's `-bios` goes, with its per-hart stacks after
+//! `.bss`; sbi-check where QEMU's `-kernel` goes.
+use rvpmu_rt::link::{link, Image};
+
+/// The firmware's per-hart stacks (hart N's ends at `_stacks_end` - N *
+/// STACK_SIZE): after `.bss`, never zeroed, since harts run on them while
+/// the boot hart clears `.bss`. Must match MAX_HARTS and STACK_SIZE in
+/// src/layout.rs.
+const STACKS: &str = "    .stacks (NOLOAD) : ALIGN(4096) {
+        _stacks_start = .;
+        . += 8 * 0x4000;
+        _stacks_end = .;
     }
+";
+
+fn main() {
+    link(
+        &[
+            Image {
+                bin: "rvpmu-fw",
+                origin: 0x8000_0000,
+                bss_align: 16,
+                extra: STACKS,
+            },
+            Image {
+                bin: "sbi-check",
+                origin: 0x8020_0000,
+                bss_align: 16,
+                extra: "",
+            },
+        ],
+        &[],
+    );
 }

@@ -1,13 +1,27 @@
-//! Links the bare-metal binaries with their scripts (only for a `none`
-//! target; on the host both are stubs): the hypervisor where QEMU puts
-//! `-kernel` (host-physical 0x80200000), vs-check at the guest-physical
-//! address the hypervisor enters its guests at (also 0x80200000).
+//! Links the bare-metal binaries with their linker scripts
+//! (`rvpmu_rt::link`; only for a `none` target, on the host both are
+//! stubs): the hypervisor where QEMU puts `-kernel` (host-physical
+//! 0x80200000; its `.bss` holds the G-stage tables, 16 KiB aligned),
+//! vs-check at the guest-physical address the hypervisor enters its guests
+//! at (also 0x80200000).
+use rvpmu_rt::link::{link, Image};
+
 fn main() {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    println!("cargo:rerun-if-changed=link/hv.ld");
-    println!("cargo:rerun-if-changed=link/guest.ld");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none") {
-        println!("cargo:rustc-link-arg-bin=rvpmu-hv=-T{dir}/link/hv.ld");
-        println!("cargo:rustc-link-arg-bin=vs-check=-T{dir}/link/guest.ld");
-    }
+    link(
+        &[
+            Image {
+                bin: "rvpmu-hv",
+                origin: 0x8020_0000,
+                bss_align: 16384,
+                extra: "",
+            },
+            Image {
+                bin: "vs-check",
+                origin: 0x8020_0000,
+                bss_align: 4096,
+                extra: "",
+            },
+        ],
+        &[],
+    );
 }

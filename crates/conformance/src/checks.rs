@@ -151,24 +151,13 @@ fn release(idx: usize) {
 
 /// Reads a hardware counter CSR (cycle, instret, hpmcounter3..31) by number.
 fn read_counter_csr(csr: usize) -> Option<u64> {
-    macro_rules! csr_match {
-        ($c:expr; $($n:literal)*) => {
-            match $c {
-                $($n => {
-                    let v: u64;
-                    // SAFETY: reads a user-level counter CSR; an illegal
-                    // instruction trap is caught by the caller.
-                    unsafe { core::arch::asm!(concat!("csrr {0}, ", stringify!($n)), out(reg) v) };
-                    Some(v)
-                })*
-                _ => None,
-            }
-        };
-    }
+    // A counter the firmware keeps closed (mcounteren) traps as an illegal
+    // instruction: caught.
     let (v, trapped) = crate::rt::catch_illegal(|| {
-        csr_match!(csr; 0xc00 0xc01 0xc02 0xc03 0xc04 0xc05 0xc06 0xc07 0xc08 0xc09 0xc0a 0xc0b
-            0xc0c 0xc0d 0xc0e 0xc0f 0xc10 0xc11 0xc12 0xc13 0xc14 0xc15 0xc16 0xc17 0xc18 0xc19
-            0xc1a 0xc1b 0xc1c 0xc1d 0xc1e 0xc1f)
+        u16::try_from(csr)
+            .ok()
+            .and_then(rvpmu_rt::csr::read_counter)
+            .map(|v| v as u64)
     });
     if trapped {
         None

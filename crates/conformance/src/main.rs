@@ -13,8 +13,22 @@
 //! A fatal trap or panic in this kernel also shuts down with reason
 //! "system failure". `cargo xtask conformance` / `cargo xtask bench` run
 //! it and parse its output. Entry, stacks, trap vector and console are
-//! the runtime this kernel shares with `sbi-check` (`crates/srt`). On the
+//! the runtime this kernel shares with `sbi-check` and `vs-check`
+//! (`rvpmu_rt`). On the
 //! host this crate is an empty stub.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `sbi` | |
+//! | `rt` | `sbi` |
+//! | `report` | `sbi` |
+//! | `mem` | `rt` |
+//! | `params` | `sbi`, `rt`, `report` |
+//! | `checks` | `sbi`, `rt`, `report`, `mem`, `params` |
+//! | `cost` | `sbi`, `mem`, `checks` |
+//! | `kernel` | `sbi`, `rt`, `report`, `params`, `checks`, `cost` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -25,7 +39,9 @@ fn main() {
 #[cfg(target_os = "none")]
 mod checks;
 #[cfg(target_os = "none")]
-use srt::{console, println, text};
+use rvpmu_rt::{console, println, text};
+#[cfg(target_os = "none")]
+rvpmu_rt::entry!();
 #[cfg(target_os = "none")]
 mod cost;
 #[cfg(target_os = "none")]
@@ -190,7 +206,7 @@ mod kernel {
             SEC_DONE.store(false, Ordering::Release);
             SEC_ALIVE.store(false, Ordering::Release);
             println!("SMP starting hart {h} (slot {slot})");
-            let r = sbi::hart_start(h, srt::runtime::secondary_entry(), slot);
+            let r = sbi::hart_start(h, rvpmu_rt::runtime::secondary_entry(), slot);
             println!("SMP hart_start({h}) answered {r}");
             if !r.ok() {
                 println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");

@@ -1,5 +1,5 @@
 //! The conformance kernel's part of the runtime (entry, stacks and trap
-//! vector are the shared `srt::runtime`): its trap handler (probing
+//! vector are the shared `rvpmu_rt::runtime`): its trap handler (probing
 //! optional CSRs, otherwise fatal), the panic handler, and the
 //! non-retentive hart_suspend trampoline.
 

@@ -256,4 +256,4 @@ pub fn legacy_putchar(ch: usize) -> isize {
     sbi().legacy(eid::LEGACY_PUTCHAR, [ch, 0, 0, 0])
 }
 
-pub use srt::runtime::{shutdown, shutdown_failure};
+pub use rvpmu_rt::runtime::{shutdown, shutdown_failure};

@@ -2,10 +2,16 @@
 //! per-hart M-mode setup every hart does before running S-mode code.
 
 use crate::console::Out;
-use crate::csr::*;
 use crate::layout;
 use crate::machine::{self, HartLocal};
 use crate::platform::{self, Features, Platform};
+use rvpmu_rt::csr::{
+    self, CAUSE_BREAKPOINT, CAUSE_FETCH_GUEST_PAGE_FAULT, CAUSE_FETCH_PAGE_FAULT,
+    CAUSE_LOAD_GUEST_PAGE_FAULT, CAUSE_LOAD_PAGE_FAULT, CAUSE_MISALIGNED_FETCH,
+    CAUSE_STORE_GUEST_PAGE_FAULT, CAUSE_STORE_PAGE_FAULT, CAUSE_USER_ECALL, CAUSE_VIRTUAL_INSN,
+    CAUSE_VS_ECALL, MENVCFG_ADUE, MENVCFG_CBCFE, MENVCFG_CBIE_INV, MENVCFG_CBZE, MENVCFG_PBMTE,
+    MENVCFG_STCE, MIP_LCOFIP, MIP_MSIP, MIP_SEIP, MIP_SSIP, MIP_STIP,
+};
 
 /// Rust entry from `_start`, on the hart's own stack.
 pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
@@ -80,7 +86,7 @@ fn boot_failure(what: &str) -> ! {
         .str("rvpmu-fw: boot failed: ")
         .str(what)
         .str("\n");
-    crate::power::fail(3)
+    crate::power::fail(rvpmu_rt::exit::BOOT_FAILED)
 }
 
 /// Add the firmware's no-map reservation to the DTB, growing it in place
@@ -159,16 +165,16 @@ unsafe fn hart_init(ready: machine::Ready, me: usize) -> &'static mut HartLocal 
             | 1 << CAUSE_VIRTUAL_INSN
             | 1 << CAUSE_STORE_GUEST_PAGE_FAULT;
     }
-    csr_write!(medeleg, exceptions);
+    csr::MEDELEG.write(exceptions);
     let mut irqs = MIP_SSIP | MIP_STIP | MIP_SEIP;
     if f.has(Features::SSCOFPMF) {
         irqs |= MIP_LCOFIP;
     }
-    csr_write!(mideleg, irqs);
+    csr::MIDELEG.write(irqs);
 
     let present = crate::pmu::present_counters();
     // S-mode reads cycle, time, instret and the HPM counters directly.
-    csr_write!(mcounteren, 0xffff_ffff);
+    csr::MCOUNTEREN.write(0xffff_ffff);
 
     let mut envcfg = 0;
     if f.has(Features::SSTC) {
@@ -187,16 +193,16 @@ unsafe fn hart_init(ready: machine::Ready, me: usize) -> &'static mut HartLocal 
         envcfg |= MENVCFG_ADUE;
     }
     if envcfg != 0 {
-        csr_write!(0x30a, envcfg);
+        csr::MENVCFG.write(envcfg);
     }
 
     // PMP: entry 0 denies the firmware region to S/U, entry 1 allows the rest.
     const NAPOT: usize = 3 << 3;
     const RWX: usize = 7;
     let (base, size) = (p.firmware.base as usize, p.firmware.size as usize);
-    csr_write!(pmpaddr0, (base >> 2) | ((size >> 3) - 1));
-    csr_write!(pmpaddr1, usize::MAX);
-    csr_write!(pmpcfg0, NAPOT | (NAPOT | RWX) << 8);
+    csr::PMPADDR0.write((base >> 2) | ((size >> 3) - 1));
+    csr::PMPADDR1.write(usize::MAX);
+    csr::PMPCFG0.write(NAPOT | (NAPOT | RWX) << 8);
     // SAFETY: required after PMP changes; no memory effects.
     unsafe { core::arch::asm!("sfence.vma") };
 
@@ -207,6 +213,6 @@ unsafe fn hart_init(ready: machine::Ready, me: usize) -> &'static mut HartLocal 
     // borrow until the hart enters S-mode, and unused after that.
     let hart = unsafe { crate::frame::this_hart() };
     crate::timer::disarm(me, hart);
-    csr_write!(mie, MIP_MSIP);
+    csr::MIE.write(MIP_MSIP);
     hart
 }

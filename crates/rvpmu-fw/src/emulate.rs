@@ -63,7 +63,7 @@ fn decode(insn: u32) -> Option<Access> {
 
 /// Handle a misaligned load/store trap at `f.mepc` for address `addr`.
 pub fn misaligned(ready: Ready, f: &mut TrapFrame, cause: usize, addr: usize, pmu: &mut HartPmu) {
-    let is_load = cause == crate::csr::CAUSE_MISALIGNED_LOAD;
+    let is_load = cause == rvpmu_rt::csr::CAUSE_MISALIGNED_LOAD;
     pmu.record(if is_load {
         FwEvent::MisalignedLoad
     } else {

@@ -5,10 +5,13 @@
 //! entering S-mode. The assembly here is what the trap handlers call; the trap
 //! vector itself is in `entry.rs`.
 
-use crate::csr::*;
 use crate::machine::{HartLocal, Ready};
 use crate::platform::Features;
 use core::mem::{offset_of, size_of};
+use rvpmu_rt::csr::{
+    self, HSTATUS_SPV, HSTATUS_SPVP, MSTATUS_MPP, MSTATUS_MPP_SHIFT, MSTATUS_MPRV, MSTATUS_MPV,
+    MSTATUS_MXR, MSTATUS_SIE, MSTATUS_SPIE, MSTATUS_SPP, PRV_M, PRV_S,
+};
 
 /// The interrupted context, saved at the top of the hart's M-mode stack.
 /// Layout is used by the assembly in `entry.rs` (via `offset_of!`).
@@ -46,7 +49,7 @@ const _: () = assert!(size_of::<HartRoot>().is_multiple_of(8) && size_of::<HartR
 /// `_start` on), which owns it from now on: the SBI call path finds it
 /// with a CSR read and a load, and `this_hart` is the only way back.
 pub fn set_hart(hart: &'static mut HartLocal) {
-    let r = csr_read!(mscratch) as *mut HartRoot;
+    let r = csr::MSCRATCH.read() as *mut HartRoot;
     // SAFETY: mscratch points at this hart's own root, whose `hart` word
     // only this hart reads or writes, and never through a reference.
     unsafe { (*r).hart = hart };
@@ -68,7 +71,7 @@ pub fn set_hart(hart: &'static mut HartLocal) {
 /// S-mode.
 #[inline(always)]
 pub unsafe fn this_hart<'a>() -> &'a mut HartLocal {
-    let r = csr_read!(mscratch) as *const HartRoot;
+    let r = csr::MSCRATCH.read() as *const HartRoot;
     // SAFETY: mscratch points at this hart's root, whose `hart` was set by
     // `set_hart` to this hart's state, which lives for the whole run; the
     // caller guarantees no other borrow of it is live.
@@ -85,9 +88,13 @@ pub fn redirect(ready: Ready, f: &mut TrapFrame, cause: usize, tval: usize) {
     if prev == PRV_M {
         crate::power::fatal("exception to redirect came from M-mode", f.mepc);
     }
-    if ready.platform().hart_features(hartid()).has(Features::H) {
+    if ready
+        .platform()
+        .hart_features(csr::MHARTID.read())
+        .has(Features::H)
+    {
         let virt = f.mstatus & MSTATUS_MPV != 0;
-        let mut hs = csr_read!(0x600);
+        let mut hs = csr::HSTATUS.read();
         if virt {
             hs |= HSTATUS_SPV;
             if prev == PRV_S {
@@ -98,14 +105,14 @@ pub fn redirect(ready: Ready, f: &mut TrapFrame, cause: usize, tval: usize) {
         } else {
             hs &= !HSTATUS_SPV;
         }
-        csr_write!(0x600, hs);
-        csr_write!(0x643, 0); // htval
-        csr_write!(0x64a, 0); // htinst
+        csr::HSTATUS.write(hs);
+        csr::HTVAL.write(0); // htval
+        csr::HTINST.write(0); // htinst
         f.mstatus &= !MSTATUS_MPV;
     }
-    csr_write!(scause, cause);
-    csr_write!(stval, tval);
-    csr_write!(sepc, f.mepc);
+    csr::SCAUSE.write(cause);
+    csr::STVAL.write(tval);
+    csr::SEPC.write(f.mepc);
     let mut s = f.mstatus;
     s = if prev == PRV_S {
         s | MSTATUS_SPP
@@ -119,7 +126,7 @@ pub fn redirect(ready: Ready, f: &mut TrapFrame, cause: usize, tval: usize) {
     };
     s &= !(MSTATUS_SIE | MSTATUS_MPP);
     f.mstatus = s | PRV_S << MSTATUS_MPP_SHIFT;
-    f.mepc = csr_read!(stvec) & !3;
+    f.mepc = csr::STVEC.read() & !3;
 }
 
 extern "C" {
@@ -140,9 +147,9 @@ core::arch::global_asm!(
     "   li t0, {set}",
     "   csrs mstatus, t0",
     "   mret",
-    clear = const crate::csr::MSTATUS_MPP | crate::csr::MSTATUS_MPIE | crate::csr::MSTATUS_SIE
-        | crate::csr::MSTATUS_SPIE | MSTATUS_MPRV | crate::csr::MSTATUS_MPV,
-    set = const crate::csr::PRV_S << crate::csr::MSTATUS_MPP_SHIFT,
+    clear = const rvpmu_rt::csr::MSTATUS_MPP | rvpmu_rt::csr::MSTATUS_MPIE | rvpmu_rt::csr::MSTATUS_SIE
+        | rvpmu_rt::csr::MSTATUS_SPIE | MSTATUS_MPRV | rvpmu_rt::csr::MSTATUS_MPV,
+    set = const rvpmu_rt::csr::PRV_S << rvpmu_rt::csr::MSTATUS_MPP_SHIFT,
 );
 
 /// Result of a guarded access: `cause` is 0 on success, else the mcause of

@@ -3,15 +3,15 @@
 //! pending. Both serve other harts' messages while they wait. The shared
 //! HSM states and the start requests are in `machine.rs`.
 
-use crate::csr::{self, csr_clear, csr_read, MIP_SSIP};
 use crate::machine::{self, HartLocal};
+use rvpmu_rt::csr::{self, MIP_SSIP};
 
 /// Stop the calling hart (HSM hart_stop, or parking a secondary at boot)
 /// and wait in M-mode until a hart_start names it.
 pub fn stop_and_wait(me: usize, hart: &mut HartLocal) -> ! {
     machine::begin_stop(me);
     crate::timer::disarm(me, hart);
-    csr_clear!(mip, MIP_SSIP);
+    csr::MIP.clear(MIP_SSIP);
     machine::finish_stop(me);
     loop {
         let bits = machine::process_messages(hart.ready, me, false, &mut hart.perf.pmu);
@@ -37,7 +37,7 @@ pub fn suspend(me: usize, hart: &mut HartLocal) {
     loop {
         machine::process_messages(hart.ready, me, true, &mut hart.perf.pmu);
         crate::timer::poll_mtimer(hart);
-        if csr_read!(mip) & csr_read!(mie) & S_IRQS != 0 {
+        if csr::MIP.read() & csr::MIE.read() & S_IRQS != 0 {
             break;
         }
         // SAFETY: wfi only stalls; wakes on any interrupt enabled in mie.

@@ -1,29 +1,29 @@
-//! Memory layout constants shared by the linker script (`link/fw.ld`), the
+//! Memory layout constants shared by the linker script (`build.rs`), the
 //! entry code and the Rust side.
 
 /// Harts the firmware serves. Harts with a larger `mhartid` park forever.
-/// Must match `MAX_HARTS` in `link/fw.ld`.
+/// Must match the stacks section in `build.rs`.
 pub const MAX_HARTS: usize = 8;
 
 /// Bytes of M-mode stack per hart (the trap frame sits at its top).
-/// Must match `STACK_SIZE` in `link/fw.ld`.
+/// Must match the stacks section in `build.rs`.
 pub const STACK_SIZE: usize = 0x4000;
 
 /// Where QEMU's `-kernel` lands when the fw_dynamic info is absent.
 pub const DEFAULT_NEXT_ADDR: usize = 0x8020_0000;
 
 extern "C" {
-    static _fw_start: u8;
-    static _fw_end: u8;
-    static _bss_start: u8;
-    static _bss_end: u8;
+    static __image_start: u8;
+    static __end: u8;
+    static __bss_start: u8;
+    static __bss_end: u8;
 }
 
 /// `[start, end)` of everything the firmware owns in RAM (code, data, stacks).
 pub fn firmware_span() -> (usize, usize) {
     (
-        core::ptr::addr_of!(_fw_start) as usize,
-        core::ptr::addr_of!(_fw_end) as usize,
+        core::ptr::addr_of!(__image_start) as usize,
+        core::ptr::addr_of!(__end) as usize,
     )
 }
 
@@ -40,8 +40,8 @@ pub fn protected_region() -> (u64, u64) {
 /// # Safety
 /// No other hart may be using `.bss` yet.
 pub unsafe fn zero_bss() {
-    let start = core::ptr::addr_of!(_bss_start) as *mut u8;
-    let end = core::ptr::addr_of!(_bss_end) as *mut u8;
+    let start = core::ptr::addr_of!(__bss_start) as *mut u8;
+    let end = core::ptr::addr_of!(__bss_end) as *mut u8;
     let mut p = start;
     while p < end {
         core::ptr::write_volatile(p as *mut u64, 0);

@@ -11,7 +11,6 @@
 //! hart's state keeps the one its setup had (`HartLocal::ready`), so the
 //! trap paths have it wherever they have the hart's state.
 
-use crate::csr::{self, csr_read, csr_set, MIP_SSIP};
 use crate::layout::MAX_HARTS;
 use crate::platform::{Features, Platform};
 use crate::pmu::{self, HartPerf, HartPmu};
@@ -20,6 +19,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use rvpmu::dt::EventMap;
 use rvpmu::event::FwEvent;
+use rvpmu_rt::csr::{self, MIP_SSIP};
 use sbi_spec::hsm::hart_state;
 
 /// Boot hand-off. Nonzero initial values keep these in `.data`, which QEMU
@@ -246,7 +246,7 @@ pub fn publish(p: Platform) -> Ready {
 
 /// Wait (secondary harts) until the boot hart has published the platform.
 pub fn wait_for_platform() -> Ready {
-    csr_set!(mie, csr::MIP_MSIP);
+    csr::MIE.set(csr::MIP_MSIP);
     while BOOT.stage.load(Acquire) != STAGE_READY {
         // SAFETY: wfi only stalls; MSIP from `publish` wakes us.
         unsafe { core::arch::asm!("wfi") };
@@ -326,7 +326,7 @@ fn is_running(hart: usize) -> bool {
 /// hart's IPI to itself is neither sent nor received.
 pub fn send_ipi(ready: Ready, me: usize, target: usize, pmu: &mut HartPmu) {
     if target == me {
-        csr_set!(mip, MIP_SSIP);
+        csr::MIP.set(MIP_SSIP);
     } else if is_running(target) {
         pmu.record(FwEvent::IpiSent);
         MACHINE.harts[target].pending.fetch_or(MSG_IPI, AcqRel);
@@ -383,8 +383,7 @@ fn execute_fence(f: &Fence) {
     let whole =
         (f.start == 0 && f.size == 0) || f.size == usize::MAX || f.size / 4096 > FULL_FLUSH_PAGES;
     // SAFETY: fences have no memory-safety effects. hfence.* only run for
-    // kinds that are accepted when the hart has H (encoded as .word so the
-    // assembler needs no H support).
+    // kinds that are accepted when the hart has H.
     unsafe {
         match f.kind {
             FenceKind::I => core::arch::asm!("fence.i"),
@@ -414,13 +413,12 @@ fn execute_fence(f: &Fence) {
                 }
             }
             // Over-flushing is always correct: all guest-physical mappings.
-            FenceKind::GvmaVmid | FenceKind::Gvma => core::arch::asm!(".word 0x62000073"),
+            FenceKind::GvmaVmid | FenceKind::Gvma => csr::hfence_gvma_all(),
             // hfence.vvma acts on the VMID in hgatp: borrow the sender's.
             FenceKind::VvmaAsid | FenceKind::Vvma => {
-                let old: usize;
-                core::arch::asm!("csrrw {0}, 0x680, {1}", out(reg) old, in(reg) f.id);
-                core::arch::asm!(".word 0x22000073");
-                core::arch::asm!("csrw 0x680, {0}", in(reg) old);
+                let old = csr::HGATP.swap(f.id);
+                csr::hfence_vvma_all();
+                csr::HGATP.write(old);
             }
         }
     }
@@ -434,7 +432,7 @@ pub fn process_messages(ready: Ready, me: usize, running: bool, pmu: &mut HartPm
     clear_msip(ready, me);
     let bits = slot.pending.swap(0, AcqRel);
     if bits & MSG_IPI != 0 && running {
-        csr_set!(mip, MIP_SSIP);
+        csr::MIP.set(MIP_SSIP);
         pmu.record(FwEvent::IpiReceived);
     }
     if bits & MSG_FENCE != 0 {
@@ -533,8 +531,8 @@ pub fn write_mtimecmp(ready: Ready, me: usize, value: u64) {
 /// to `pmu`). The caller reprograms mtimecmp afterwards.
 pub fn sleep_until(ready: Ready, me: usize, deadline: u64, pmu: &mut HartPmu) {
     write_mtimecmp(ready, me, deadline);
-    csr_set!(mie, csr::MIP_MTIP);
-    while (csr_read!(time) as u64) < deadline {
+    csr::MIE.set(csr::MIP_MTIP);
+    while (csr::TIME.read() as u64) < deadline {
         // SAFETY: wfi only stalls; MTIP or MSIP (enabled in mie) wakes us.
         unsafe { core::arch::asm!("wfi") };
         process_messages(ready, me, true, pmu);

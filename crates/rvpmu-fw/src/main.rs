@@ -5,27 +5,49 @@
 //! Bare-metal crate: built for riscv64gc-unknown-none-elf by
 //! `cargo xtask firmware`; on the host it is an empty stub.
 //!
-//! # Layering
+//! # Modules
 //!
-//! Each module uses only modules listed before it (no cycles):
+//! | module | what |
+//! |---|---|
+//! | `console` | the UART |
+//! | `layout` | memory layout |
+//! | `dtpatch` | the DTB's /reserved-memory |
+//! | `platform` | fw_dynamic info, the device tree's description of the machine |
+//! | `pmu` | the `rvpmu` engine per hart (`HartPerf`), the event map from the DT |
+//! | `machine` | shared state: boot hand-off, platform (through `Ready`), event map, hart table (HSM states, IPI and fence messages, storage of each hart's `HartLocal`), `sleep_until` |
+//! | `power` | power-off, reset, fatal and panic reports (the finisher codes are `rvpmu_rt::exit`'s) |
+//! | `frame` | the trap frame and the hart's root (`this_hart`), redirect to S-mode, guarded accesses, entering S-mode |
+//! | `steal` | the noisy neighbour |
+//! | `timer` | mtimecmp: supervisor timer, neighbour deadline |
+//! | `hsm` | the calling hart's stop and suspend waits |
+//! | `emulate` | misaligned load/store emulation |
+//! | `sbi` | SBI call dispatch, from the one extension table that also answers probe_extension |
+//! | `trap` | trap dispatch |
+//! | `boot` | cold boot and per-hart setup |
+//! | `entry` | reset and trap-vector assembly, naming `boot`, `trap` and `sbi`'s entry points |
 //!
-//! | module | what | uses |
-//! |---|---|---|
-//! | `csr`, `layout`, `console` | CSR macros and bits; memory layout; the UART | - |
-//! | `dtpatch` | the DTB's /reserved-memory | console |
-//! | `platform` | fw_dynamic info, the device tree's description of the machine | console, layout |
-//! | `pmu` | the `rvpmu` engine per hart (`HartPerf`), the event map from the DT | csr, console, platform |
-//! | `machine` | shared state: boot hand-off, platform (through `Ready`), event map, hart table (HSM states, IPI and fence messages, storage of each hart's `HartLocal`), `sleep_until` | csr, layout, console, platform, pmu |
-//! | `power` | power-off, reset, fatal and panic reports | csr, console, platform, machine |
-//! | `frame` | the trap frame and the hart's root (`this_hart`), redirect to S-mode, guarded accesses, entering S-mode | csr, platform, machine, power |
-//! | `steal` | the noisy neighbour | csr, platform, machine, pmu, frame |
-//! | `timer` | mtimecmp: supervisor timer, neighbour deadline | csr, platform, machine, frame, steal |
-//! | `hsm` | the calling hart's stop and suspend waits | csr, machine, frame, timer |
-//! | `emulate` | misaligned load/store emulation | csr, machine, pmu, frame |
-//! | `sbi` | SBI call dispatch | csr, layout, platform, pmu, machine, power, frame, timer, hsm |
-//! | `trap` | trap dispatch | csr, machine, power, frame, timer, emulate, sbi |
-//! | `boot` | cold boot and per-hart setup | csr, layout, console, dtpatch, platform, pmu, machine, power, frame, timer, hsm |
-//! | `entry` | reset and trap-vector assembly, naming `boot`, `trap` and `sbi`'s entry points | csr, layout, frame, boot, trap, sbi |
+//! CSRs are `rvpmu_rt::csr`'s, by name.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `console` | |
+//! | `layout` | |
+//! | `dtpatch` | `console` |
+//! | `platform` | `console`, `layout` |
+//! | `pmu` | `console`, `platform` |
+//! | `machine` | `console`, `layout`, `platform`, `pmu` |
+//! | `power` | `console`, `platform`, `machine` |
+//! | `frame` | `platform`, `machine`, `power` |
+//! | `steal` | `platform`, `pmu`, `machine`, `frame` |
+//! | `timer` | `platform`, `machine`, `frame`, `steal` |
+//! | `hsm` | `machine`, `frame`, `timer` |
+//! | `emulate` | `pmu`, `machine`, `frame` |
+//! | `sbi` | `layout`, `platform`, `pmu`, `machine`, `power`, `frame`, `timer`, `hsm` |
+//! | `trap` | `machine`, `power`, `frame`, `timer`, `emulate`, `sbi` |
+//! | `boot` | `console`, `layout`, `dtpatch`, `platform`, `pmu`, `machine`, `power`, `frame`, `timer`, `hsm` |
+//! | `entry` | `layout`, `frame`, `sbi`, `trap`, `boot` |
 //!
 //! # Per-hart state
 //!
@@ -61,31 +83,20 @@
 //! # Exit status under QEMU
 //!
 //! The firmware powers off through the `sifive,test` finisher (QEMU virt's
-//! test device at 0x100000): FINISHER_PASS, or FINISHER_FAIL with a code
-//! that QEMU turns into its exit status. A runner reads:
-//!
-//! | status | meaning |
-//! |---|---|
-//! | 0 | SBI SRST shutdown with reason "no reason" (or any other accepted reason), legacy shutdown |
-//! | 83 (0x53, `power::EXIT_SYSTEM_FAILURE`) | SBI SRST shutdown with reason "system failure" (0x00000001) |
-//! | 1 | an unexpected trap in M-mode or a fatal condition in the firmware (QEMU also exits 1 on its own errors, e.g. bad options: read the log) |
-//! | 2 | a panic in the firmware |
-//! | 3 | the boot failed (unusable device tree) |
-//!
-//! 83 was chosen so that a payload's failure cannot be taken for success:
-//! not 0 or 1 (runners built on `isa-debug-exit` treat 1 or 33 as
-//! success), not 77 (skipped, for automake and meson), not 124 and above
-//! (timeout(1), the shell, signals), not one of the firmware's own codes.
-//! The reset type and reason are 32-bit SBI parameters: only the low 32
-//! bits of a0/a1 count.
+//! test device): FINISHER_PASS, or FINISHER_FAIL with a code that QEMU
+//! turns into its exit status: an SRST shutdown with reason "system
+//! failure" (0x00000001) exits `rvpmu_rt::exit::SYSTEM_FAILURE` (83), any
+//! other accepted shutdown and the legacy shutdown exit 0, and the
+//! firmware's own failures have codes of their own. The values, the
+//! table a runner reads and why 83 are in `rvpmu_rt::exit`. The reset
+//! type and reason are 32-bit SBI parameters: only the low 32 bits of
+//! a0/a1 count.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
 mod boot;
 #[cfg(target_os = "none")]
 mod console;
-#[cfg(target_os = "none")]
-mod csr;
 #[cfg(target_os = "none")]
 mod dtpatch;
 #[cfg(target_os = "none")]

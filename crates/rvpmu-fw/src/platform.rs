@@ -183,7 +183,7 @@ pub struct PowerDevice {
 }
 
 /// QEMU virt's test device, used for reports before the DT is read.
-pub const DEFAULT_SIFIVE_TEST: usize = 0x10_0000;
+pub const DEFAULT_SIFIVE_TEST: usize = rvpmu_rt::exit::QEMU_VIRT_TEST_DEVICE;
 
 /// The machine as the device tree describes it.
 pub struct Platform {

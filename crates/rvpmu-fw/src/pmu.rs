@@ -30,14 +30,14 @@ pub struct HartPerf {
 /// all ones and reading both back names the present ones. Must run before
 /// mcounteren gets its final value.
 pub fn present_counters() -> u32 {
-    use crate::csr::{csr_read, csr_write};
-    csr_write!(mcounteren, 0xffff_ffff);
-    let en = csr_read!(mcounteren) as u32;
+    use rvpmu_rt::csr;
+    csr::MCOUNTEREN.write(0xffff_ffff);
+    let en = csr::MCOUNTEREN.read() as u32;
     // Inhibit everything only for the instant of the probe.
-    let old_inhibit = csr_read!(0x320);
-    csr_write!(0x320, 0xffff_ffff);
-    let inh = csr_read!(0x320) as u32;
-    csr_write!(0x320, old_inhibit);
+    let old_inhibit = csr::MCOUNTINHIBIT.read();
+    csr::MCOUNTINHIBIT.write(0xffff_ffff);
+    let inh = csr::MCOUNTINHIBIT.read() as u32;
+    csr::MCOUNTINHIBIT.write(old_inhibit);
     (en & inh & !0b111) | 0b101
 }
 

@@ -3,21 +3,10 @@
 //! fatal conditions and panics that end in a failing power-off.
 
 use crate::console::{Out, DEFAULT_UART};
-use crate::csr::{csr_read, hartid};
 use crate::machine::platform_if_ready;
 use crate::platform::DEFAULT_SIFIVE_TEST;
-
-const TEST_PASS: u32 = 0x5555;
-const TEST_FAIL: u32 = 0x3333;
-const TEST_RESET: u32 = 0x7777;
-
-/// The failure code for an SBI SRST shutdown with reason "system failure"
-/// (0x53, ASCII 'S'): QEMU virt exits with status 83. Not 0 or 1 (QEMU's
-/// FINISHER_PASS and its own error status; runners built on isa-debug-exit
-/// take 1 or 33 for success), not 77 (automake/meson "skipped"), not 124+
-/// (timeout(1), the shell, signals), and none of the firmware's own codes
-/// (1 fatal trap, 2 panic, 3 boot failure). See the crate documentation.
-pub const EXIT_SYSTEM_FAILURE: u16 = 83;
+use rvpmu_rt::csr;
+use rvpmu_rt::exit::{self, finisher_fail, FINISHER_PASS, FINISHER_RESET};
 
 fn write(addr: usize, value: u32) {
     // SAFETY: the device register the DT names (or QEMU virt's default).
@@ -39,8 +28,8 @@ pub fn shutdown() {
         Some(p) => p
             .power
             .poweroff
-            .or(p.power.sifive_test.map(|t| (t, TEST_PASS))),
-        None => Some((DEFAULT_SIFIVE_TEST, TEST_PASS)),
+            .or(p.power.sifive_test.map(|t| (t, FINISHER_PASS))),
+        None => Some((DEFAULT_SIFIVE_TEST, FINISHER_PASS)),
     };
     if let Some((addr, value)) = target {
         write(addr, value);
@@ -54,7 +43,7 @@ pub fn shutdown() {
 pub fn fail(code: u16) -> ! {
     let test = platform_if_ready().map_or(Some(DEFAULT_SIFIVE_TEST), |p| p.power.sifive_test);
     if let Some(t) = test {
-        write(t, TEST_FAIL | (code as u32) << 16);
+        write(t, finisher_fail(code));
         park();
     }
     shutdown();
@@ -68,7 +57,7 @@ pub fn reboot() {
     let target = p
         .power
         .reboot
-        .or(p.power.sifive_test.map(|t| (t, TEST_RESET)));
+        .or(p.power.sifive_test.map(|t| (t, FINISHER_RESET)));
     if let Some((addr, value)) = target {
         crate::machine::rearm_boot();
         write(addr, value);
@@ -77,10 +66,10 @@ pub fn reboot() {
 }
 
 /// Report a firmware-fatal condition (CSRs, hart, the interrupted pc)
-/// and power off with status 1.
+/// and power off with status `exit::FATAL`.
 pub fn fatal(what: &str, context_pc: usize) -> ! {
     report(what, context_pc);
-    fail(1)
+    fail(exit::FATAL)
 }
 
 fn report(what: &str, context_pc: usize) {
@@ -89,13 +78,13 @@ fn report(what: &str, context_pc: usize) {
     o.str("\nrvpmu-fw: FATAL: ")
         .str(what)
         .str(" on hart ")
-        .dec(hartid());
+        .dec(csr::MHARTID.read());
     o.str("\n  mcause=")
-        .hex(csr_read!(mcause))
+        .hex(csr::MCAUSE.read())
         .str(" mepc=")
-        .hex(csr_read!(mepc));
+        .hex(csr::MEPC.read());
     o.str(" mtval=")
-        .hex(csr_read!(mtval))
+        .hex(csr::MTVAL.read())
         .str(" interrupted pc=")
         .hex(context_pc)
         .str("\n");
@@ -105,7 +94,7 @@ fn report(what: &str, context_pc: usize) {
 pub fn panic_report(info: &core::panic::PanicInfo) -> ! {
     let uart = platform_if_ready().map_or(DEFAULT_UART, |p| p.uart);
     let o = Out(uart);
-    o.str("\nrvpmu-fw: PANIC on hart ").dec(hartid());
+    o.str("\nrvpmu-fw: PANIC on hart ").dec(csr::MHARTID.read());
     if let Some(l) = info.location() {
         o.str(" at ").str(l.file()).str(":").dec(l.line() as usize);
     }
@@ -113,9 +102,9 @@ pub fn panic_report(info: &core::panic::PanicInfo) -> ! {
         o.str(": ").str(m);
     }
     o.str("\n  mcause=")
-        .hex(csr_read!(mcause))
+        .hex(csr::MCAUSE.read())
         .str(" mepc=")
-        .hex(csr_read!(mepc));
-    o.str(" mtval=").hex(csr_read!(mtval)).str("\n");
-    fail(2)
+        .hex(csr::MEPC.read());
+    o.str(" mtval=").hex(csr::MTVAL.read()).str("\n");
+    fail(exit::PANIC)
 }

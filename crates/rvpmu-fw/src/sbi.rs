@@ -1,29 +1,19 @@
 //! SBI call dispatch: BASE, TIME, IPI, RFENCE, HSM, SRST, DBCN, the legacy
 //! calls, and (through `pmu`) PMU and STA.
 
-use crate::csr::{csr_clear, csr_read, hartid, MIP_SSIP};
 use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
 use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
 use crate::pmu::HartPmu;
 use rvpmu::mem::{PhysMemory, SupervisorMemory};
+use rvpmu_rt::base::{self as rt_base, Base, MachineId};
+use rvpmu_rt::csr::{self, MIP_SSIP};
 use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
     RET_SUCCESS,
 };
 use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
-
-pub use rvpmu::ecall::SPEC_VERSION;
-/// Implementation ID. The SBI registry assigns 0..=11 (BBL, OpenSBI, ...,
-/// bhyve); rvpmu-fw uses 0x7276706d ("rvpm"), far outside that range.
-pub const IMPL_ID: usize = 0x7276_706d;
-/// Implementation version: the crate version as major << 16 | minor << 8 | patch.
-pub const IMPL_VERSION: usize = rvpmu::ecall::impl_version(
-    env!("CARGO_PKG_VERSION_MAJOR"),
-    env!("CARGO_PKG_VERSION_MINOR"),
-    env!("CARGO_PKG_VERSION_PATCH"),
-);
 
 /// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
 /// path takes it back from `ecall_fast` in those registers).
@@ -114,7 +104,7 @@ fn dispatch(a: [usize; 6], fid: usize, eid: usize) -> SbiRet {
 
 /// The one table of the extensions this firmware serves besides PMU (and
 /// the legacy EIDs 0-8, served by the trap entry): dispatch and
-/// probe_extension both read it.
+/// probe_extension ([`Firmware::probe`]) both read it.
 #[inline(always)]
 fn other_extension(eid: usize) -> Option<Extension> {
     Some(match eid {
@@ -192,22 +182,28 @@ sbi_fn!(dbcn_ext, |a, fid| {
 });
 sbi_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 
-fn probe(eid: usize) -> bool {
-    // Legacy extensions 0-8, PMU (dispatched first, on its own), the rest.
-    eid <= 8 || eid == rvpmu::ecall::EID_PMU || other_extension(eid).is_some()
+/// The firmware as BASE answers: its extensions, the machine's own ids.
+struct Firmware;
+
+impl Base for Firmware {
+    const IMPL_ID: usize = rvpmu_rt::base::impl_id::FIRMWARE;
+    #[inline(always)]
+    fn probe(&self, eid: usize) -> bool {
+        // Legacy extensions 0-8, PMU (dispatched first, on its own), the rest.
+        eid <= LEGACY_LAST_EID || eid == rvpmu::ecall::EID_PMU || other_extension(eid).is_some()
+    }
+    #[inline(always)]
+    fn machine_id(&self, id: MachineId) -> usize {
+        match id {
+            MachineId::Vendor => csr::MVENDORID.read(),
+            MachineId::Arch => csr::MARCHID.read(),
+            MachineId::Impl => csr::MIMPID.read(),
+        }
+    }
 }
 
 fn base_call(fid: usize, arg: usize) -> Ret {
-    match fid {
-        base::GET_SBI_SPEC_VERSION => ok(SPEC_VERSION),
-        base::GET_SBI_IMPL_ID => ok(IMPL_ID),
-        base::GET_SBI_IMPL_VERSION => ok(IMPL_VERSION),
-        base::PROBE_EXTENSION => ok(probe(arg) as usize),
-        base::GET_MVENDORID => ok(csr_read!(mvendorid)),
-        base::GET_MARCHID => ok(csr_read!(marchid)),
-        base::GET_MIMPID => ok(csr_read!(mimpid)),
-        _ => err(RET_ERR_NOT_SUPPORTED),
-    }
+    rt_base::call(&Firmware, fid, arg)
 }
 
 /// The harts named by (hart_mask, hart_mask_base) as a bit set, or
@@ -246,7 +242,7 @@ fn for_each_hart(set: u64, mut f: impl FnMut(usize)) {
 fn send_ipi(ready: Ready, mask: usize, mask_base: usize, pmu: &mut HartPmu) -> Ret {
     match hart_set(ready, mask, mask_base) {
         Ok(set) => {
-            let me = hartid();
+            let me = csr::MHARTID.read();
             for_each_hart(set, |h| machine::send_ipi(ready, me, h, pmu));
             ok(0)
         }
@@ -265,7 +261,7 @@ fn rfence(ready: Ready, fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
         rfnc::REMOTE_HFENCE_VVMA => FenceKind::Vvma,
         _ => return err(RET_ERR_NOT_SUPPORTED),
     };
-    let me = hartid();
+    let me = csr::MHARTID.read();
     let hypervisor = !matches!(kind, FenceKind::I | FenceKind::Vma | FenceKind::VmaAsid);
     if hypervisor && !ready.platform().hart_features(me).has(Features::H) {
         return err(RET_ERR_NOT_SUPPORTED);
@@ -277,7 +273,7 @@ fn rfence(ready: Ready, fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
     let id = match kind {
         FenceKind::VmaAsid | FenceKind::GvmaVmid => a[4],
         // hfence.vvma acts on a VMID: the caller's current one (hgatp.VMID).
-        FenceKind::Vvma | FenceKind::VvmaAsid => csr_read!(0x680) & (0x3fff << 44),
+        FenceKind::Vvma | FenceKind::VvmaAsid => csr::HGATP.read() & (0x3fff << 44),
         _ => 0,
     };
     machine::remote_fence(
@@ -296,7 +292,7 @@ fn rfence(ready: Ready, fid: usize, a: [usize; 6], pmu: &mut HartPmu) -> Ret {
 }
 
 fn hsm_call(fid: usize, a: [usize; 6], hart: &mut HartLocal) -> Ret {
-    let me = hartid();
+    let me = csr::MHARTID.read();
     let p = hart.ready.platform();
     let ram = &p.ram;
     match fid {
@@ -358,7 +354,7 @@ fn system_reset(kind: usize, reason: usize) -> Ret {
     match kind {
         srst::RESET_TYPE_SHUTDOWN => {
             if reason == srst::RESET_REASON_SYSTEM_FAILURE {
-                crate::power::fail(crate::power::EXIT_SYSTEM_FAILURE);
+                crate::power::fail(rvpmu_rt::exit::SYSTEM_FAILURE);
             }
             crate::power::shutdown();
         }
@@ -452,7 +448,7 @@ fn legacy_call(f: &mut TrapFrame, eid: usize, a: [usize; 6]) {
             Ok(machine::with_console(ready, |u| u.get()).map_or(usize::MAX, |b| b as usize))
         }
         legacy::LEGACY_CLEAR_IPI => {
-            csr_clear!(mip, MIP_SSIP);
+            csr::MIP.clear(MIP_SSIP);
             Ok(0)
         }
         legacy::LEGACY_SEND_IPI => {

@@ -14,18 +14,18 @@
 //! supervisor timer (see `timer.rs`). A hart interrupted in `wfi` was idle:
 //! the spec does not count idle time as steal, so that period is skipped.
 
-use crate::csr::csr_read;
 use crate::frame::TrapFrame;
 use crate::machine::Ready;
 use crate::platform::Platform;
 use crate::pmu::HartPerf;
+use rvpmu_rt::csr;
 
 fn ticks(p: &Platform, us: u32) -> u64 {
     us as u64 * p.timebase_hz / 1_000_000
 }
 
 fn now() -> u64 {
-    csr_read!(time) as u64
+    csr::TIME.read() as u64
 }
 
 /// First deadline for a hart about to enter S-mode (MAX: injector off).
@@ -60,7 +60,7 @@ pub fn run(ready: Ready, f: &TrapFrame, perf: &mut HartPerf) -> u64 {
     let HartPerf { pmu, sta } = perf;
     sta.account(&mut mem, 0, true);
     let busy = ticks(p, n.busy_us);
-    crate::machine::sleep_until(ready, crate::csr::hartid(), start + busy, pmu);
+    crate::machine::sleep_until(ready, csr::MHARTID.read(), start + busy, pmu);
     // Report the neighbour's own share. The hart may resume later than
     // `start + busy` when the platform runs it late (QEMU's round-robin
     // vCPU scheduling under icount): that delay is not the neighbour's,

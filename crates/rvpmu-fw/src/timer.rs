@@ -6,10 +6,10 @@
 //! neighbour's, and the M timer interrupt hands STIP to S-mode when the
 //! supervisor's deadline passes.
 
-use crate::csr::{csr_clear, csr_read, csr_set, csr_write, hartid, MIP_MTIP, MIP_STIP};
 use crate::frame::TrapFrame;
 use crate::machine::{write_mtimecmp, HartLocal};
 use crate::platform::Features;
+use rvpmu_rt::csr::{self, MIP_MTIP, MIP_STIP};
 
 fn has_sstc(l: &HartLocal, me: usize) -> bool {
     l.ready.platform().hart_features(me).has(Features::SSTC)
@@ -20,22 +20,22 @@ fn reprogram(me: usize, l: &HartLocal) {
     let next = l.s_deadline.min(l.steal_deadline);
     write_mtimecmp(l.ready, me, next);
     if next == u64::MAX {
-        csr_clear!(mie, MIP_MTIP);
+        csr::MIE.clear(MIP_MTIP);
     } else {
-        csr_set!(mie, MIP_MTIP);
+        csr::MIE.set(MIP_MTIP);
     }
 }
 
 /// SBI set_timer: the next supervisor timer interrupt at `value` (time
 /// units); clears a pending one.
 pub fn set_timer(value: u64, hart: &mut HartLocal) {
-    let me = hartid();
+    let me = csr::MHARTID.read();
     hart.perf.pmu.record(rvpmu::event::FwEvent::SetTimer);
     if has_sstc(hart, me) {
-        csr_write!(0x14d, value as usize);
+        csr::STIMECMP.write(value as usize);
     } else {
         hart.s_deadline = value;
-        csr_clear!(mip, MIP_STIP);
+        csr::MIP.clear(MIP_STIP);
         reprogram(me, hart);
     }
 }
@@ -49,11 +49,11 @@ pub fn set_timer(value: u64, hart: &mut HartLocal) {
 /// messages it serves while it waits record into), while this function
 /// keeps the deadlines.
 pub fn on_mtimer(l: &mut HartLocal, interrupted: Option<&TrapFrame>) {
-    let me = hartid();
-    let now = csr_read!(time) as u64;
+    let me = csr::MHARTID.read();
+    let now = csr::TIME.read() as u64;
     if now >= l.s_deadline {
         l.s_deadline = u64::MAX;
-        csr_set!(mip, MIP_STIP);
+        csr::MIP.set(MIP_STIP);
     }
     if let Some(f) = interrupted {
         if now >= l.steal_deadline {
@@ -65,7 +65,7 @@ pub fn on_mtimer(l: &mut HartLocal, interrupted: Option<&TrapFrame>) {
 
 /// For wait loops running with interrupts off: act on a pending M timer.
 pub fn poll_mtimer(hart: &mut HartLocal) {
-    if csr_read!(mip) & csr_read!(mie) & MIP_MTIP != 0 {
+    if csr::MIP.read() & csr::MIE.read() & MIP_MTIP != 0 {
         on_mtimer(hart, None);
     }
 }
@@ -79,9 +79,9 @@ pub fn arm_steal(me: usize, hart: &mut HartLocal) {
 /// No timer interrupt pending or armed (hart init, stop).
 pub fn disarm(me: usize, l: &mut HartLocal) {
     if has_sstc(l, me) {
-        csr_write!(0x14d, usize::MAX);
+        csr::STIMECMP.write(usize::MAX);
     } else {
-        csr_clear!(mip, MIP_STIP);
+        csr::MIP.clear(MIP_STIP);
     }
     l.s_deadline = u64::MAX;
     l.steal_deadline = u64::MAX;

@@ -1,23 +1,31 @@
 //! Trap dispatch: SBI calls, M-mode interrupts (IPIs, timer), emulation and
 //! redirection of exceptions S-mode must see.
 
-use crate::csr::*;
 use crate::frame::{redirect, this_hart, TrapFrame};
 use crate::machine;
 use crate::power::fatal;
 use rvpmu::event::FwEvent;
+use rvpmu_rt::csr::{
+    self, CAUSE_ILLEGAL_INSN, CAUSE_LOAD_ACCESS, CAUSE_MISALIGNED_LOAD, CAUSE_MISALIGNED_STORE,
+    CAUSE_STORE_ACCESS, CAUSE_SUPERVISOR_ECALL, IRQ_M_SOFT, IRQ_M_TIMER,
+};
 
 /// Entry from `trap_entry` for every trap taken from S/U/VS/VU. Borrows
 /// the hart's state once (`this_hart`) and passes it down; an ecall is
 /// left to `sbi::ecall`, which borrows it where the call needs it.
 pub extern "C" fn trap_handler(f: &mut TrapFrame) {
-    let cause = csr_read!(mcause);
+    let cause = csr::MCAUSE.read();
     if (cause as isize) < 0 {
         // SAFETY: once per trap, on this hart, not kept past it.
         let hart = unsafe { this_hart() };
         match cause & !(1 << 63) {
             IRQ_M_SOFT => {
-                machine::process_messages(hart.ready, hartid(), true, &mut hart.perf.pmu);
+                machine::process_messages(
+                    hart.ready,
+                    csr::MHARTID.read(),
+                    true,
+                    &mut hart.perf.pmu,
+                );
             }
             IRQ_M_TIMER => crate::timer::on_mtimer(hart, Some(f)),
             _ => fatal("unexpected interrupt", f.mepc),
@@ -30,7 +38,7 @@ pub extern "C" fn trap_handler(f: &mut TrapFrame) {
     // SAFETY: once per trap (an ecall, which borrows on its own, returned
     // above), on this hart, not kept past it.
     let hart = unsafe { this_hart() };
-    let tval = csr_read!(mtval);
+    let tval = csr::MTVAL.read();
     let (ready, pmu) = (hart.ready, &mut hart.perf.pmu);
     match cause {
         CAUSE_MISALIGNED_LOAD | CAUSE_MISALIGNED_STORE => {

@@ -3,11 +3,9 @@
 //! Any failure is reported and ends the machine with "system failure".
 
 use crate::console::hvprintln;
-use crate::counters::HsCounters;
-use crate::csr::*;
-use crate::guests::VsState;
+use crate::counters::{GuestPmu, HsCounters};
 use crate::switch::{HostPage, Switch};
-use crate::vcpu::{GuestPmu, GuestRegs, Vcpu, VsCsrs, A0, A1};
+use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, VsState, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::mem::SupervisorMemory;
@@ -21,6 +19,12 @@ use rvpmu_hv::options::{guest_cmdline, HostOptions, MAX_GUESTS};
 use rvpmu_hv::ram::{GuestMemory, GuestRam};
 use rvpmu_hv::sbi::{ConsoleLine, GuestSbi, HostExtensions};
 use rvpmu_hv::vpmu::{guest_pmu_config, load_guest_event_map, HostHpm};
+use rvpmu_rt::csr::{
+    self, CAUSE_BREAKPOINT, CAUSE_FETCH_PAGE_FAULT, CAUSE_LOAD_PAGE_FAULT, CAUSE_MISALIGNED_FETCH,
+    CAUSE_STORE_PAGE_FAULT, CAUSE_USER_ECALL, COUNTEREN_CY_TM_IR, HENVCFG_STCE, HSTATUS_HU,
+    HSTATUS_SPV, HSTATUS_SPVP, HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW, IRQ_LCOF, SSTATUS_FS,
+    SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP, VS_INTERRUPTS,
+};
 use sbi_spec::{dbcn, srst};
 
 /// VMID of guest 0 (guest g has `FIRST_VMID + g`).
@@ -50,13 +54,13 @@ unsafe impl Sync for MapSlot {}
 static GUEST_MAP: MapSlot = MapSlot(UnsafeCell::new(EventMap::empty()));
 
 extern "C" {
-    static _hv_start: u8;
-    static _hv_end: u8;
+    static __image_start: u8;
+    static __end: u8;
 }
 
 fn fail(what: &str) -> ! {
     hvprintln!("boot failed: {what}");
-    crate::trap::shutdown_failure()
+    rvpmu_rt::runtime::halt_failure()
 }
 
 /// What the host device tree says.
@@ -111,7 +115,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     if !rvpmu_hv::isa_has_letter(isa, b'h') {
         fail("the hart has no H extension (QEMU: -cpu rv64,h=true)");
     }
-    let hv = (&raw const _hv_start as u64, &raw const _hv_end as u64);
+    let hv = (&raw const __image_start as u64, &raw const __end as u64);
     let mem = fdt
         .find_node("/memory")
         .and_then(|m| m.reg())
@@ -187,14 +191,14 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
         hvprintln!(
             "{} on hart {hartid}: one VS-mode guest, SBI 3.0 (impl id {:#x})",
             env!("CARGO_PKG_VERSION"),
-            rvpmu_hv::sbi::IMPL_ID
+            rvpmu_rt::base::impl_id::HYPERVISOR
         );
     } else {
         hvprintln!(
             "{} on hart {hartid}: {n} VS-mode guests time-sliced, quantum {} us, SBI 3.0 (impl id {:#x})",
             env!("CARGO_PKG_VERSION"),
             opts.quantum_us,
-            rvpmu_hv::sbi::IMPL_ID
+            rvpmu_rt::base::impl_id::HYPERVISOR
         );
     }
     hvprintln!(
@@ -223,7 +227,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
     let mut hgatp = [0usize; MAX_GUESTS];
     let mut timer = false;
     let mut any_pmu = false;
-    let fs = csr_read!(sstatus) & SSTATUS_FS;
+    let fs = csr::SSTATUS.read() & SSTATUS_FS;
     for g in 0..n {
         let ram = layout::place_window(host.mem.0, host.mem.1, &reserved, bundle.ram_size)
             .unwrap_or_else(|e| fail(e.as_str()));
@@ -430,12 +434,12 @@ fn overflow_to_guest(host: &Host) {
         );
         return;
     }
-    csr_write!(0x608, 1 << IRQ_LCOF); // hvien: vsip/vsie bit 13 are hvip's
-    if csr_read!(0x608) & 1 << IRQ_LCOF == 0 {
+    csr::HVIEN.write(1 << IRQ_LCOF); // hvien: vsip/vsie bit 13 are hvip's
+    if csr::HVIEN.read() & 1 << IRQ_LCOF == 0 {
         hvprintln!("guest PMU: no overflow interrupt for the guest (hvien bit 13 does not stick)");
         return;
     }
-    csr_set!(sie, 1 << IRQ_LCOF);
+    csr::SIE.set(1 << IRQ_LCOF);
     hvprintln!(
         "guest PMU: counter overflow taken in HS-mode and injected as LCOFI (hvien/hvip bit 13)"
     );
@@ -466,43 +470,42 @@ fn setup_h_csrs(hgatp: usize) -> bool {
     // Exceptions the guest handles itself, straight from the hardware:
     // those the firmware delegates to HS-mode (medeleg) and that are the
     // guest's own. The rest the firmware redirects here (`trap.rs`).
-    csr_write!(
-        0x602,
+    csr::HEDELEG.write(
         1 << CAUSE_MISALIGNED_FETCH
             | 1 << CAUSE_BREAKPOINT
             | 1 << CAUSE_USER_ECALL
             | 1 << CAUSE_FETCH_PAGE_FAULT
             | 1 << CAUSE_LOAD_PAGE_FAULT
-            | 1 << CAUSE_STORE_PAGE_FAULT
+            | 1 << CAUSE_STORE_PAGE_FAULT,
     );
-    csr_write!(0x603, VS_INTERRUPTS);
-    csr_write!(0x645, 0); // hvip: nothing injected
-    csr_write!(0x604, 0); // hie: the guest enables its own (vsie)
-    csr_write!(0x606, COUNTEREN_CY_TM_IR);
-    csr_write!(0x605, 0); // htimedelta: the guest's time is the host's
-    csr_write!(0x60a, HENVCFG_STCE);
-    let timer = csr_read!(0x60a) & HENVCFG_STCE != 0;
+    csr::HIDELEG.write(VS_INTERRUPTS);
+    csr::HVIP.write(0); // hvip: nothing injected
+    csr::HIE.write(0); // hie: the guest enables its own (vsie)
+    csr::HCOUNTEREN.write(COUNTEREN_CY_TM_IR);
+    csr::HTIMEDELTA.write(0); // htimedelta: the guest's time is the host's
+    csr::HENVCFG.write(HENVCFG_STCE);
+    let timer = csr::HENVCFG.read() & HENVCFG_STCE != 0;
     if timer {
-        csr_write!(0x24d, usize::MAX); // no timer event until the guest asks
+        csr::VSTIMECMP.write(usize::MAX); // no timer event until the guest asks
     }
-    csr_write!(0x280, 0); // vsatp: the guest starts untranslated
-                          // The guest's FP state starts as a native supervisor's would (what
-                          // the firmware gave this hart); HS-mode's own FS must be on for VS
-                          // FP to work at all (the hypervisor itself uses no FP registers).
-    let fs = csr_read!(sstatus) & SSTATUS_FS;
-    csr_write!(0x200, fs);
-    csr_set!(sstatus, SSTATUS_FS);
-    csr_write!(0x680, hgatp);
-    if csr_read!(0x680) >> 60 != gstage::HGATP_MODE_SV39X4 as usize {
+    csr::VSATP.write(0); // vsatp: the guest starts untranslated
+                         // The guest's FP state starts as a native supervisor's would (what
+                         // the firmware gave this hart); HS-mode's own FS must be on for VS
+                         // FP to work at all (the hypervisor itself uses no FP registers).
+    let fs = csr::SSTATUS.read() & SSTATUS_FS;
+    csr::VSSTATUS.write(fs);
+    csr::SSTATUS.set(SSTATUS_FS);
+    csr::HGATP.write(hgatp);
+    if csr::HGATP.read() >> 60 != gstage::HGATP_MODE_SV39X4 as usize {
         fail("the hart does not offer Sv39x4 G-stage translation");
     }
-    hfence_gvma_all();
+    csr::hfence_gvma_all();
     // sret enters VS-mode: SPV = 1 (virtual), SPP = 1 (supervisor),
     // interrupts off in VS-mode until the guest enables them; no traps of
     // wfi, sret or satp accesses (VTW, VTSR, VTVM), no HU.
-    let hs = csr_read!(0x600) & !(HSTATUS_VTW | HSTATUS_VTSR | HSTATUS_VTVM | HSTATUS_HU);
-    csr_write!(0x600, hs | HSTATUS_SPV | HSTATUS_SPVP);
-    let s = csr_read!(sstatus) & !(SSTATUS_SIE | SSTATUS_SPIE);
-    csr_write!(sstatus, s | SSTATUS_SPP);
+    let hs = csr::HSTATUS.read() & !(HSTATUS_VTW | HSTATUS_VTSR | HSTATUS_VTVM | HSTATUS_HU);
+    csr::HSTATUS.write(hs | HSTATUS_SPV | HSTATUS_SPVP);
+    let s = csr::SSTATUS.read() & !(SSTATUS_SIE | SSTATUS_SPIE);
+    csr::SSTATUS.write(s | SSTATUS_SPP);
     timer
 }

@@ -33,8 +33,8 @@ _start:
     la t0, hv_trap_vector
     csrw stvec, t0
     /* zero .bss (the stack too: nothing is on it yet); a0/a1 kept */
-    la t0, _bss_start
-    la t1, _bss_end
+    la t0, __bss_start
+    la t1, __bss_end
 1:  bgeu t0, t1, 2f
     sd zero, 0(t0)
     addi t0, t0, 8

@@ -1,4 +1,4 @@
-//! Several guests time-sliced on this hart (issue 14 phase 4,
+//! Several guests time-sliced on this hart (host command line
 //! `rvpmu-hv.guests=N`): the scheduler (`rvpmu_hv::sched`) decides, this
 //! module switches.
 //!
@@ -9,7 +9,7 @@
 //!    there becomes A's LCOFI in its saved hvip), and go back to the host
 //!    (`HostHpm::release`, one stop with RESET), so that B can have the
 //!    same host counter for the same event;
-//! 2. A's VS state is saved ([`VsState`]: the VS CSRs, hvip, vstimecmp,
+//! 2. A's VS state is saved (`vcpu::VsState`: the VS CSRs, hvip, vstimecmp,
 //!    the previous mode of its trap, the FP registers and fcsr);
 //! 3. if A is still runnable (its quantum ended), its STA record says
 //!    `preempted` = 1;
@@ -27,117 +27,18 @@
 //! the machine, after the hypervisor prints its accounting.
 
 use crate::console::hvprintln;
-use crate::csr::*;
 use crate::switch::{Costs, HostPage};
 use crate::vcpu::Vcpu;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use rvpmu_hv::options::MAX_GUESTS;
 use rvpmu_hv::sched::{ticks_to_ns, Next, Sched, StealClock};
+use rvpmu_rt::csr::{self, HSTATUS_VTW, IRQ_LCOF, IRQ_S_TIMER};
 
 /// The `wfi` instruction.
 pub const WFI: usize = 0x1050_0073;
 /// vsie/vsip bit of the supervisor timer interrupt (the guest's view).
 const VS_STI: usize = 1 << 5;
-
-/// A vCPU's VS-mode state while it does not have the hart.
-pub struct VsState {
-    /// vsstatus, vsie, vstvec, vsscratch, vsepc, vscause, vstval, vsatp,
-    /// vstimecmp, hvip (the order of `vs_csrs!`).
-    csr: [usize; 10],
-    /// hstatus.SPVP and sstatus.SPP of its last trap (where `sret` goes).
-    spvp_spp: (bool, bool),
-    fp: [u64; 32],
-    fcsr: usize,
-}
-
-macro_rules! vs_csrs {
-    ($m:ident, $($args:tt)*) => {
-        $m!($($args)* 0 => 0x200, 1 => 0x204, 2 => 0x205, 3 => 0x240, 4 => 0x241,
-            5 => 0x242, 6 => 0x243, 7 => 0x280, 8 => 0x24d, 9 => 0x645)
-    };
-}
-macro_rules! save_csrs {
-    ($a:ident; $($i:literal => $c:tt),*) => { $($a[$i] = csr_read!($c);)* };
-}
-macro_rules! load_csrs {
-    ($a:ident; $($i:literal => $c:tt),*) => { $(csr_write!($c, $a[$i]);)* };
-}
-
-/// `OP fN, N*8({p})` for each FP register number N, in order: register
-/// N's slot is `fp[N]`.
-macro_rules! fp_slots {
-    ($op:literal, $($n:literal),+) => {
-        concat!($("   ", $op, " f", $n, ", ", $n, "*8({p})\n"),+)
-    };
-}
-
-impl VsState {
-    /// A guest that has not run yet: VS-mode at its entry, `vsstatus`
-    /// as given (its FP state), no timer, nothing pending.
-    pub const fn initial(vsstatus: usize) -> VsState {
-        let mut csr = [0; 10];
-        csr[0] = vsstatus;
-        csr[8] = usize::MAX;
-        VsState {
-            csr,
-            spvp_spp: (true, true),
-            fp: [0; 32],
-            fcsr: 0,
-        }
-    }
-
-    fn save(&mut self) {
-        let a = &mut self.csr;
-        vs_csrs!(save_csrs, a;);
-        self.spvp_spp = (
-            csr_read!(0x600) & HSTATUS_SPVP != 0,
-            csr_read!(sstatus) & SSTATUS_SPP != 0,
-        );
-        let fp = self.fp.as_mut_ptr();
-        // SAFETY: stores the 32 FP registers into `self.fp` (32 u64s);
-        // sstatus.FS is on in HS-mode (boot), so they are accessible.
-        unsafe {
-            core::arch::asm!(
-                fp_slots!(
-                    "fsd", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
-                ),
-                p = in(reg) fp,
-            )
-        };
-        self.fcsr = csr_read!(fcsr);
-    }
-
-    fn load(&self) {
-        let a = &self.csr;
-        vs_csrs!(load_csrs, a;);
-        let (spvp, spp) = self.spvp_spp;
-        if spvp {
-            csr_set!(0x600, HSTATUS_SPVP);
-        } else {
-            csr_clear!(0x600, HSTATUS_SPVP);
-        }
-        if spp {
-            csr_set!(sstatus, SSTATUS_SPP);
-        } else {
-            csr_clear!(sstatus, SSTATUS_SPP);
-        }
-        let fp = self.fp.as_ptr();
-        // SAFETY: loads the 32 FP registers from `self.fp`; the
-        // hypervisor itself keeps nothing in FP registers.
-        unsafe {
-            core::arch::asm!(
-                fp_slots!(
-                    "fld", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
-                ),
-                p = in(reg) fp,
-            )
-        };
-        csr_write!(fcsr, self.fcsr);
-    }
-}
 
 /// The guests, their scheduler and the switch path.
 pub struct Machine {
@@ -199,7 +100,7 @@ pub unsafe fn start(
     timebase: u64,
     page: Option<HostPage>,
 ) -> *mut Vcpu {
-    let now = csr_read!(time) as u64;
+    let now = csr::TIME.read() as u64;
     let m = Machine {
         sched: Sched::new(n, now, quantum),
         n,
@@ -219,16 +120,16 @@ pub unsafe fn start(
     }
     // vCPU 0's VS state is what boot left in the CSRs; hstatus.VTW makes
     // a guest's wfi trap (idle), the HS timer ends quanta.
-    csr_write!(0x680, hgatp[0]);
-    csr_set!(0x600, HSTATUS_VTW);
-    csr_write!(0x14d, now.wrapping_add(quantum) as usize);
-    csr_set!(sie, 1 << IRQ_STIMER);
+    csr::HGATP.write(hgatp[0]);
+    csr::HSTATUS.set(HSTATUS_VTW);
+    csr::STIMECMP.write(now.wrapping_add(quantum) as usize);
+    csr::SIE.set(1 << IRQ_S_TIMER);
     vcpus[0]
 }
 
 impl Machine {
     fn now() -> u64 {
-        csr_read!(time) as u64
+        csr::TIME.read() as u64
     }
 
     /// The HS timer fired while `v` ran: the quantum ended or an idle
@@ -237,7 +138,7 @@ impl Machine {
         match self.sched.timer(Self::now()) {
             Some(next) => self.go(next),
             None => {
-                csr_write!(0x14d, self.sched.deadline() as usize);
+                csr::STIMECMP.write(self.sched.deadline() as usize);
                 v
             }
         }
@@ -246,12 +147,12 @@ impl Machine {
     /// The running guest executed `wfi` (pc already past it): idle
     /// unless an interrupt is pending and enabled for it.
     pub fn wfi(&mut self, v: *mut Vcpu) -> *mut Vcpu {
-        let pending = csr_read!(0x244) & csr_read!(0x204);
+        let pending = csr::VSIP.read() & csr::VSIE.read();
         if pending != 0 {
             return v;
         }
-        let wake = if csr_read!(0x204) & VS_STI != 0 {
-            csr_read!(0x24d) as u64
+        let wake = if csr::VSIE.read() & VS_STI != 0 {
+            csr::VSTIMECMP.read() as u64
         } else {
             u64::MAX
         };
@@ -309,14 +210,14 @@ impl Machine {
     /// (saved once) if another one runs or the hart waits.
     fn go(&mut self, mut next: Next) -> *mut Vcpu {
         let from = self.from;
-        let t0 = csr_read!(instret) as u64;
+        let t0 = csr::INSTRET.read() as u64;
         let mut saved = None;
         loop {
             match next {
                 Next::Run { vcpu, .. } if vcpu == from && saved.is_none() => {
                     // The same vCPU goes on (nobody else runnable): a new
                     // quantum, nothing to switch or publish.
-                    csr_write!(0x14d, self.sched.deadline() as usize);
+                    csr::STIMECMP.write(self.sched.deadline() as usize);
                     return self.vcpus[vcpu];
                 }
                 Next::Run { vcpu, steal } => {
@@ -329,18 +230,18 @@ impl Machine {
                     if saved.is_none() {
                         // A direct switch (not after a wait): its cost.
                         self.cost
-                            .add(running, (csr_read!(instret) as u64).wrapping_sub(t0));
+                            .add(running, (csr::INSTRET.read() as u64).wrapping_sub(t0));
                     }
                     self.switches += 1;
                     self.from = vcpu;
-                    csr_write!(0x14d, self.sched.deadline() as usize);
+                    csr::STIMECMP.write(self.sched.deadline() as usize);
                     return self.vcpus[vcpu];
                 }
                 Next::Wait { until } => {
                     if saved.is_none() {
                         saved = Some(self.save(from));
                     }
-                    csr_write!(0x14d, until as usize);
+                    csr::STIMECMP.write(until as usize);
                     while Self::now() < until {
                         // SAFETY: wfi only stalls the hart until an
                         // enabled interrupt (the HS timer) is pending;
@@ -354,7 +255,7 @@ impl Machine {
                     // to the host firmware (trap.rs) and never gets here.
                     hvprintln!("every guest ended without a shutdown");
                     self.report();
-                    crate::trap::shutdown_failure()
+                    rvpmu_rt::runtime::halt_failure()
                 }
             }
         }
@@ -371,7 +272,7 @@ impl Machine {
             let (stopped, new) = p.hw_mut().switch_out(page, HostPage::addr());
             p.hw_mut().release();
             if new != 0 {
-                csr_set!(0x645, 1 << IRQ_LCOF);
+                csr::HVIP.set(1 << IRQ_LCOF);
             }
             running = stopped;
         }
@@ -389,7 +290,7 @@ impl Machine {
         // that borrow ended.
         let v = unsafe { &mut *self.vcpus[g] };
         v.vs.load();
-        csr_write!(0x680, self.hgatp[g]);
+        csr::HGATP.write(self.hgatp[g]);
         if let (Some(p), Some(page)) = (&mut v.sbi.pmu, &mut self.page) {
             p.hw_mut().reclaim();
             p.hw_mut().switch_in(page, HostPage::addr());

@@ -19,6 +19,20 @@
 //! | [`vpmu`] | the guest's PMU: the `rvpmu` engine over host counters programmed through the host firmware |
 //!
 //! Design, memory layout and trap flow: `docs/hypervisor.md`.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `ram` | |
+//! | `layout` | `ram` |
+//! | `gstage` | `ram` |
+//! | `bundle` | |
+//! | `options` | |
+//! | `dtb` | `ram`, `layout` |
+//! | `sbi` | `ram` |
+//! | `sched` | |
+//! | `vpmu` | |
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 

@@ -6,16 +6,32 @@
 //! decisions made from guest input live in the `rvpmu_hv` library
 //! (`src/lib.rs`), tested on the host.
 //!
-//! | module | what | uses |
-//! |---|---|---|
-//! | `csr`, `console` | CSR access and bits; the hypervisor's messages through the host's DBCN | - |
-//! | `counters` | the host counter CSRs the guest's PMU backend reads | csr |
-//! | `vcpu` | the vCPUs, one per guest: registers, VS state and SBI, in static slots | csr |
-//! | `switch` | saving and restoring the guest's counters with the host firmware's snapshot, and its cost | csr, console, vcpu |
-//! | `guests` | several guests time-sliced: VS state save/restore, the scheduler's decisions carried out, STA records written | csr, console, switch, vcpu |
-//! | `trap` | traps from the guest: SBI calls, guest page faults, reflection | csr, console, vcpu |
-//! | `entry` | reset entry, trap vector, entering the guest | vcpu, trap |
-//! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs | all |
+//! | module | what |
+//! |---|---|
+//! | `console` | the hypervisor's messages through the host's DBCN |
+//! | `counters` | the host counter CSRs the guest's PMU backend reads; the guest's PMU type |
+//! | `switch` | the hypervisor's snapshot page, saving and restoring the guest's counters with the host firmware's snapshot, and its cost |
+//! | `vcpu` | the vCPUs, one per guest: registers, VS state (kept while another guest has the hart) and SBI, in static slots |
+//! | `guests` | several guests time-sliced: the scheduler's decisions carried out, STA records written |
+//! | `trap` | traps from the guest: SBI calls, guest page faults, reflection |
+//! | `entry` | reset entry, trap vector (calling `trap`'s `hv_trap` by symbol), entering the guest |
+//! | `boot` | host DT, bundle, guest RAM, G-stage, H CSRs |
+//!
+//! CSRs are `rvpmu_rt::csr`'s, by name; a failure ends the machine with
+//! `rvpmu_rt::runtime::halt_failure`.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `console` | |
+//! | `counters` | |
+//! | `switch` | `console`, `counters` |
+//! | `vcpu` | `counters`, `switch` |
+//! | `guests` | `console`, `switch`, `vcpu` |
+//! | `trap` | `console`, `vcpu`, `guests` |
+//! | `entry` | `vcpu` |
+//! | `boot` | `console`, `counters`, `switch`, `vcpu`, `guests`, `entry` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
@@ -24,8 +40,6 @@ mod boot;
 mod console;
 #[cfg(target_os = "none")]
 mod counters;
-#[cfg(target_os = "none")]
-mod csr;
 #[cfg(target_os = "none")]
 mod entry;
 #[cfg(target_os = "none")]
@@ -41,7 +55,7 @@ mod vcpu;
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     console::hvprintln!("panic: {info}");
-    trap::shutdown_failure()
+    rvpmu_rt::runtime::halt_failure()
 }
 
 #[cfg(not(target_os = "none"))]

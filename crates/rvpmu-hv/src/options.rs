@@ -6,7 +6,7 @@
 //! | `rvpmu-hv.guests=N` | run N guests (1..=[`MAX_GUESTS`]) from the one bundle, time-sliced on this hart; default 1 |
 //! | `rvpmu-hv.quantum_us=U` | the scheduler's quantum in microseconds (1..=10^6); default [`DEFAULT_QUANTUM_US`] |
 //! | `rvpmu-hv.argN=WORD` | append WORD to guest N's command line (repeatable; N from 0) |
-//! | `rvpmu-hv.switch=1ms` | with one guest: save and restore its counters every 1 ms and report the cost (phase 3's measurement) |
+//! | `rvpmu-hv.switch=1ms` | with one guest: save and restore its counters every 1 ms and report the cost |
 
 /// Most guests the hypervisor runs (its static vCPU slots and G-stage
 /// tables).

@@ -4,7 +4,7 @@
 //!
 //! | extension | how |
 //! |---|---|
-//! | BASE | answered here: spec 3.0, [`IMPL_ID`], the crate version, machine ids 0 |
+//! | BASE | answered here ([`rvpmu_rt::base`]): spec 3.0, the hypervisor's implementation id ([`rvpmu_rt::base::impl_id::HYPERVISOR`]), the project version, machine ids 0 |
 //! | TIME | `set_timer` writes the guest's `vstimecmp` ([`VsHart`]; needs Sstc with `henvcfg.STCE`) |
 //! | DBCN | `console_write`/`console_read` forwarded to the host firmware after the guest-physical buffer is translated and bounds-checked against the guest's RAM ([`GuestRam::translate`]); `console_write_byte` forwarded |
 //! | SRST | forwarded (the host firmware checks type and reason; a shutdown ends the machine) |
@@ -30,6 +30,7 @@ use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{SbiCall, Supervisor};
+use rvpmu_rt::base::{Base, MachineId};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, sta, time};
@@ -62,17 +63,6 @@ impl GuestPmu for NoPmu {
         match *self {}
     }
 }
-
-pub use rvpmu::ecall::SPEC_VERSION;
-/// Implementation ID: "rvhv", far outside the SBI registry's 0..=11 (and
-/// not rvpmu-fw's "rvpm", so a guest can tell which one answers).
-pub const IMPL_ID: usize = 0x7276_6876;
-/// Implementation version: the crate version, major << 16 | minor << 8 | patch.
-pub const IMPL_VERSION: usize = rvpmu::ecall::impl_version(
-    env!("CARGO_PKG_VERSION_MAJOR"),
-    env!("CARGO_PKG_VERSION_MINOR"),
-    env!("CARGO_PKG_VERSION_PATCH"),
-);
 
 /// What the calls here do to the guest's hart (its VS CSRs and fences):
 /// the seam between the SBI semantics and the hardware.
@@ -232,6 +222,19 @@ struct LineBuf {
     continued: bool,
 }
 
+/// BASE: the probe is [`GuestSbi::extension`], the dispatch's table.
+impl<C: SbiCall, T: VsHart, P: GuestPmu> Base for GuestSbi<C, T, P> {
+    const IMPL_ID: usize = rvpmu_rt::base::impl_id::HYPERVISOR;
+    fn probe(&self, eid: usize) -> bool {
+        self.extension(eid).is_some()
+    }
+    /// 0 is always a legal value of these CSRs; a guest learns nothing
+    /// about the host's machine.
+    fn machine_id(&self, _: MachineId) -> usize {
+        0
+    }
+}
+
 impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
     /// The SBI of a guest whose RAM is `mem`, on `hart`, which has the
     /// guest timer when `timer`, and the PMU `pmu` if any.
@@ -364,16 +367,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
     }
 
     fn base(&self, fid: usize, a0: usize) -> SbiRet {
-        match fid {
-            base::GET_SBI_SPEC_VERSION => ok(SPEC_VERSION),
-            base::GET_SBI_IMPL_ID => ok(IMPL_ID),
-            base::GET_SBI_IMPL_VERSION => ok(IMPL_VERSION),
-            base::PROBE_EXTENSION => ok(self.extension(a0).is_some() as usize),
-            // 0 is always a legal value of these CSRs; a guest learns
-            // nothing about the host's machine.
-            base::GET_MVENDORID | base::GET_MARCHID | base::GET_MIMPID => ok(0),
-            _ => err(RET_ERR_NOT_SUPPORTED),
-        }
+        rvpmu_rt::base::call(self, fid, a0)
     }
 
     fn hsm(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {

@@ -1,5 +1,5 @@
 //! Saving and restoring the guest's counters when the hypervisor takes
-//! the hart from it and gives it back (issue 14 phase 3), with the host
+//! the hart from it and gives it back, with the host
 //! firmware's own snapshot: `HostHpm::switch_out` (stop with
 //! TAKE_SNAPSHOT) and `HostHpm::switch_in` (start with INIT_SNAPSHOT)
 //! through [`HostPage`], the hypervisor's snapshot page registered with
@@ -17,11 +17,11 @@
 //! printed when the guest shuts down.
 
 use crate::console::hvprintln;
-use crate::csr::{csr_read, csr_set, csr_write, IRQ_LCOF, IRQ_STIMER};
-use crate::vcpu::GuestPmu;
+use crate::counters::GuestPmu;
 use core::cell::UnsafeCell;
 use rvpmu::mem::{MemFault, SupervisorMemory};
 use rvpmu::supervisor::sbi;
+use rvpmu_rt::csr::{self, IRQ_LCOF, IRQ_S_TIMER};
 
 const PAGE_SIZE: usize = 4096;
 
@@ -167,26 +167,26 @@ impl Switch {
             cost: Costs::new(),
         };
         s.arm();
-        csr_set!(sie, 1 << IRQ_STIMER);
+        csr::SIE.set(1 << IRQ_S_TIMER);
         s
     }
 
     /// The next quantum's end (stimecmp = time + quantum).
     pub fn arm(&self) {
-        let now = csr_read!(time) as u64;
-        csr_write!(0x14d, now.wrapping_add(self.quantum) as usize);
+        let now = csr::TIME.read() as u64;
+        csr::STIMECMP.write(now.wrapping_add(self.quantum) as usize);
     }
 
     /// Save the guest's counters and restore them, as a switch away and
     /// back would; an overflow found in the saved state is injected.
     pub fn round_trip(&mut self, pmu: &mut GuestPmu) {
         let area = HostPage::addr();
-        let t0 = csr_read!(instret) as u64;
+        let t0 = csr::INSTRET.read() as u64;
         let (stopped, new) = pmu.hw_mut().switch_out(&self.page, area);
         pmu.hw_mut().switch_in(&mut self.page, area);
-        let cost = (csr_read!(instret) as u64).wrapping_sub(t0);
+        let cost = (csr::INSTRET.read() as u64).wrapping_sub(t0);
         if new != 0 {
-            csr_set!(0x645, 1 << IRQ_LCOF);
+            csr::HVIP.set(1 << IRQ_LCOF);
         }
         self.cost.add(stopped, cost);
     }

@@ -16,11 +16,14 @@
 //! through the host firmware, which makes QEMU exit with status 83.
 
 use crate::console::hvprintln;
-use crate::csr::*;
 use crate::vcpu::{Vcpu, A0, A1};
-use rvpmu::supervisor::sbi;
 use rvpmu_hv::sbi::Outcome;
-use sbi_spec::srst::{RESET_REASON_SYSTEM_FAILURE, RESET_TYPE_SHUTDOWN};
+use rvpmu_rt::csr::{
+    self, CAUSE_FETCH_GUEST_PAGE_FAULT, CAUSE_ILLEGAL_INSN, CAUSE_LOAD_GUEST_PAGE_FAULT,
+    CAUSE_STORE_GUEST_PAGE_FAULT, CAUSE_VIRTUAL_INSN, CAUSE_VS_ECALL, HSTATUS_SPVP, IRQ_LCOF,
+    IRQ_S_TIMER, SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP,
+};
+use rvpmu_rt::runtime::halt_failure;
 
 /// Called by the trap vector with the vCPU whose registers it saved;
 /// returns the vCPU to resume.
@@ -31,15 +34,15 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
     // trap (traps do not nest: HS-mode runs with interrupts off, and a
     // trap in HS-mode goes to `hv_self_trap`, which never touches it).
     let vcpu = unsafe { &mut *v };
-    let scause = csr_read!(scause);
-    let stval = csr_read!(stval);
+    let scause = csr::SCAUSE.read();
+    let stval = csr::STVAL.read();
     if scause == 1 << 63 | IRQ_LCOF {
         overflow(vcpu);
         return v;
     }
     // SAFETY: the trap path; the machine is reached only here.
     let mut machine = unsafe { crate::guests::machine() };
-    if scause == 1 << 63 | IRQ_STIMER {
+    if scause == 1 << 63 | IRQ_S_TIMER {
         if let Some(m) = &mut machine {
             return m.timer(v);
         }
@@ -90,7 +93,7 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         | CAUSE_STORE_GUEST_PAGE_FAULT => {
             // htval holds the guest-physical address >> 2; its low bits
             // are those of the guest-virtual address in stval.
-            let gpa = csr_read!(0x643) << 2 | stval & 3;
+            let gpa = csr::HTVAL.read() << 2 | stval & 3;
             let kind = match scause {
                 CAUSE_FETCH_GUEST_PAGE_FAULT => "fetch",
                 CAUSE_LOAD_GUEST_PAGE_FAULT => "load",
@@ -104,7 +107,7 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
             );
         }
         CAUSE_VIRTUAL_INSN
-            if stval == crate::guests::WFI && csr_read!(0x600) & HSTATUS_SPVP != 0 =>
+            if stval == crate::guests::WFI && csr::HSTATUS.read() & HSTATUS_SPVP != 0 =>
         {
             match &mut machine {
                 Some(m) => {
@@ -153,7 +156,7 @@ fn srst_call(
         // Only with others alive, i.e. with the machine.
         Outcome::Ended => match machine {
             Some(m) => Err(m.end()),
-            None => shutdown_failure(),
+            None => halt_failure(),
         },
     }
 }
@@ -183,9 +186,9 @@ fn overflow(vcpu: &mut Vcpu) {
         Some(p) => p.hw_mut().take_overflow(),
         None => 0,
     };
-    csr_clear!(sip, 1 << IRQ_LCOF);
+    csr::SIP.clear(1 << IRQ_LCOF);
     if new != 0 {
-        csr_set!(0x645, 1 << IRQ_LCOF);
+        csr::HVIP.set(1 << IRQ_LCOF);
     }
 }
 
@@ -193,8 +196,8 @@ fn overflow(vcpu: &mut Vcpu) {
 /// were delegated to VS-mode: vsepc, vscause, vstval, vsstatus's SPP/SPIE/SIE,
 /// then resume at vstvec's base in VS-mode.
 fn reflect(vcpu: &mut Vcpu, cause: usize, tval: usize) {
-    let from_vs = csr_read!(0x600) & HSTATUS_SPVP != 0;
-    let old = csr_read!(0x200);
+    let from_vs = csr::HSTATUS.read() & HSTATUS_SPVP != 0;
+    let old = csr::VSSTATUS.read();
     let mut s = old & !(SSTATUS_SPP | SSTATUS_SPIE | SSTATUS_SIE);
     if from_vs {
         s |= SSTATUS_SPP;
@@ -202,33 +205,21 @@ fn reflect(vcpu: &mut Vcpu, cause: usize, tval: usize) {
     if old & SSTATUS_SIE != 0 {
         s |= SSTATUS_SPIE;
     }
-    csr_write!(0x200, s);
-    csr_write!(0x241, vcpu.regs.pc);
-    csr_write!(0x242, cause);
-    csr_write!(0x243, tval);
-    vcpu.regs.pc = csr_read!(0x205) & !3;
+    csr::VSSTATUS.write(s);
+    csr::VSEPC.write(vcpu.regs.pc);
+    csr::VSCAUSE.write(cause);
+    csr::VSTVAL.write(tval);
+    vcpu.regs.pc = csr::VSTVEC.read() & !3;
     // The guest's handler runs in VS-mode even when the trap came from VU.
-    csr_set!(sstatus, SSTATUS_SPP);
-    csr_set!(0x600, HSTATUS_SPVP);
+    csr::SSTATUS.set(SSTATUS_SPP);
+    csr::HSTATUS.set(HSTATUS_SPVP);
 }
 
 /// Report why the guest stops and shut the machine down with reason
 /// "system failure" (QEMU exits 83 under rvpmu-fw).
 fn stop(vcpu: &Vcpu, why: core::fmt::Arguments<'_>) -> ! {
     hvprintln!("{why}; pc {:#x}: stopping the guest", vcpu.regs.pc);
-    shutdown_failure()
-}
-
-/// SRST shutdown with reason "system failure"; if the host refuses, park.
-pub fn shutdown_failure() -> ! {
-    sbi().system_reset(
-        RESET_TYPE_SHUTDOWN as usize,
-        RESET_REASON_SYSTEM_FAILURE as usize,
-    );
-    loop {
-        // SAFETY: wfi only stalls the hart.
-        unsafe { core::arch::asm!("wfi") };
-    }
+    halt_failure()
 }
 
 /// A trap taken in HS-mode: a hypervisor bug, never the guest's doing.
@@ -236,9 +227,9 @@ pub fn shutdown_failure() -> ! {
 extern "C" fn hv_self_trap() -> ! {
     hvprintln!(
         "trap in the hypervisor itself: scause {:#x} sepc {:#x} stval {:#x}",
-        csr_read!(scause),
-        csr_read!(sepc),
-        csr_read!(stval)
+        csr::SCAUSE.read(),
+        csr::SEPC.read(),
+        csr::STVAL.read()
     );
-    shutdown_failure()
+    halt_failure()
 }

@@ -1,25 +1,20 @@
 //! The vCPUs, one per guest: the guest's registers (saved and restored by
 //! the trap vector in `entry.rs`), its VS-mode state while another guest
-//! has the hart (`guests.rs`), and what serves its SBI calls. Each lives
+//! has the hart ([`VsState`]), and what serves its SBI calls. Each lives
 //! in a static slot, reached in these ways only: `install` writes it
 //! once before any guest runs, the trap vector passes a pointer to the
 //! running one to `trap::hv_trap` (which makes the one `&mut` of the
 //! trap, handed on to `guests.rs` when the hart changes guests), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
 
-use crate::counters::HsCounters;
-use crate::csr::{csr_set, csr_write};
+use crate::counters::GuestPmu;
+use crate::switch::Switch;
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
 use rvpmu::supervisor::Ecall;
 use rvpmu_hv::options::MAX_GUESTS;
-use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
-use rvpmu_hv::vpmu::HostHpm;
-
-/// The guest's PMU: the engine over host counters, its shared memory
-/// guest-physical.
-pub type GuestPmu = rvpmu::Pmu<'static, HostHpm<Ecall, HsCounters>, GuestMemory>;
+use rvpmu_rt::csr::{self, HSTATUS_SPVP, IRQ_VS_SOFT, SSTATUS_SPP};
 
 /// The guest's general registers and pc, as the trap vector saves them.
 #[repr(C)]
@@ -44,20 +39,120 @@ pub struct VsCsrs;
 
 impl VsHart for VsCsrs {
     fn set_timer(&mut self, stime_value: u64) {
-        csr_write!(0x24d, stime_value as usize);
+        csr::VSTIMECMP.write(stime_value as usize);
     }
     fn send_ipi(&mut self) {
-        csr_set!(0x645, 1 << 2);
+        csr::HVIP.set(1 << IRQ_VS_SOFT);
     }
     fn fence_i(&mut self) {
         // SAFETY: a fence; no memory effects beyond ordering.
         unsafe { core::arch::asm!("fence.i") };
     }
     fn flush_guest_tlb(&mut self) {
-        // hfence.vvma zero, zero: every VS-stage translation of the VMID
-        // in hgatp (the guest's), encoded for an assembler without H.
-        // SAFETY: a fence; it only invalidates cached translations.
-        unsafe { core::arch::asm!(".word 0x22000073") };
+        // Every VS-stage translation of the VMID in hgatp (the guest's).
+        csr::hfence_vvma_all();
+    }
+}
+
+/// A vCPU's VS-mode state while it does not have the hart.
+pub struct VsState {
+    /// vsstatus, vsie, vstvec, vsscratch, vsepc, vscause, vstval, vsatp,
+    /// vstimecmp, hvip (the order of `vs_csrs!`).
+    csr: [usize; 10],
+    /// hstatus.SPVP and sstatus.SPP of its last trap (where `sret` goes).
+    spvp_spp: (bool, bool),
+    fp: [u64; 32],
+    fcsr: usize,
+}
+
+/// Calls `$m!` with the VS CSRs in `VsState::csr` order.
+macro_rules! vs_csrs {
+    ($m:ident, $($args:tt)*) => {
+        $m!($($args)* 0 => VSSTATUS, 1 => VSIE, 2 => VSTVEC, 3 => VSSCRATCH, 4 => VSEPC,
+            5 => VSCAUSE, 6 => VSTVAL, 7 => VSATP, 8 => VSTIMECMP, 9 => HVIP)
+    };
+}
+macro_rules! save_csrs {
+    ($a:ident; $($i:literal => $c:ident),*) => { $($a[$i] = csr::$c.read();)* };
+}
+macro_rules! load_csrs {
+    ($a:ident; $($i:literal => $c:ident),*) => { $(csr::$c.write($a[$i]);)* };
+}
+
+/// `OP fN, N*8({p})` for each FP register number N, in order: register
+/// N's slot is `fp[N]`.
+macro_rules! fp_slots {
+    ($op:literal, $($n:literal),+) => {
+        concat!($("   ", $op, " f", $n, ", ", $n, "*8({p})\n"),+)
+    };
+}
+
+impl VsState {
+    /// A guest that has not run yet: VS-mode at its entry, `vsstatus`
+    /// as given (its FP state), no timer, nothing pending.
+    pub const fn initial(vsstatus: usize) -> VsState {
+        let mut csr = [0; 10];
+        csr[0] = vsstatus;
+        csr[8] = usize::MAX;
+        VsState {
+            csr,
+            spvp_spp: (true, true),
+            fp: [0; 32],
+            fcsr: 0,
+        }
+    }
+
+    /// Keep the hart's VS state (the vCPU is leaving the hart).
+    pub fn save(&mut self) {
+        let a = &mut self.csr;
+        vs_csrs!(save_csrs, a;);
+        self.spvp_spp = (
+            csr::HSTATUS.read() & HSTATUS_SPVP != 0,
+            csr::SSTATUS.read() & SSTATUS_SPP != 0,
+        );
+        let fp = self.fp.as_mut_ptr();
+        // SAFETY: stores the 32 FP registers into `self.fp` (32 u64s);
+        // sstatus.FS is on in HS-mode (boot), so they are accessible.
+        unsafe {
+            core::arch::asm!(
+                fp_slots!(
+                    "fsd", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                ),
+                p = in(reg) fp,
+            )
+        };
+        self.fcsr = csr::FCSR.read();
+    }
+
+    /// Put the state back on the hart (the vCPU is about to run).
+    pub fn load(&self) {
+        let a = &self.csr;
+        vs_csrs!(load_csrs, a;);
+        let (spvp, spp) = self.spvp_spp;
+        if spvp {
+            csr::HSTATUS.set(HSTATUS_SPVP);
+        } else {
+            csr::HSTATUS.clear(HSTATUS_SPVP);
+        }
+        if spp {
+            csr::SSTATUS.set(SSTATUS_SPP);
+        } else {
+            csr::SSTATUS.clear(SSTATUS_SPP);
+        }
+        let fp = self.fp.as_ptr();
+        // SAFETY: loads the 32 FP registers from `self.fp`; the
+        // hypervisor itself keeps nothing in FP registers.
+        unsafe {
+            core::arch::asm!(
+                fp_slots!(
+                    "fld", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                ),
+                p = in(reg) fp,
+            )
+        };
+        csr::FCSR.write(self.fcsr);
     }
 }
 
@@ -69,11 +164,11 @@ pub struct Vcpu {
     /// Which guest (0..): its slot, its VMID - 1, its console tag.
     pub id: usize,
     /// Its VS CSRs and FP registers while another guest has the hart.
-    pub vs: crate::guests::VsState,
+    pub vs: VsState,
     pub sbi: GuestSbi<Ecall, VsCsrs, GuestPmu>,
     /// The counter switch path, measured every 1 ms of host time
     /// (host command line `rvpmu-hv.switch=1ms`; `switch.rs`).
-    pub switch: Option<crate::switch::Switch>,
+    pub switch: Option<Switch>,
 }
 
 struct Slot(UnsafeCell<MaybeUninit<Vcpu>>);

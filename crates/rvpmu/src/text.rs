@@ -1,6 +1,6 @@
 //! A fixed-capacity string, for formatting without an allocator: the
 //! engine's [`dt::CounterList`](crate::dt::CounterList) pads through it,
-//! and the S-mode runtime (`crates/srt`) builds its console lines and
+//! and the S-mode runtime (`crates/rvpmu-rt`) builds its console lines and
 //! report fields in it.
 
 use core::fmt;

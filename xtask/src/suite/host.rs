@@ -109,8 +109,8 @@ fn lint() -> Result<()> {
             // The firmware's profile; conformance builds with --release,
             // which has the same cfgs (no debug assertions).
             format!(
-                "clippy -D warnings, {BARE_TARGET}: rvpmu (no_std), rvpmu-fw (firmware, \
-                 sbi-check), rvpmu-hv (hypervisor, vs-check), conformance"
+                "clippy -D warnings, {BARE_TARGET}: rvpmu (no_std), rvpmu-rt, rvpmu-fw \
+                 (firmware, sbi-check), rvpmu-hv (hypervisor, vs-check), conformance"
             ),
             vec![clippy(
                 Some(BARE_TARGET),
@@ -119,6 +119,8 @@ fn lint() -> Result<()> {
                     "fw",
                     "-p",
                     "rvpmu",
+                    "-p",
+                    "rvpmu-rt",
                     "-p",
                     "rvpmu-fw",
                     "-p",
@@ -164,11 +166,11 @@ fn lint() -> Result<()> {
         ),
         (
             format!(
-                "rustdoc -D warnings, {BARE_TARGET}: rvpmu, srt, rvpmu-fw, rvpmu-hv, conformance"
+                "rustdoc -D warnings, {BARE_TARGET}: rvpmu, rvpmu-rt, rvpmu-fw, rvpmu-hv, conformance"
             ),
             vec![rustdoc(
                 Some(BARE_TARGET),
-                &["rvpmu", "srt", "rvpmu-fw", "rvpmu-hv", "conformance"],
+                &["rvpmu", "rvpmu-rt", "rvpmu-fw", "rvpmu-hv", "conformance"],
             )],
         ),
         (

@@ -4,9 +4,15 @@
 //! it. Prints one line per failed check and a summary, then shuts down
 //! (with "system failure" if anything failed). Run by `cargo xtask firmware
 //! --test`. Entry, stacks, SMP bring-up, trap vector and console are the
-//! S-mode runtime it shares with the conformance kernel (`srt`); its SBI
+//! S-mode runtime it shares with the conformance kernel (`rvpmu_rt`); its SBI
 //! calls go through `rvpmu::supervisor`. Bare-metal; an empty stub on the
 //! host.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `payload` | |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -20,6 +26,8 @@ mod payload {
     use rvpmu::ecall::SbiRet;
     use rvpmu::event::FwEvent;
     use rvpmu::supervisor::{ecall, sbi as client, CounterCfgFlags, CounterStopFlags};
+    use rvpmu_rt::runtime::{hartid, park, secondary_entry, MAX_HARTS};
+    use rvpmu_rt::{console, println};
     use sbi_spec::base::EID_BASE;
     use sbi_spec::binary::{
         RET_ERR_ALREADY_AVAILABLE, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM,
@@ -37,8 +45,8 @@ mod payload {
     use sbi_spec::srst::EID_SRST;
     use sbi_spec::sta::EID_STA;
     use sbi_spec::time::EID_TIME;
-    use srt::runtime::{hartid, park, secondary_entry, MAX_HARTS};
-    use srt::{console, println};
+
+    rvpmu_rt::entry!();
 
     const FW_BASE: usize = 0x8000_0000;
     const MAGIC: usize = 0x5eed_0000;

@@ -14,8 +14,14 @@
 //! if a check failed), `vs-check.end=fault` a load from guest-physical
 //! 0x10000000 (QEMU's UART, not mapped for the guest), which the
 //! hypervisor must report and stop. Run by `cargo xtask hv`. Runtime:
-//! `srt` (entry, stack, trap vector, console), calls through
+//! `rvpmu_rt` (entry, stack, trap vector, console), calls through
 //! `rvpmu::supervisor`. Bare-metal; an empty stub on the host.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `guest` | |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -27,9 +33,12 @@ fn main() {
 mod guest {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use rvpmu::supervisor::sbi;
+    use rvpmu_rt::csr::HPMCOUNTER3;
+    use rvpmu_rt::{console, println, runtime};
     use sbi_spec::binary::{RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
     use sbi_spec::{base::EID_BASE, dbcn::EID_DBCN, srst::EID_SRST, time::EID_TIME};
-    use srt::{console, println, runtime};
+
+    rvpmu_rt::entry!();
 
     static TIMER_IRQS: AtomicUsize = AtomicUsize::new(0);
     static SOFT_IRQS: AtomicUsize = AtomicUsize::new(0);
@@ -162,9 +171,9 @@ mod guest {
         // SAFETY: reads hpmcounter3 (hcounteren lets it through) around a
         // register-only loop.
         unsafe {
-            core::arch::asm!("csrr {a}, 0xc03", "mv t0, {n}", "1: addi t0, t0, -1", "bnez t0, 1b",
-                "csrr {b}, 0xc03", a = out(reg) a, b = out(reg) b, n = in(reg) n, out("t0") _,
-                options(nostack, nomem));
+            core::arch::asm!("csrr {a}, {hpm3}", "mv t0, {n}", "1: addi t0, t0, -1", "bnez t0, 1b",
+                "csrr {b}, {hpm3}", a = out(reg) a, b = out(reg) b, n = in(reg) n, out("t0") _,
+                hpm3 = const HPMCOUNTER3.num(), options(nostack, nomem));
         }
         b.wrapping_sub(a)
     }
@@ -178,18 +187,20 @@ mod guest {
             // SAFETY: an SBI call (num_counters: no memory) between counter
             // reads; a0 and a1 are the answer, every other register kept.
             unsafe {
-                core::arch::asm!("csrr {g0}, 0xc03", "csrr {i0}, instret", "ecall",
-                    "csrr {g1}, 0xc03", "csrr {i1}, instret",
+                core::arch::asm!("csrr {g0}, {hpm3}", "csrr {i0}, instret", "ecall",
+                    "csrr {g1}, {hpm3}", "csrr {i1}, instret",
                     g0 = out(reg) g0, g1 = out(reg) g1, i0 = out(reg) i0, i1 = out(reg) i1,
+                    hpm3 = const HPMCOUNTER3.num(),
                     in("a7") sbi_spec::pmu::EID_PMU, in("a6") sbi_spec::pmu::NUM_COUNTERS,
                     inlateout("a0") 0usize => _, lateout("a1") _, options(nostack));
             }
         } else {
             // SAFETY: counter reads only.
             unsafe {
-                core::arch::asm!("csrr {g0}, 0xc03", "csrr {i0}, instret", "nop",
-                    "csrr {g1}, 0xc03", "csrr {i1}, instret",
+                core::arch::asm!("csrr {g0}, {hpm3}", "csrr {i0}, instret", "nop",
+                    "csrr {g1}, {hpm3}", "csrr {i1}, instret",
                     g0 = out(reg) g0, g1 = out(reg) g1, i0 = out(reg) i0, i1 = out(reg) i1,
+                    hpm3 = const HPMCOUNTER3.num(),
                     options(nostack, nomem));
             }
         }
@@ -227,10 +238,8 @@ mod guest {
     }
 
     fn hpm3() -> u64 {
-        let v: u64;
-        // SAFETY: reads hpmcounter3 (hcounteren lets it through).
-        unsafe { core::arch::asm!("csrr {0}, 0xc03", out(reg) v) };
-        v
+        // hcounteren lets it through.
+        HPMCOUNTER3.read() as u64
     }
 
     /// The snapshot page and an event_get_info array, in guest RAM

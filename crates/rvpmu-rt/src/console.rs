@@ -64,6 +64,7 @@ fn write_bytes(bytes: &[u8]) {
     }
 }
 
+/// Prints one line (`println!`), whole: lines of several harts do not mix.
 pub fn print_line(args: fmt::Arguments<'_>) {
     let mut line = Text::<1024>::new();
     let _ = line.write_fmt(args);
