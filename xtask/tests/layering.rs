@@ -23,11 +23,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Crates whose roots do not state their layering yet; the test reports
-/// their findings without failing. Each one leaves this list when its
-/// root documents its table.
-const NOT_YET_LAYERED: &[&str] = &["crates/hpmtrace", "crates/hpmtrace-cli", "crates/rvpmu"];
-
 /// A module path below the crate root (`[]` is the root).
 type ModPath = Vec<String>;
 
@@ -559,28 +554,13 @@ fn every_crate_is_layered() {
                 Err(e) => problems.push(format!("{k}: {e}")),
             }
         }
-        let pending = NOT_YET_LAYERED.contains(&k.as_str());
         if problems.is_empty() {
             println!("{k}: layered");
-            if pending {
-                failing.push(format!(
-                    "{k}: layered now; take it off NOT_YET_LAYERED (xtask/tests/layering.rs)"
-                ));
-            }
-        } else if pending {
-            println!(
-                "{k}: not yet layered (NOT_YET_LAYERED), {} finding(s):",
-                problems.len()
-            );
-            for p in &problems {
-                println!("    {p}");
-            }
-        } else {
-            for p in &problems {
-                println!("{p}");
-            }
-            failing.extend(problems);
         }
+        for p in &problems {
+            println!("{p}");
+        }
+        failing.extend(problems);
     }
     assert!(failing.is_empty(), "\n{}", failing.join("\n"));
 }

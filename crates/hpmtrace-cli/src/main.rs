@@ -1,5 +1,24 @@
 //! `hpmtrace`: decode, report on and export performance-counter traces
 //! written with the SiFive Trace Performance Library format (or hpmtrace).
+//!
+//! ## Layering
+//!
+//! Bottom-up: the shared pieces (`fastmap`, `names`, `symbols`), reading
+//! a trace file (`pipeline`), the `decode` output formats (`text`), the
+//! call stacks rebuilt from the records (`stack`) and the commands built
+//! on them (`report`, `export`); the crate root ties them to the command
+//! line.
+//!
+//! | module | uses |
+//! |---|---|
+//! | `fastmap` | |
+//! | `names` | |
+//! | `symbols` | `fastmap` |
+//! | `pipeline` | |
+//! | `text` | `fastmap`, `names`, `symbols` |
+//! | `stack` | `fastmap`, `names`, `symbols` |
+//! | `report` | `stack` |
+//! | `export` | `fastmap`, `stack`, `text` |
 
 mod export;
 mod fastmap;

@@ -11,6 +11,32 @@
 //! talks to two small seams: [`hw::Hpm`] (the hart's counter CSRs) and
 //! [`mem::SupervisorMemory`] (the supervisor's physical memory). Firmware
 //! implements them with CSRs and physical accesses; tests use the `sim` module (feature `sim`).
+//!
+//! ## Layering
+//!
+//! Bottom-up: the seams and value types first ([`hw`], [`mem`],
+//! [`counter`], [`event`], [`text`]), the device tree ([`dtb`] checks the
+//! blob, [`dt`] reads the binding), the shared-memory areas ([`snapshot`],
+//! [`sta`]), the per-hart engine ([`hart`]), the SBI call edge ([`ecall`])
+//! and the supervisor's side of it ([`supervisor`]); `sim` implements the
+//! seams for tests. The SBI [`Error`] codes of the crate root are shared
+//! by all of them.
+//!
+//! | module | uses |
+//! |---|---|
+//! | `hw` | |
+//! | `mem` | |
+//! | `counter` | |
+//! | `event` | |
+//! | `text` | |
+//! | `dtb` | |
+//! | `dt` | `event`, `text` |
+//! | `snapshot` | `event`, `mem` |
+//! | `sta` | `mem` |
+//! | `hart` | `counter`, `dt`, `event`, `hw`, `mem`, `snapshot` |
+//! | `ecall` | `counter`, `event`, `hart`, `hw`, `mem`, `snapshot`, `sta` |
+//! | `supervisor` | `ecall` |
+//! | `sim` | `counter`, `hw`, `mem` |
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
