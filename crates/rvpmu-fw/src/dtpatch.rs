@@ -6,19 +6,10 @@
 //! the new node and the new property names each open a gap in place, and
 //! every block after a gap moves up by its size.
 
-const BEGIN_NODE: u32 = 1;
-const END_NODE: u32 = 2;
-const PROP: u32 = 3;
-const NOP: u32 = 4;
-const END: u32 = 9;
-
-/// Header field byte offsets.
-const H_TOTALSIZE: usize = 4;
-const H_OFF_STRUCT: usize = 8;
-const H_OFF_STRINGS: usize = 12;
-const H_OFF_RSVMAP: usize = 16;
-const H_SIZE_STRINGS: usize = 32;
-const H_SIZE_STRUCT: usize = 36;
+use rvpmu::dtb::format::{
+    BEGIN_NODE, END, END_NODE, H_OFF_RSVMAP, H_OFF_STRINGS, H_OFF_STRUCT, H_SIZE_STRINGS,
+    H_SIZE_STRUCT, H_TOTALSIZE, NOP, PROP,
+};
 
 /// Why the device tree could not be patched.
 #[derive(Debug)]

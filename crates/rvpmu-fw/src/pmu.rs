@@ -92,7 +92,7 @@ pub fn new_hart(
         },
         snapshot: platform.pmu_snapshot,
         // Makes Linux 6.12's snapshot restart (counter_idx_base 4096) valid;
-        // see README "Linux 6.12's snapshot restart bug".
+        // see README "Linux's snapshot restart bug (6.12 and 7.2)".
         alias_window: true,
     };
     // SAFETY: M-mode; `present` names only implemented counters.

@@ -8,14 +8,12 @@
 use crate::layout::GuestLayout;
 use crate::ram::GuestRam;
 
-const MAGIC: u32 = 0xd00d_feed;
-const BEGIN_NODE: u32 = 1;
-const END_NODE: u32 = 2;
-const PROP: u32 = 3;
-const END: u32 = 9;
-const HEADER_LEN: usize = 40;
+use rvpmu::dtb::format::{
+    BEGIN_NODE, END, END_NODE, HEADER_LEN, LAST_COMP_VERSION, MAGIC, PROP, VERSION,
+};
+
 /// The memory reservation block: only its terminating empty entry.
-const RSVMAP_LEN: usize = 16;
+const RSVMAP_LEN: usize = rvpmu::dtb::format::RSVMAP_ENTRY_LEN;
 const STRINGS_CAP: usize = 512;
 
 /// The tree does not fit the buffer (or the strings table).
@@ -166,8 +164,8 @@ impl<'a> FdtWriter<'a> {
             (HEADER_LEN + RSVMAP_LEN) as u32,
             strings_at as u32,
             HEADER_LEN as u32,
-            17,
-            16,
+            VERSION,
+            LAST_COMP_VERSION,
             boot_cpuid,
             self.strings_len as u32,
             struct_len as u32,

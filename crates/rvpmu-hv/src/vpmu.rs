@@ -616,7 +616,7 @@ mod tests {
     }
 
     fn qemu_map() -> &'static EventMap {
-        // QEMU virt's riscv,event-to-mhpmcounters (FACTS 3).
+        // QEMU virt's generated riscv,event-to-mhpmcounters.
         let rows: [u32; 15] = [
             0x01, 0x01, 0x7fff9, 0x02, 0x02, 0x7fffc, 0x10019, 0x10019, 0x7fff8, 0x1001b, 0x1001b,
             0x7fff8, 0x10021, 0x10021, 0x7fff8,

@@ -48,27 +48,50 @@ use core::fmt;
 /// node walk keeps 64 parent slots, the first unused.
 pub const MAX_DEPTH: usize = 63;
 
-const MAGIC: u32 = 0xd00d_feed;
-const HEADER_LEN: usize = 40;
-/// The format version this reader implements (`size_dt_struct` appeared in
-/// version 17).
-const VERSION: u32 = 17;
+/// The flattened devicetree format's numbers (Devicetree Specification
+/// v0.4, chapter 5), for every reader and writer of blobs in the project.
+pub mod format {
+    /// `magic`, the header's first word.
+    pub const MAGIC: u32 = 0xd00d_feed;
+    /// The version 17 header: ten big-endian 32-bit words.
+    pub const HEADER_LEN: usize = 40;
+    /// The format version read and written here (`size_dt_struct`
+    /// appeared in version 17).
+    pub const VERSION: u32 = 17;
+    /// The oldest version a version-17 blob stays readable by.
+    pub const LAST_COMP_VERSION: u32 = 16;
+    /// One memory reservation entry (address, size: two 64-bit words).
+    pub const RSVMAP_ENTRY_LEN: usize = 16;
 
-const BEGIN_NODE: u32 = 1;
-const END_NODE: u32 = 2;
-const PROP: u32 = 3;
-const NOP: u32 = 4;
-const END: u32 = 9;
+    /// Structure block tokens.
+    pub const BEGIN_NODE: u32 = 1;
+    /// End of a node.
+    pub const END_NODE: u32 = 2;
+    /// A property: length, name offset, value.
+    pub const PROP: u32 = 3;
+    /// Nothing: readers skip it (libfdt's `fdt_nop_property` leaves them).
+    pub const NOP: u32 = 4;
+    /// End of the structure block.
+    pub const END: u32 = 9;
 
-/// Header field byte offsets.
-const H_TOTALSIZE: usize = 4;
-const H_OFF_STRUCT: usize = 8;
-const H_OFF_STRINGS: usize = 12;
-const H_OFF_RSVMAP: usize = 16;
-const H_VERSION: usize = 20;
-const H_LAST_COMP: usize = 24;
-const H_SIZE_STRINGS: usize = 32;
-const H_SIZE_STRUCT: usize = 36;
+    /// Header field byte offsets.
+    pub const H_TOTALSIZE: usize = 4;
+    /// `off_dt_struct`.
+    pub const H_OFF_STRUCT: usize = 8;
+    /// `off_dt_strings`.
+    pub const H_OFF_STRINGS: usize = 12;
+    /// `off_mem_rsvmap`.
+    pub const H_OFF_RSVMAP: usize = 16;
+    /// `version`.
+    pub const H_VERSION: usize = 20;
+    /// `last_comp_version`.
+    pub const H_LAST_COMP: usize = 24;
+    /// `size_dt_strings`.
+    pub const H_SIZE_STRINGS: usize = 32;
+    /// `size_dt_struct`.
+    pub const H_SIZE_STRUCT: usize = 36;
+}
+use format::*;
 
 /// The blocks of a DTB, for errors and layout checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,11 +374,11 @@ pub fn layout(blob: &[u8]) -> Result<Layout, Error> {
     }
     loop {
         let at = l.rsvmap + l.rsvmap_size;
-        if at + 16 > total {
+        if at + RSVMAP_ENTRY_LEN > total {
             return fail(Problem::RsvmapUnterminated, l.rsvmap);
         }
-        l.rsvmap_size += 16;
-        if blob[at..at + 16].iter().all(|&b| b == 0) {
+        l.rsvmap_size += RSVMAP_ENTRY_LEN;
+        if blob[at..at + RSVMAP_ENTRY_LEN].iter().all(|&b| b == 0) {
             break;
         }
     }
