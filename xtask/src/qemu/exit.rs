@@ -1,18 +1,20 @@
 //! QEMU's exit statuses under rvpmu-fw: the sifive,test finisher codes
-//! the firmware writes (`crates/rvpmu-fw/src/power.rs`, crate doc).
+//! the bare-metal programs write, defined once in `rvpmu_rt::exit`.
+
+use rvpmu_rt::exit as code;
 
 /// Power-off (FINISHER_PASS): SRST shutdown without a failure reason,
 /// legacy shutdown.
 pub const POWER_OFF: i32 = 0;
 /// A fatal trap in the firmware; also what QEMU itself exits with on
 /// its own errors.
-pub const FATAL: i32 = 1;
+pub const FATAL: i32 = code::FATAL as i32;
 /// A panic in the firmware.
-pub const PANIC: i32 = 2;
+pub const PANIC: i32 = code::PANIC as i32;
 /// The boot failed (unusable device tree).
-pub const BOOT_FAILED: i32 = 3;
+pub const BOOT_FAILED: i32 = code::BOOT_FAILED as i32;
 /// SRST shutdown with reason "system failure" (the payload's failure).
-pub const SYSTEM_FAILURE: i32 = 83;
+pub const SYSTEM_FAILURE: i32 = code::SYSTEM_FAILURE as i32;
 
 /// What a QEMU exit status means on rvpmu-fw (`None`: QEMU was killed).
 pub fn describe(code: Option<i32>) -> String {
