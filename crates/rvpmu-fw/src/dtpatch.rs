@@ -6,10 +6,7 @@
 //! the new node and the new property names each open a gap in place, and
 //! every block after a gap moves up by its size.
 
-use rvpmu::dtb::format::{
-    BEGIN_NODE, END, END_NODE, H_OFF_RSVMAP, H_OFF_STRINGS, H_OFF_STRUCT, H_SIZE_STRINGS,
-    H_SIZE_STRUCT, H_TOTALSIZE, NOP, PROP,
-};
+use rvpmu::dtb::format::{Header, BEGIN_NODE, END, END_NODE, NOP, PROP};
 
 /// Why the device tree could not be patched.
 #[derive(Debug)]
@@ -202,7 +199,11 @@ impl Builder {
 /// start there or later, except the one at header field `growing`.
 fn open_gap(b: &mut Blob, total: usize, at: usize, len: usize, growing: usize) {
     b.0.copy_within(at..total, at + len);
-    for field in [H_OFF_STRUCT, H_OFF_STRINGS, H_OFF_RSVMAP] {
+    for field in [
+        Header::OffStruct.at(),
+        Header::OffStrings.at(),
+        Header::OffRsvmap.at(),
+    ] {
         let off = b.u32(field).unwrap_or(0) as usize;
         if field != growing && off >= at {
             b.set_u32(field, (off + len) as u32);
@@ -268,20 +269,20 @@ pub unsafe fn reserve(dtb: usize, room: usize, base: u64, size: u64) -> Result<u
     if new_total > room {
         return Err(PatchError::NoRoom);
     }
-    open_gap(&mut b, total, insert_at, nb.len, H_OFF_STRUCT);
+    open_gap(&mut b, total, insert_at, nb.len, Header::OffStruct.at());
     b.0[insert_at..insert_at + nb.len].copy_from_slice(&nb.node[..nb.len]);
-    b.set_u32(H_SIZE_STRUCT, (l.struct_size + nb.len) as u32);
-    let strings = b.u32(H_OFF_STRINGS).unwrap_or(0) as usize;
+    b.set_u32(Header::SizeStruct.at(), (l.struct_size + nb.len) as u32);
+    let strings = b.u32(Header::OffStrings.at()).unwrap_or(0) as usize;
     let strings_end = strings + str_size;
     open_gap(
         &mut b,
         total + nb.len,
         strings_end,
         strings_gap,
-        H_OFF_STRINGS,
+        Header::OffStrings.at(),
     );
     b.0[strings_end..strings_end + nb.strings_len].copy_from_slice(&nb.strings[..nb.strings_len]);
-    b.set_u32(H_SIZE_STRINGS, (str_size + nb.strings_len) as u32);
-    b.set_u32(H_TOTALSIZE, new_total as u32);
+    b.set_u32(Header::SizeStrings.at(), (str_size + nb.strings_len) as u32);
+    b.set_u32(Header::TotalSize.at(), new_total as u32);
     Ok(new_total)
 }

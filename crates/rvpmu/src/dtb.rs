@@ -74,22 +74,32 @@ pub mod format {
     /// End of the structure block.
     pub const END: u32 = 9;
 
-    /// Header field byte offsets.
-    pub const H_TOTALSIZE: usize = 4;
-    /// `off_dt_struct`.
-    pub const H_OFF_STRUCT: usize = 8;
-    /// `off_dt_strings`.
-    pub const H_OFF_STRINGS: usize = 12;
-    /// `off_mem_rsvmap`.
-    pub const H_OFF_RSVMAP: usize = 16;
-    /// `version`.
-    pub const H_VERSION: usize = 20;
-    /// `last_comp_version`.
-    pub const H_LAST_COMP: usize = 24;
-    /// `size_dt_strings`.
-    pub const H_SIZE_STRINGS: usize = 32;
-    /// `size_dt_struct`.
-    pub const H_SIZE_STRUCT: usize = 36;
+    /// The header's fields in their order, big-endian 32-bit words, named
+    /// as the specification names them (`magic`, `totalsize`,
+    /// `off_dt_struct`, `off_dt_strings`, `off_mem_rsvmap`, `version`,
+    /// `last_comp_version`, `boot_cpuid_phys`, `size_dt_strings`,
+    /// `size_dt_struct`).
+    #[allow(missing_docs)] // each variant is the field the enum doc names
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Header {
+        Magic,
+        TotalSize,
+        OffStruct,
+        OffStrings,
+        OffRsvmap,
+        Version,
+        LastCompVersion,
+        BootCpuid,
+        SizeStrings,
+        SizeStruct,
+    }
+
+    impl Header {
+        /// The field's byte offset in the blob.
+        pub const fn at(self) -> usize {
+            4 * self as usize
+        }
+    }
 }
 use format::*;
 
@@ -342,35 +352,47 @@ pub fn layout(blob: &[u8]) -> Result<Layout, Error> {
     if magic != MAGIC {
         return fail(Problem::BadMagic(magic), 0);
     }
-    let (version, last_comp) = (h(H_VERSION) as u32, h(H_LAST_COMP) as u32);
+    let (version, last_comp) = (
+        h(Header::Version.at()) as u32,
+        h(Header::LastCompVersion.at()) as u32,
+    );
     if version < VERSION || last_comp > VERSION {
-        return fail(Problem::Version { version, last_comp }, H_VERSION);
+        return fail(
+            Problem::Version { version, last_comp },
+            Header::Version.at(),
+        );
     }
-    let total = h(H_TOTALSIZE);
+    let total = h(Header::TotalSize.at());
     if total < HEADER_LEN || total > blob.len() {
         let need = total.max(HEADER_LEN);
         let have = blob.len();
-        return fail(Problem::Truncated { need, have }, H_TOTALSIZE);
+        return fail(Problem::Truncated { need, have }, Header::TotalSize.at());
     }
     let mut l = Layout {
         total,
-        structs: h(H_OFF_STRUCT),
-        struct_size: h(H_SIZE_STRUCT),
-        strings: h(H_OFF_STRINGS),
-        strings_size: h(H_SIZE_STRINGS),
-        rsvmap: h(H_OFF_RSVMAP),
+        structs: h(Header::OffStruct.at()),
+        struct_size: h(Header::SizeStruct.at()),
+        strings: h(Header::OffStrings.at()),
+        strings_size: h(Header::SizeStrings.at()),
+        rsvmap: h(Header::OffRsvmap.at()),
         rsvmap_size: 0,
     };
     // The reservation entries: 16 bytes each, 8-byte aligned, up to and
     // including an all-zero one.
     if !l.rsvmap.is_multiple_of(8) {
-        return fail(Problem::Misaligned(Block::MemRsvmap), H_OFF_RSVMAP);
+        return fail(
+            Problem::Misaligned(Block::MemRsvmap),
+            Header::OffRsvmap.at(),
+        );
     }
     if l.rsvmap < HEADER_LEN {
-        return fail(Problem::InHeader(Block::MemRsvmap), H_OFF_RSVMAP);
+        return fail(Problem::InHeader(Block::MemRsvmap), Header::OffRsvmap.at());
     }
     if l.rsvmap >= total {
-        return fail(Problem::OutsideBlob(Block::MemRsvmap), H_OFF_RSVMAP);
+        return fail(
+            Problem::OutsideBlob(Block::MemRsvmap),
+            Header::OffRsvmap.at(),
+        );
     }
     loop {
         let at = l.rsvmap + l.rsvmap_size;
@@ -383,8 +405,18 @@ pub fn layout(blob: &[u8]) -> Result<Layout, Error> {
         }
     }
     for (block, off, size, field_at) in [
-        (Block::Struct, l.structs, l.struct_size, H_OFF_STRUCT),
-        (Block::Strings, l.strings, l.strings_size, H_OFF_STRINGS),
+        (
+            Block::Struct,
+            l.structs,
+            l.struct_size,
+            Header::OffStruct.at(),
+        ),
+        (
+            Block::Strings,
+            l.strings,
+            l.strings_size,
+            Header::OffStrings.at(),
+        ),
     ] {
         if block == Block::Struct && !(off.is_multiple_of(4) && size.is_multiple_of(4)) {
             return fail(Problem::Misaligned(block), field_at);
@@ -542,7 +574,8 @@ fn compact(blob: &mut [u8], l: &Layout, end: usize) -> usize {
         }
         read += len;
     }
-    blob[H_SIZE_STRUCT..H_SIZE_STRUCT + 4].copy_from_slice(&(write as u32).to_be_bytes());
+    blob[Header::SizeStruct.at()..Header::SizeStruct.at() + 4]
+        .copy_from_slice(&(write as u32).to_be_bytes());
     write
 }
 
@@ -584,10 +617,13 @@ pub unsafe fn open_at<'a>(ptr: *mut u8) -> Result<fdt::Fdt<'a>, Error> {
     if be32(head, 0) != Some(MAGIC) {
         return fail(Problem::BadMagic(be32(head, 0).unwrap_or(0)), 0);
     }
-    let total = be32(head, H_TOTALSIZE).unwrap_or(0) as usize;
+    let total = be32(head, Header::TotalSize.at()).unwrap_or(0) as usize;
     if total < HEADER_LEN {
         let need = HEADER_LEN;
-        return fail(Problem::Truncated { need, have: total }, H_TOTALSIZE);
+        return fail(
+            Problem::Truncated { need, have: total },
+            Header::TotalSize.at(),
+        );
     }
     // SAFETY: `totalsize` bytes at `ptr` are the caller's blob, exclusively
     // ours for 'a.
