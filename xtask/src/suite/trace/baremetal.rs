@@ -83,8 +83,7 @@ fn decode_config(src_bits: u8) -> DecodeConfig {
 /// them: S-mode on rvpmu-fw (fib, timer, manual records, 4 harts), M-mode
 /// as the machine's firmware (fib, timer).
 pub fn test(cli: &Path) -> Result<()> {
-    let fib_c = root().join("crates/hpmtrace/tests/c/fib.c");
-    let fib_c = with_bare_metal(&std::fs::read_to_string(&fib_c)?)?;
+    let fib_c = with_bare_metal(&super::fib_c_source()?)?;
     let mut c = Checks::default();
     for mode in [Mode::Supervisor, Mode::Machine] {
         step(&format!(
@@ -512,9 +511,7 @@ mod tests {
 
     #[test]
     fn bare_metal_fib_changes_includes_and_buffer_only() {
-        let fib_c =
-            std::fs::read_to_string(crate::host::root().join("crates/hpmtrace/tests/c/fib.c"))
-                .unwrap();
+        let fib_c = super::super::fib_c_source().unwrap();
         let b = super::with_bare_metal(&fib_c).unwrap();
         assert!(
             b.contains("#include \"sifive_bare_perf.h\"")

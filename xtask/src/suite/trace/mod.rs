@@ -12,7 +12,7 @@ use crate::build::hpmtrace::{build_cli, install_for, install_host};
 use crate::host::{cargo, root, run, step};
 use crate::host::{BARE_TARGET, LINUX_TARGET};
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `cargo xtask test --bare-metal-only`: hpmtrace's bare-metal checks
@@ -48,7 +48,7 @@ pub fn test() -> Result<()> {
     run(Command::new("gcc")
         .args(["-O2", "-finstrument-functions", "-I"])
         .arg(dir.join("prefix/include"))
-        .arg(root().join("crates/hpmtrace/tests/c/fib.c"))
+        .arg(fib_c_path())
         .arg(dir.join("prefix/lib/libhpmtrace.a"))
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&exe))?;
@@ -123,9 +123,8 @@ fn guest(cli: &Path) -> Result<()> {
     let dir = root().join("target/xtask-trace/riscv64");
     let _ = std::fs::remove_dir_all(&dir);
     install_for(&dir.join("prefix"), target)?;
-    let fib_c = root().join("crates/hpmtrace/tests/c/fib.c");
-    let text = std::fs::read_to_string(&fib_c)
-        .with_context(|| format!("cannot read {}", fib_c.display()))?;
+    let fib_c = fib_c_path();
+    let text = fib_c_source()?;
     let hw_src = dir.join("fib_hw.c");
     std::fs::write(&hw_src, with_hardware_events(&text)?)?;
     let fib = dir.join("fib");
@@ -162,7 +161,18 @@ fn guest(cli: &Path) -> Result<()> {
     )
 }
 
-/// The SiFive's fib example's `perfCntrList` (crates/hpmtrace/tests/c/fib.c).
+/// SiFive's fib example, the program every trace suite builds.
+fn fib_c_path() -> PathBuf {
+    root().join("crates/hpmtrace/tests/c/fib.c")
+}
+
+/// SiFive's fib example's source text.
+fn fib_c_source() -> Result<String> {
+    let p = fib_c_path();
+    std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))
+}
+
+/// SiFive's fib example's `perfCntrList` (crates/hpmtrace/tests/c/fib.c).
 const FIB_EVENTS: [hpmtrace::format::Event; 7] = {
     use hpmtrace::format::{hw, Event};
     [
@@ -290,9 +300,7 @@ mod tests {
 
     #[test]
     fn hardware_event_list_replaces_the_fib_list_only() {
-        let fib_c =
-            std::fs::read_to_string(crate::host::root().join("crates/hpmtrace/tests/c/fib.c"))
-                .unwrap();
+        let fib_c = super::fib_c_source().unwrap();
         let hw = super::with_hardware_events(&fib_c).unwrap();
         assert!(hw.contains("HW_CPU_CYCLES") && hw.contains("HW_INSTRUCTIONS"));
         assert!(!hw.contains("HW_CACHE_MISSES") && !hw.contains("perfEventHWRaw"));
@@ -304,9 +312,7 @@ mod tests {
     #[test]
     fn fib_events_are_the_list_of_fib_c() {
         use hpmtrace::format::Event;
-        let fib_c =
-            std::fs::read_to_string(crate::host::root().join("crates/hpmtrace/tests/c/fib.c"))
-                .unwrap();
+        let fib_c = super::fib_c_source().unwrap();
         let list = &fib_c[fib_c.find("perfCntrList[] = {").unwrap()..];
         let list = &list[..list.find("\n};").unwrap()];
         // The `.code = NAME` of each entry, in order.
