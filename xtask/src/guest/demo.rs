@@ -417,6 +417,24 @@ fn line_json(l: &StatLine) -> Value {
     json!({"event": l.event, "count": l.value, "status": l.status, "running_pct": l.running_pct})
 }
 
+/// One row per event: name, count, what it counts, whether perf scaled it.
+fn print_counts(
+    lines: &[StatLine],
+    name_w: usize,
+    count_w: usize,
+    meaning: fn(&str) -> &'static str,
+) {
+    for l in lines {
+        println!(
+            "  {:<name_w$} {:>count_w$}  {}{}",
+            l.event,
+            count(l),
+            meaning(&l.event),
+            scaled_note(l)
+        );
+    }
+}
+
 fn tlb_meaning(event: &str) -> &'static str {
     match event {
         "dTLB-load-misses" => "data TLB refills on loads (QEMU's softmmu TLB)",
@@ -639,15 +657,7 @@ impl Summary {
         println!(
             "TLB events {t}: three event ids, alu {n} (the loop itself loads and stores nothing)"
         );
-        for l in &self.tlb {
-            println!(
-                "  {:<20} {:>10}  {}{}",
-                l.event,
-                count(l),
-                tlb_meaning(&l.event),
-                scaled_note(l)
-            );
-        }
+        print_counts(&self.tlb, 20, 10, tlb_meaning);
         println!();
 
         if let Some(s) = &self.sampling {
@@ -680,15 +690,7 @@ impl Summary {
         println!(
             "firmware events {f}: counted by the firmware where they happen, on every hart (-a)"
         );
-        for l in &self.firmware {
-            println!(
-                "  {:<24} {:>8}  {}{}",
-                l.event,
-                count(l),
-                fw_meaning(&l.event),
-                scaled_note(l)
-            );
-        }
+        print_counts(&self.firmware, 24, 8, fw_meaning);
     }
 }
 
