@@ -474,7 +474,7 @@ fn scaled_note(l: &StatLine) -> String {
 
 impl Summary {
     /// Every figure of the summary, and the commands each comes from
-    /// (`shown`: the shown commands in the transcript's order, [1] first).
+    /// (`shown`: the shown commands in the transcript's order, `[1]` first).
     pub fn json(&self) -> Value {
         let n = ALU_ITERS;
         json!({
