@@ -30,7 +30,7 @@ use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{SbiCall, Supervisor};
-use rvpmu_rt::base::{Base, MachineId};
+use rvpmu_rt::base::{err, ok, Base, MachineId};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, sta, time};
@@ -154,16 +154,6 @@ fn srst_valid(reset_type: usize, reason: usize) -> bool {
     let type_ok = t <= srst::RESET_TYPE_WARM_REBOOT || t >= 0xf000_0000;
     let reason_ok = r <= srst::RESET_REASON_SYSTEM_FAILURE || r >= 0xe000_0000;
     type_ok && reason_ok
-}
-
-const fn ok(value: usize) -> SbiRet {
-    SbiRet {
-        error: RET_SUCCESS,
-        value,
-    }
-}
-const fn err(error: usize) -> SbiRet {
-    SbiRet { error, value: 0 }
 }
 
 /// The SBI implementation one guest sees.
