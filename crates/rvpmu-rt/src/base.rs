@@ -6,7 +6,7 @@
 //! give, [`ok`] and [`err`].
 
 use sbi_spec::base;
-use sbi_spec::binary::{SbiRet, RET_SUCCESS};
+use sbi_spec::binary::{SbiRet, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 
 pub use rvpmu::ecall::SPEC_VERSION;
 
@@ -74,7 +74,7 @@ pub fn call<B: Base>(b: &B, fid: usize, a0: usize) -> SbiRet {
         base::GET_MVENDORID => ok(b.machine_id(MachineId::Vendor)),
         base::GET_MARCHID => ok(b.machine_id(MachineId::Arch)),
         base::GET_MIMPID => ok(b.machine_id(MachineId::Impl)),
-        _ => err(sbi_spec::binary::RET_ERR_NOT_SUPPORTED),
+        _ => err(RET_ERR_NOT_SUPPORTED),
     }
 }
 
