@@ -1,5 +1,6 @@
 //! SBI call dispatch: BASE, TIME, IPI, RFENCE, HSM, SRST, DBCN, the legacy
 //! calls, and (through `pmu`) PMU and STA.
+#![cfg(target_os = "none")]
 
 use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;

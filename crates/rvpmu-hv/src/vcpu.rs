@@ -6,6 +6,7 @@
 //! running one to `trap::hv_trap` (which makes the one `&mut` of the
 //! trap, handed on to `guests.rs` when the hart changes guests), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
+#![cfg(target_os = "none")]
 
 use crate::counters::GuestPmu;
 use crate::switch::Switch;
