@@ -51,6 +51,7 @@ pub trait Base {
 }
 
 /// A successful answer: no error, `value` in a1.
+#[inline]
 pub const fn ok(value: usize) -> SbiRet {
     SbiRet {
         error: RET_SUCCESS,
@@ -59,6 +60,7 @@ pub const fn ok(value: usize) -> SbiRet {
 }
 
 /// A failed answer: the SBI error code `error` in a0, a1 zero.
+#[inline]
 pub const fn err(error: usize) -> SbiRet {
     SbiRet { error, value: 0 }
 }
