@@ -1,5 +1,6 @@
 //! Cold boot (one hart: platform, device tree, release the others) and the
 //! per-hart M-mode setup every hart does before running S-mode code.
+#![cfg(target_os = "none")]
 
 use crate::console::Out;
 use crate::layout;

@@ -1,5 +1,6 @@
 //! The ns16550 UART and tiny text output without `core::fmt` (which would
 //! cost more code than the rest of the console put together).
+#![cfg(target_os = "none")]
 
 use core::ptr::{read_volatile, write_volatile};
 

@@ -5,6 +5,7 @@
 //! The blocks may lie in any order (`rvpmu::dtb::layout` checks where):
 //! the new node and the new property names each open a gap in place, and
 //! every block after a gap moves up by its size.
+#![cfg(target_os = "none")]
 
 use rvpmu::dtb::format::{Header, BEGIN_NODE, END, END_NODE, NOP, PROP};
 

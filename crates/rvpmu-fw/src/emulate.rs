@@ -1,6 +1,7 @@
 //! Misaligned load/store emulation for integer accesses (QEMU handles most
 //! misaligned accesses itself; what traps here is done byte by byte in the
 //! trapped context's translation). Anything else is redirected to S-mode.
+#![cfg(target_os = "none")]
 
 use crate::frame::{fetch_insn, load_u8, redirect, store_u8, TrapFrame};
 use crate::machine::Ready;

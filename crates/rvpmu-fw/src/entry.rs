@@ -2,6 +2,7 @@
 //! (`boot::fw_main`, `trap::trap_handler`, `sbi::ecall_fast`). The top of
 //! the module graph: nothing imports it. The routines the handlers call in
 //! assembly (guarded accesses, entering S-mode) are in `frame.rs`.
+#![cfg(target_os = "none")]
 
 use crate::frame::{HartRoot, TrapFrame};
 use crate::layout::{MAX_HARTS, STACK_SIZE};

@@ -4,6 +4,7 @@
 //! behalf of the interrupted mode (MPRV) that survive a fault, and
 //! entering S-mode. The assembly here is what the trap handlers call; the trap
 //! vector itself is in `entry.rs`.
+#![cfg(target_os = "none")]
 
 use crate::machine::{HartLocal, Ready};
 use crate::platform::Features;

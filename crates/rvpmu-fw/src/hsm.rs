@@ -2,6 +2,7 @@
 //! names it, and waiting suspended until an interrupt S-mode enabled is
 //! pending. Both serve other harts' messages while they wait. The shared
 //! HSM states and the start requests are in `machine.rs`.
+#![cfg(target_os = "none")]
 
 use crate::machine::{self, HartLocal};
 use rvpmu_rt::csr::{self, MIP_SSIP};

@@ -1,5 +1,6 @@
 //! Memory layout constants shared by the linker script (`build.rs`), the
 //! entry code and the Rust side.
+#![cfg(target_os = "none")]
 
 /// Harts the firmware serves. Harts with a larger `mhartid` park forever.
 /// Must match the stacks section in `build.rs`.

@@ -10,6 +10,7 @@
 //! published: boot gets one from `publish` or `wait_for_platform`, and each
 //! hart's state keeps the one its setup had (`HartLocal::ready`), so the
 //! trap paths have it wherever they have the hart's state.
+#![cfg(target_os = "none")]
 
 use crate::layout::MAX_HARTS;
 use crate::platform::{Features, Platform};

@@ -3,7 +3,8 @@
 //! legacy calls; PMU and STA through the `rvpmu` engine).
 //!
 //! Bare-metal crate: built for riscv64gc-unknown-none-elf by
-//! `cargo xtask firmware`; on the host it is an empty stub.
+//! `cargo xtask firmware`; on the host it is an empty stub (each module
+//! file opens with `#![cfg(target_os = "none")]`).
 //!
 //! # Modules
 //!
@@ -93,37 +94,21 @@
 //! a0/a1 count.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-#[cfg(target_os = "none")]
 mod boot;
-#[cfg(target_os = "none")]
 mod console;
-#[cfg(target_os = "none")]
 mod dtpatch;
-#[cfg(target_os = "none")]
 mod emulate;
-#[cfg(target_os = "none")]
 mod entry;
-#[cfg(target_os = "none")]
 mod frame;
-#[cfg(target_os = "none")]
 mod hsm;
-#[cfg(target_os = "none")]
 mod layout;
-#[cfg(target_os = "none")]
 mod machine;
-#[cfg(target_os = "none")]
 mod platform;
-#[cfg(target_os = "none")]
 mod pmu;
-#[cfg(target_os = "none")]
 mod power;
-#[cfg(target_os = "none")]
 mod sbi;
-#[cfg(target_os = "none")]
 mod steal;
-#[cfg(target_os = "none")]
 mod timer;
-#[cfg(target_os = "none")]
 mod trap;
 
 #[cfg(target_os = "none")]

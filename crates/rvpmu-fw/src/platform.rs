@@ -1,5 +1,6 @@
 //! What the firmware learns at boot: the fw_dynamic info from the previous
 //! stage and the platform description from the device tree.
+#![cfg(target_os = "none")]
 
 use crate::console::{Uart, DEFAULT_UART};
 use crate::layout::{DEFAULT_NEXT_ADDR, MAX_HARTS};

@@ -2,6 +2,7 @@
 //! are recorded with `HartPmu::record` on the `&mut` the trap passes
 //! down), and the board facts the engine needs (counters present,
 //! ISA features, the event map from the device tree).
+#![cfg(target_os = "none")]
 
 use crate::platform::{Features, Platform};
 use rvpmu::dt::{EventMap, PlatformQuirk, PmuProps};

@@ -1,6 +1,7 @@
 //! Power-off and reset through the platform's poweroff/reboot device
 //! (QEMU virt: the sifive,test device at 0x100000), and the reports of
 //! fatal conditions and panics that end in a failing power-off.
+#![cfg(target_os = "none")]
 
 use crate::console::{Out, DEFAULT_UART};
 use crate::machine::platform_if_ready;

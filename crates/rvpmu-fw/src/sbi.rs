@@ -1,5 +1,6 @@
 //! SBI call dispatch: BASE, TIME, IPI, RFENCE, HSM, SRST, DBCN, the legacy
 //! calls, and (through `pmu`) PMU and STA.
+#![cfg(target_os = "none")]
 
 use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
@@ -7,7 +8,7 @@ use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
 use crate::pmu::HartPmu;
 use rvpmu::mem::{PhysMemory, SupervisorMemory};
-use rvpmu_rt::base::{self as rt_base, Base, MachineId};
+use rvpmu_rt::base::{self as rt_base, err, ok, Base, MachineId};
 use rvpmu_rt::csr::{self, MIP_SSIP};
 use sbi_spec::binary::{
     SbiRet, RET_ERR_FAILED, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED,
@@ -18,15 +19,6 @@ use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 /// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
 /// path takes it back from `ecall_fast` in those registers).
 pub type Ret = SbiRet;
-const fn ok(value: usize) -> Ret {
-    SbiRet {
-        error: RET_SUCCESS,
-        value,
-    }
-}
-const fn err(error: usize) -> Ret {
-    SbiRet { error, value: 0 }
-}
 
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
 pub const LEGACY_LAST_EID: usize = legacy::LEGACY_SHUTDOWN;

@@ -13,6 +13,7 @@
 //! costs S-mode nothing else; without Sstc it shares mtimecmp with the
 //! supervisor timer (see `timer.rs`). A hart interrupted in `wfi` was idle:
 //! the spec does not count idle time as steal, so that period is skipped.
+#![cfg(target_os = "none")]
 
 use crate::frame::TrapFrame;
 use crate::machine::Ready;

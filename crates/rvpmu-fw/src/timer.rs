@@ -5,6 +5,7 @@
 //! mtimecmp holds the earlier of the supervisor's deadline and the
 //! neighbour's, and the M timer interrupt hands STIP to S-mode when the
 //! supervisor's deadline passes.
+#![cfg(target_os = "none")]
 
 use crate::frame::TrapFrame;
 use crate::machine::{write_mtimecmp, HartLocal};

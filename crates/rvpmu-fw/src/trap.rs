@@ -1,5 +1,6 @@
 //! Trap dispatch: SBI calls, M-mode interrupts (IPIs, timer), emulation and
 //! redirection of exceptions S-mode must see.
+#![cfg(target_os = "none")]
 
 use crate::frame::{redirect, this_hart, TrapFrame};
 use crate::machine;

@@ -1,6 +1,7 @@
 //! Boot: read the host device tree, find the guest bundle, place and map
 //! the guest's RAM, load the guest, set up the H CSRs, enter VS-mode.
 //! Any failure is reported and ends the machine with "system failure".
+#![cfg(target_os = "none")]
 
 use crate::console::hvprintln;
 use crate::counters::{GuestPmu, HsCounters};

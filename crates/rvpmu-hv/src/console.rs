@@ -2,6 +2,7 @@
 //! `console_write` per line from a stack buffer: the hypervisor runs with
 //! translation off, so the buffer's address is physical). Every line
 //! starts with `rvpmu-hv: ` so tests can tell it from the guest's output.
+#![cfg(target_os = "none")]
 
 use core::fmt::{self, Write};
 use rvpmu::supervisor::sbi;

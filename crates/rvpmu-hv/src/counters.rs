@@ -3,6 +3,7 @@
 //! Sscofpmf's `scountovf`, and `hcounteren`, which opens
 //! the running guest's own counters to it. rvpmu-fw's mcounteren lets
 //! every counter through to S-mode (HS here), so the reads never trap.
+#![cfg(target_os = "none")]
 
 use rvpmu::supervisor::Ecall;
 use rvpmu_hv::ram::GuestMemory;

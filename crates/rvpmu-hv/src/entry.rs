@@ -8,6 +8,7 @@
 //! a bug, reported by `trap::hv_self_trap`, which never returns. The
 //! hypervisor's stack starts empty at every trap: nothing of the
 //! hypervisor's lives across a guest run except in statics.
+#![cfg(target_os = "none")]
 
 use crate::vcpu::{GuestRegs, Vcpu, PC_OFFSET};
 

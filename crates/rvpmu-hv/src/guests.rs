@@ -25,6 +25,7 @@
 //! `vstimecmp`; when no vCPU is runnable the hart waits in `wfi` for the
 //! earliest. A guest's SRST shutdown ends that guest; the last one's ends
 //! the machine, after the hypervisor prints its accounting.
+#![cfg(target_os = "none")]
 
 use crate::console::hvprintln;
 use crate::switch::{Costs, HostPage};

@@ -20,6 +20,10 @@
 //! CSRs are `rvpmu_rt::csr`'s, by name; a failure ends the machine with
 //! `rvpmu_rt::runtime::halt_failure`.
 //!
+//! These modules are built for riscv64gc-unknown-none-elf only (each
+//! file opens with `#![cfg(target_os = "none")]`); on the host the
+//! program is a stub `main`.
+//!
 //! ## Layering
 //!
 //! | module | uses |
@@ -34,21 +38,13 @@
 //! | `boot` | `console`, `counters`, `switch`, `vcpu`, `guests`, `entry` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-#[cfg(target_os = "none")]
 mod boot;
-#[cfg(target_os = "none")]
 mod console;
-#[cfg(target_os = "none")]
 mod counters;
-#[cfg(target_os = "none")]
 mod entry;
-#[cfg(target_os = "none")]
 mod guests;
-#[cfg(target_os = "none")]
 mod switch;
-#[cfg(target_os = "none")]
 mod trap;
-#[cfg(target_os = "none")]
 mod vcpu;
 
 #[cfg(target_os = "none")]

@@ -88,6 +88,16 @@ impl GuestMemory {
     pub const fn ram(&self) -> &GuestRam {
         &self.ram
     }
+
+    /// The host-physical address of the guest's `[addr, addr + len)`, or
+    /// `None` when `len` is 0 (nothing to touch, wherever `addr` is).
+    fn host_range(&self, addr: u64, len: usize) -> Result<Option<u64>, MemFault> {
+        if len == 0 {
+            return Ok(None);
+        }
+        let hpa = self.ram.translate(addr, len as u64);
+        hpa.map(Some).ok_or(MemFault { addr })
+    }
 }
 
 impl SupervisorMemory for GuestMemory {
@@ -96,30 +106,22 @@ impl SupervisorMemory for GuestMemory {
     }
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-        if buf.is_empty() {
-            return Ok(());
+        if let Some(hpa) = self.host_range(addr, buf.len())? {
+            // SAFETY: [hpa, hpa + len) is inside the window (translate), which
+            // the constructor's contract makes readable and free of Rust
+            // objects; `buf` is a distinct Rust object, so they do not overlap.
+            unsafe {
+                core::ptr::copy_nonoverlapping(hpa as *const u8, buf.as_mut_ptr(), buf.len())
+            };
         }
-        let hpa = self
-            .ram
-            .translate(addr, buf.len() as u64)
-            .ok_or(MemFault { addr })?;
-        // SAFETY: [hpa, hpa + len) is inside the window (translate), which
-        // the constructor's contract makes readable and free of Rust
-        // objects; `buf` is a distinct Rust object, so they do not overlap.
-        unsafe { core::ptr::copy_nonoverlapping(hpa as *const u8, buf.as_mut_ptr(), buf.len()) };
         Ok(())
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        if data.is_empty() {
-            return Ok(());
+        if let Some(hpa) = self.host_range(addr, data.len())? {
+            // SAFETY: as in `read`, writable by the constructor's contract.
+            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), hpa as *mut u8, data.len()) };
         }
-        let hpa = self
-            .ram
-            .translate(addr, data.len() as u64)
-            .ok_or(MemFault { addr })?;
-        // SAFETY: as in `read`, writable by the constructor's contract.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), hpa as *mut u8, data.len()) };
         Ok(())
     }
 }

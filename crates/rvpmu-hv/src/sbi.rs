@@ -30,7 +30,7 @@ use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::StealTime;
 use rvpmu::supervisor::{SbiCall, Supervisor};
-use rvpmu_rt::base::{Base, MachineId};
+use rvpmu_rt::base::{err, ok, Base, MachineId};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, sta, time};
@@ -154,16 +154,6 @@ fn srst_valid(reset_type: usize, reason: usize) -> bool {
     let type_ok = t <= srst::RESET_TYPE_WARM_REBOOT || t >= 0xf000_0000;
     let reason_ok = r <= srst::RESET_REASON_SYSTEM_FAILURE || r >= 0xe000_0000;
     type_ok && reason_ok
-}
-
-const fn ok(value: usize) -> SbiRet {
-    SbiRet {
-        error: RET_SUCCESS,
-        value,
-    }
-}
-const fn err(error: usize) -> SbiRet {
-    SbiRet { error, value: 0 }
 }
 
 /// The SBI implementation one guest sees.
@@ -742,25 +732,26 @@ mod tests {
         let mut t = Hart::default();
         let mut g = guest(&mut h, &mut t, true, ALL);
         let (hsm, ipi, rfnc) = (0x48534d, 0x735049, 0x52464e43);
-        assert_eq!(g.call(hsm, 2, [0, 0, 0, 0, 0, 0]), ok(0)); // STARTED
-        assert_eq!(
-            g.call(hsm, 2, [1, 0, 0, 0, 0, 0]),
-            err(RET_ERR_INVALID_PARAM)
-        );
-        assert_eq!(
-            g.call(hsm, 0, [0, 0x8020_0000, 0, 0, 0, 0]),
-            err(RET_ERR_ALREADY_AVAILABLE)
-        );
-        assert_eq!(
-            g.call(hsm, 0, [3, 0x8020_0000, 0, 0, 0, 0]),
-            err(RET_ERR_INVALID_PARAM)
-        );
-        assert_eq!(g.call(hsm, 1, [0; 6]), err(RET_ERR_FAILED));
-        assert_eq!(g.call(hsm, 3, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
-        assert_eq!(
-            g.call(hsm, 3, [0xffff_ffff_8000_0000, 0, 0, 0, 0, 0]),
-            err(RET_ERR_NOT_SUPPORTED)
-        );
+        let (invalid, not_supported) = (err(RET_ERR_INVALID_PARAM), err(RET_ERR_NOT_SUPPORTED));
+        let mut answers = vec![
+            (hsm, 2, [0, 0, 0, 0, 0, 0], ok(0)), // STARTED
+            (hsm, 2, [1, 0, 0, 0, 0, 0], invalid),
+            (
+                hsm,
+                0,
+                [0, 0x8020_0000, 0, 0, 0, 0],
+                err(RET_ERR_ALREADY_AVAILABLE),
+            ),
+            (hsm, 0, [3, 0x8020_0000, 0, 0, 0, 0], invalid),
+            (hsm, 1, [0; 6], err(RET_ERR_FAILED)),
+            (hsm, 3, [0; 6], not_supported),
+            (
+                hsm,
+                3,
+                [0xffff_ffff_8000_0000, 0, 0, 0, 0, 0],
+                not_supported,
+            ),
+        ];
         for kind in [
             1,
             0x1000_0000,
@@ -768,42 +759,28 @@ mod tests {
             0x9000_0000,
             0xffff_ffff_0000_0001,
         ] {
-            assert_eq!(
-                g.call(hsm, 3, [kind, 0, 0, 0, 0, 0]),
-                err(RET_ERR_INVALID_PARAM),
-                "{kind:#x}"
-            );
+            answers.push((hsm, 3, [kind, 0, 0, 0, 0, 0], invalid));
         }
-        assert_eq!(g.call(hsm, 4, [0; 6]), err(RET_ERR_NOT_SUPPORTED));
-        // IPI: hart 0 (mask 1 base 0, or base -1), nobody (mask 0), others refused.
-        assert_eq!(g.call(ipi, 0, [1, 0, 0, 0, 0, 0]), ok(0));
-        assert_eq!(g.call(ipi, 0, [0, usize::MAX, 0, 0, 0, 0]), ok(0));
-        assert_eq!(g.call(ipi, 0, [0, 0, 0, 0, 0, 0]), ok(0));
-        assert_eq!(
-            g.call(ipi, 0, [3, 0, 0, 0, 0, 0]),
-            err(RET_ERR_INVALID_PARAM)
-        );
-        assert_eq!(
-            g.call(ipi, 0, [1, 1, 0, 0, 0, 0]),
-            err(RET_ERR_INVALID_PARAM)
-        );
-        assert_eq!(
-            g.call(ipi, 1, [1, 0, 0, 0, 0, 0]),
-            err(RET_ERR_NOT_SUPPORTED)
-        );
-        // RFENCE: fence.i, the two sfence.vma kinds; hfence kinds refused.
-        assert_eq!(g.call(rfnc, 0, [1, 0, 0, 0, 0, 0]), ok(0));
-        assert_eq!(g.call(rfnc, 1, [1, 0, 0x1000, 0x1000, 0, 0]), ok(0));
-        assert_eq!(g.call(rfnc, 2, [0, usize::MAX, 0, 0, 7, 0]), ok(0));
-        assert_eq!(
-            g.call(rfnc, 1, [2, 0, 0, 0, 0, 0]),
-            err(RET_ERR_INVALID_PARAM)
-        );
+        answers.extend([
+            (hsm, 4, [0; 6], not_supported),
+            // IPI: hart 0 (mask 1 base 0, or base -1), nobody (mask 0), others refused.
+            (ipi, 0, [1, 0, 0, 0, 0, 0], ok(0)),
+            (ipi, 0, [0, usize::MAX, 0, 0, 0, 0], ok(0)),
+            (ipi, 0, [0, 0, 0, 0, 0, 0], ok(0)),
+            (ipi, 0, [3, 0, 0, 0, 0, 0], invalid),
+            (ipi, 0, [1, 1, 0, 0, 0, 0], invalid),
+            (ipi, 1, [1, 0, 0, 0, 0, 0], not_supported),
+            // RFENCE: fence.i, the two sfence.vma kinds; hfence kinds refused.
+            (rfnc, 0, [1, 0, 0, 0, 0, 0], ok(0)),
+            (rfnc, 1, [1, 0, 0x1000, 0x1000, 0, 0], ok(0)),
+            (rfnc, 2, [0, usize::MAX, 0, 0, 7, 0], ok(0)),
+            (rfnc, 1, [2, 0, 0, 0, 0, 0], invalid),
+        ]);
         for fid in 3..=7 {
-            assert_eq!(
-                g.call(rfnc, fid, [1, 0, 0, 0, 0, 0]),
-                err(RET_ERR_NOT_SUPPORTED)
-            );
+            answers.push((rfnc, fid, [1, 0, 0, 0, 0, 0], not_supported));
+        }
+        for (eid, fid, args, want) in answers {
+            assert_eq!(g.call(eid, fid, args), want, "{eid:#x} {fid} {args:#x?}");
         }
         assert!(h.calls.is_empty());
         assert_eq!(

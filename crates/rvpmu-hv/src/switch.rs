@@ -15,6 +15,7 @@
 //! would, and measures it: instret (every mode: the hypervisor and the
 //! host firmware) around the pair, per number of running counters,
 //! printed when the guest shuts down.
+#![cfg(target_os = "none")]
 
 use crate::console::hvprintln;
 use crate::counters::GuestPmu;

@@ -14,6 +14,7 @@
 //!
 //! "Stopped" means an SBI SRST shutdown with reason "system failure"
 //! through the host firmware, which makes QEMU exit with status 83.
+#![cfg(target_os = "none")]
 
 use crate::console::hvprintln;
 use crate::vcpu::{Vcpu, A0, A1};

@@ -6,6 +6,7 @@
 //! running one to `trap::hv_trap` (which makes the one `&mut` of the
 //! trap, handed on to `guests.rs` when the hart changes guests), and
 //! `entry::run_guest` hands that pointer to the hardware (sscratch).
+#![cfg(target_os = "none")]
 
 use crate::counters::GuestPmu;
 use crate::switch::Switch;
@@ -79,9 +80,15 @@ macro_rules! load_csrs {
     ($a:ident; $($i:literal => $c:ident),*) => { $(csr::$c.write($a[$i]);)* };
 }
 
-/// `OP fN, N*8({p})` for each FP register number N, in order: register
-/// N's slot is `fp[N]`.
+/// `OP fN, N*8({p})` for each FP register number N given, in order, or
+/// for all 32 when only `OP` is: register N's slot is `fp[N]`.
 macro_rules! fp_slots {
+    ($op:literal) => {
+        fp_slots!(
+            $op, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+            23, 24, 25, 26, 27, 28, 29, 30, 31
+        )
+    };
     ($op:literal, $($n:literal),+) => {
         concat!($("   ", $op, " f", $n, ", ", $n, "*8({p})\n"),+)
     };
@@ -113,15 +120,7 @@ impl VsState {
         let fp = self.fp.as_mut_ptr();
         // SAFETY: stores the 32 FP registers into `self.fp` (32 u64s);
         // sstatus.FS is on in HS-mode (boot), so they are accessible.
-        unsafe {
-            core::arch::asm!(
-                fp_slots!(
-                    "fsd", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
-                ),
-                p = in(reg) fp,
-            )
-        };
+        unsafe { core::arch::asm!(fp_slots!("fsd"), p = in(reg) fp) };
         self.fcsr = csr::FCSR.read();
     }
 
@@ -143,15 +142,7 @@ impl VsState {
         let fp = self.fp.as_ptr();
         // SAFETY: loads the 32 FP registers from `self.fp`; the
         // hypervisor itself keeps nothing in FP registers.
-        unsafe {
-            core::arch::asm!(
-                fp_slots!(
-                    "fld", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
-                ),
-                p = in(reg) fp,
-            )
-        };
+        unsafe { core::arch::asm!(fp_slots!("fld"), p = in(reg) fp) };
         csr::FCSR.write(self.fcsr);
     }
 }

@@ -637,6 +637,13 @@ mod tests {
 
     type Engine<'h> = Pmu<'static, HostHpm<&'h Host, Csr>, BufMemory>;
 
+    /// The hypervisor's own snapshot page (at 0x9000_0000), for the
+    /// switches.
+    fn switch_page() -> (u64, BufMemory) {
+        let area = 0x9000_0000;
+        (area, BufMemory::new(area, 0x1000, area, 0x1000))
+    }
+
     fn guest(host: &Host) -> Engine<'_> {
         let hw = HostHpm::probe(Supervisor(host), Csr).expect("host PMU");
         assert_eq!(hw.present(), 0x7fff8);
@@ -802,8 +809,7 @@ mod tests {
         let host = Host::default();
         let mut g = guest(&host);
         // The hypervisor's own page, registered with the host firmware.
-        let area = 0x9000_0000u64;
-        let mut page = BufMemory::new(area, 0x1000, area, 0x1000);
+        let (area, mut page) = switch_page();
         assert_eq!(g.hw_mut().switch_out(&page, area), (0, 0), "nothing runs");
         assert!(host.calls.borrow().is_empty());
         // instructions on 3, cycles on 5 (configured, started); 4 idle.
@@ -846,8 +852,7 @@ mod tests {
     fn between_guests_the_counters_go_back_to_the_host_and_come_back_with_their_values() {
         let host = Host::default();
         let mut g = guest(&host);
-        let area = 0x9000_0000u64;
-        let mut page = BufMemory::new(area, 0x1000, area, 0x1000);
+        let (area, mut page) = switch_page();
         // Nothing configured: neither call reaches the host.
         g.hw_mut().release();
         g.hw_mut().reclaim();

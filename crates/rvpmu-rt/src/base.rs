@@ -2,10 +2,11 @@
 //! Each program declares the extensions it serves once, as the
 //! [`Base::probe`] of the type that also dispatches its calls, so that
 //! `probe_extension` is true exactly for what is served; the constant
-//! answers are here.
+//! answers are here, and the two shapes of every answer the programs
+//! give, [`ok`] and [`err`].
 
 use sbi_spec::base;
-use sbi_spec::binary::{SbiRet, RET_ERR_NOT_SUPPORTED};
+use sbi_spec::binary::{SbiRet, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 
 pub use rvpmu::ecall::SPEC_VERSION;
 
@@ -49,10 +50,24 @@ pub trait Base {
     fn machine_id(&self, id: MachineId) -> usize;
 }
 
+/// A successful answer: no error, `value` in a1.
+#[inline]
+pub const fn ok(value: usize) -> SbiRet {
+    SbiRet {
+        error: RET_SUCCESS,
+        value,
+    }
+}
+
+/// A failed answer: the SBI error code `error` in a0, a1 zero.
+#[inline]
+pub const fn err(error: usize) -> SbiRet {
+    SbiRet { error, value: 0 }
+}
+
 /// The BASE call `fid` with argument `a0`.
 #[inline(always)]
 pub fn call<B: Base>(b: &B, fid: usize, a0: usize) -> SbiRet {
-    let ok = |value| SbiRet::success(value);
     match fid {
         base::GET_SBI_SPEC_VERSION => ok(SPEC_VERSION),
         base::GET_SBI_IMPL_ID => ok(B::IMPL_ID),
@@ -61,10 +76,7 @@ pub fn call<B: Base>(b: &B, fid: usize, a0: usize) -> SbiRet {
         base::GET_MVENDORID => ok(b.machine_id(MachineId::Vendor)),
         base::GET_MARCHID => ok(b.machine_id(MachineId::Arch)),
         base::GET_MIMPID => ok(b.machine_id(MachineId::Impl)),
-        _ => SbiRet {
-            error: RET_ERR_NOT_SUPPORTED,
-            value: 0,
-        },
+        _ => err(RET_ERR_NOT_SUPPORTED),
     }
 }
 

@@ -7,7 +7,9 @@
 //!   the bits they use, the hfence encodings, and why the accesses are
 //!   sound at each privilege;
 //! - [`exit`]: the `sifive,test` finisher values and QEMU exit statuses;
-//! - [`base`]: the SBI BASE answers of the programs that serve SBI;
+//! - [`base`]: the SBI BASE answers of the programs that serve SBI, and
+//!   their answers' two shapes (`ok`, `err`);
+//! - [`tally`]: the test kernels' count of checks made and failed;
 //! - `link` (host only): the linker scripts, for the build scripts;
 //! - `runtime`, `console` (riscv64gc-unknown-none-elf only): the S-mode
 //!   test kernels' entry, stacks, SMP bring-up, trap vector, power-off
@@ -24,6 +26,7 @@
 //! | `csr` | |
 //! | `exit` | |
 //! | `base` | |
+//! | `tally` | |
 //! | `link` | |
 //! | `console` | |
 //! | `runtime` | |
@@ -39,3 +42,4 @@ pub mod exit;
 pub mod link;
 #[cfg(target_os = "none")]
 pub mod runtime;
+pub mod tally;

@@ -27,6 +27,7 @@ mod payload {
     use rvpmu::event::FwEvent;
     use rvpmu::supervisor::{ecall, sbi as client, CounterCfgFlags, CounterStopFlags};
     use rvpmu_rt::runtime::{hartid, park, secondary_entry, MAX_HARTS};
+    use rvpmu_rt::tally::Tally;
     use rvpmu_rt::{console, println};
     use sbi_spec::base::EID_BASE;
     use sbi_spec::binary::{
@@ -60,8 +61,7 @@ mod payload {
     const ERR_ALREADY_AVAILABLE: isize = RET_ERR_ALREADY_AVAILABLE as isize;
 
     // ---- shared state (this is a test program: plain atomics) ----
-    static FAILED: AtomicUsize = AtomicUsize::new(0);
-    static PASSED: AtomicUsize = AtomicUsize::new(0);
+    static CHECKS: Tally = Tally::new();
     static ALIVE: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
     static IPIS: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
     static TIMER_IRQS: [AtomicUsize; MAX_HARTS] = [const { AtomicUsize::new(0) }; MAX_HARTS];
@@ -83,20 +83,14 @@ mod payload {
     }
 
     fn check(name: &str, ok: bool) {
-        if ok {
-            PASSED.fetch_add(1, SeqCst);
-        } else {
-            FAILED.fetch_add(1, SeqCst);
+        if !CHECKS.record(ok) {
             println!("sbi-check: FAIL {name} (hart {})", hartid());
         }
     }
 
     fn check_eq(name: &str, got: isize, want: isize) {
-        if got != want {
-            FAILED.fetch_add(1, SeqCst);
+        if !CHECKS.record(got == want) {
             println!("sbi-check: FAIL {name}: got {got}, want {want}");
-        } else {
-            PASSED.fetch_add(1, SeqCst);
         }
     }
 
@@ -903,12 +897,12 @@ mod payload {
             ERR_INVALID_PARAM,
         );
 
-        let (passed, failed) = (PASSED.load(SeqCst), FAILED.load(SeqCst));
+        let (checks, failed) = CHECKS.counts();
         if failed == 0 {
-            println!("sbi-check: all {passed} checks passed");
+            println!("sbi-check: all {checks} checks passed");
             pair(client().system_reset(0, 0));
         } else {
-            println!("sbi-check: {failed} of {} checks FAILED", passed + failed);
+            println!("sbi-check: {failed} of {checks} checks FAILED");
             pair(client().system_reset(0, 1));
         }
         println!("sbi-check: FAIL system_reset returned");

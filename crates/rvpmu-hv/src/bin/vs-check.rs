@@ -34,6 +34,7 @@ mod guest {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use rvpmu::supervisor::sbi;
     use rvpmu_rt::csr::HPMCOUNTER3;
+    use rvpmu_rt::tally::Tally;
     use rvpmu_rt::{console, println, runtime};
     use sbi_spec::binary::{RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
     use sbi_spec::{base::EID_BASE, dbcn::EID_DBCN, srst::EID_SRST, time::EID_TIME};
@@ -45,8 +46,7 @@ mod guest {
     static EXCEPTIONS: AtomicUsize = AtomicUsize::new(0);
     static LAST_CAUSE: AtomicUsize = AtomicUsize::new(0);
     static LAST_TVAL: AtomicUsize = AtomicUsize::new(0);
-    static FAILED: AtomicUsize = AtomicUsize::new(0);
-    static CHECKS: AtomicUsize = AtomicUsize::new(0);
+    static CHECKS: Tally = Tally::new();
 
     /// Timer interrupts are counted (and the timer pushed out); exceptions
     /// are recorded and stepped over.
@@ -99,9 +99,7 @@ mod guest {
     }
 
     fn check(name: &str, ok: bool, got: core::fmt::Arguments<'_>) {
-        CHECKS.fetch_add(1, SeqCst);
-        if !ok {
-            FAILED.fetch_add(1, SeqCst);
+        if !CHECKS.record(ok) {
             println!("vs-check: FAIL {name}: got {got}");
         }
     }
@@ -762,7 +760,7 @@ mod guest {
             None,
         );
 
-        let (n, failed) = (CHECKS.load(SeqCst), FAILED.load(SeqCst));
+        let (n, failed) = CHECKS.counts();
         if failed == 0 {
             println!("vs-check: all {n} checks passed");
         } else {
