@@ -32,6 +32,7 @@
 use loom::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
+use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::{read_steal, StaArea, StealTime};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
