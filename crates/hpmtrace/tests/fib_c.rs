@@ -84,6 +84,13 @@ struct Decoded {
     errors: Vec<String>,
 }
 
+impl Decoded {
+    /// How many records are of `kind`.
+    fn count(&self, kind: RecordType) -> usize {
+        self.records.iter().filter(|r| r.kind == kind).count()
+    }
+}
+
 fn decode(path: &Path) -> Decoded {
     let bytes = std::fs::read(path).unwrap();
     // perfInit(2, 1) in the example: two sources, a 1-bit SRC field.
@@ -145,16 +152,8 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
 
     // fib(20) makes 2*fib(21)-1 = 21891 calls; main's own entry and exit
     // fall outside trace on/off.
-    let enters = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncEnter)
-        .count();
-    let exits = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncExit)
-        .count();
+    let enters = d.count(RecordType::FuncEnter);
+    let exits = d.count(RecordType::FuncExit);
     assert_eq!(enters, 21891);
     assert_eq!(exits, 21891);
     assert_eq!(d.records.len(), enters + exits);
@@ -263,11 +262,7 @@ fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
     assert_eq!(h.mask() & !0x7f, 0);
     // The timestamp is the trace clock: always there.
     assert!(h.counters[1].is_some());
-    let enters = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncEnter)
-        .count();
+    let enters = d.count(RecordType::FuncEnter);
     assert_eq!(enters, 21891);
     assert_eq!(d.records.len(), 2 * enters);
 }
