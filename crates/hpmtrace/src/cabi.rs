@@ -116,7 +116,7 @@ macro_rules! perf_init_entry_points {
         $crate::perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
 
         /// `int perfTimerISRInit(perfEvent*, int, int, perfCountType_t, uint32_t, int interval)`:
-        /// samples every `interval` µs (at least 100).
+        /// samples every `interval` µs (at least `cabi::MIN_TIMER_INTERVAL_US`).
         ///
         /// # Safety
         /// `list` must point to `n` valid `perfEvent`s (and the API's
