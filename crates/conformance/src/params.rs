@@ -58,6 +58,12 @@ fn describe(n: NonRetentive, opaque: usize) -> crate::console::Field {
     }
 }
 
+/// `hart_suspend(ty)`, then `hart_suspend(HI32 | ty)`, each through the
+/// non-retentive helper with SSIP pending.
+fn suspend_both(ty: usize) -> ((NonRetentive, usize), (NonRetentive, usize)) {
+    with_ssip_pending(|| (suspend_non_retentive(ty), suspend_non_retentive(HI32 | ty)))
+}
+
 /// The same outcome up to the opaque value (each call passes its own).
 fn same(a: (NonRetentive, usize), b: (NonRetentive, usize)) -> bool {
     match (a.0, b.0) {
@@ -91,64 +97,54 @@ fn hsm(s: &mut Suite<'_>) {
         if absent {
             return na();
         }
-        let (plain, upper) = with_ssip_pending(|| {
-            (
-                suspend_non_retentive(NON_RETENTIVE),
-                suspend_non_retentive(HI32 | NON_RETENTIVE),
-            )
-        });
+        let (plain, upper) = suspend_both(NON_RETENTIVE);
         let allowed = match plain.0 {
             NonRetentive::Resumed { a1, .. } => a1 == plain.1,
             NonRetentive::Answered(r) => r.error == NOT_SUPPORTED,
         };
-        Verdict::new(
-            allowed && same(plain, upper),
-            text!("as suspend_type 0x80000000: {}", describe(plain.0, plain.1).as_str()),
-            describe(upper.0, upper.1),
-        )
+        like_low_bits(NON_RETENTIVE, allowed, plain, upper)
     });
     s.check("hsm.suspend.upper32.reserved", "hart_suspend type 0xffffffff_00000001: the low 32 bits are \"Reserved for future use\", so INVALID_PARAM (\"suspend_type is reserved\"), as for 0x00000001", || {
         if absent {
             return na();
         }
-        let (plain, upper) = with_ssip_pending(|| {
-            (
-                suspend_non_retentive(RESERVED_RET),
-                suspend_non_retentive(HI32 | RESERVED_RET),
-            )
-        });
+        let (plain, upper) = suspend_both(RESERVED_RET);
         answered(plain, upper, INVALID_PARAM)
     });
     s.check("hsm.suspend.upper32.reserved_non_retentive", "hart_suspend type 0xffffffff_80000001: the low 32 bits are \"Reserved for future use\" (0x80000001 - 0x8FFFFFFF), so INVALID_PARAM, as for 0x80000001", || {
         if absent {
             return na();
         }
-        let (plain, upper) = with_ssip_pending(|| {
-            (
-                suspend_non_retentive(RESERVED_NON_RET),
-                suspend_non_retentive(HI32 | RESERVED_NON_RET),
-            )
-        });
+        let (plain, upper) = suspend_both(RESERVED_NON_RET);
         answered(plain, upper, INVALID_PARAM)
     });
     s.check("hsm.suspend.upper32.platform", "hart_suspend type 0xffffffff_10000000 answers as 0x10000000 (\"Platform specific retentive suspend\"): INVALID_PARAM when unimplemented, else SUCCESS after the wake-up or NOT_SUPPORTED", || {
         if absent {
             return na();
         }
-        let (plain, upper) = with_ssip_pending(|| {
-            (
-                suspend_non_retentive(PLATFORM_RET),
-                suspend_non_retentive(HI32 | PLATFORM_RET),
-            )
-        });
+        let (plain, upper) = suspend_both(PLATFORM_RET);
         let allowed = matches!(plain.0, NonRetentive::Answered(r)
             if r.ok() || r.error == INVALID_PARAM || r.error == NOT_SUPPORTED);
-        Verdict::new(
-            allowed && same(plain, upper),
-            text!("as suspend_type 0x10000000: {}", describe(plain.0, plain.1).as_str()),
-            describe(upper.0, upper.1),
-        )
+        like_low_bits(PLATFORM_RET, allowed, plain, upper)
     });
+}
+
+/// The call with the upper bits set did what the plain call of `ty` did,
+/// and that outcome is `allowed`.
+fn like_low_bits(
+    ty: usize,
+    allowed: bool,
+    plain: (NonRetentive, usize),
+    upper: (NonRetentive, usize),
+) -> Verdict {
+    Verdict::new(
+        allowed && same(plain, upper),
+        text!(
+            "as suspend_type {ty:#x}: {}",
+            describe(plain.0, plain.1).as_str()
+        ),
+        describe(upper.0, upper.1),
+    )
 }
 
 /// Both calls answered `want` (through the non-retentive helper, so a

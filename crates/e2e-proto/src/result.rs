@@ -120,58 +120,58 @@ mod tests {
     use super::*;
     use crate::strings;
 
+    /// `CmdResult::new(...).to_json()`.
+    fn json(
+        name: &str,
+        argv: &[&str],
+        outcome: &Outcome,
+        elapsed_ns: u64,
+        stdout: &[u8],
+        stderr: &[u8],
+    ) -> String {
+        CmdResult::new(name, &strings(argv), outcome, elapsed_ns, stdout, stderr).to_json()
+    }
+
     #[test]
     fn result_lines() {
-        let argv = strings(&["perf", "stat", "-x,", "rvpmu-work", "alu", "10"]);
-        let j = CmdResult::new(
+        let j = json(
             "stat",
-            &argv,
+            &["perf", "stat", "-x,", "rvpmu-work", "alu", "10"],
             &Outcome::Exited(0),
             1234,
             b"out\n",
             b"1000,,instructions:u\n\"q\"\t\\\x1b[1m\x07",
-        )
-        .to_json();
+        );
         assert_eq!(
             j,
             r#"{"scenario":"cmd","name":"stat","argv":["perf","stat","-x,","rvpmu-work","alu","10"],"status":0,"signal":null,"elapsed_ns":1234,"stdout":"out\u000a","stderr":"1000,,instructions:u\u000a\"q\"\u0009\\\u001b[1m\u0007"}"#
         );
-        let j = CmdResult::new(
-            "k",
-            &strings(&["sleep", "9"]),
-            &Outcome::Signalled(9),
-            5,
-            b"",
-            b"",
-        )
-        .to_json();
+        let j = json("k", &["sleep", "9"], &Outcome::Signalled(9), 5, b"", b"");
         assert!(
             j.contains(r#""status":null,"signal":9,"elapsed_ns":5,"stdout":"","stderr":"""#),
             "{j}"
         );
-        let j = CmdResult::new(
+        let j = json(
             "missing",
-            &strings(&["nosuch"]),
+            &["nosuch"],
             &Outcome::NotStarted("spawn nosuch: No such file or directory (os error 2)".into()),
             7,
             b"ignored",
             b"ignored",
-        )
-        .to_json();
+        );
         assert!(j.ends_with(r#""status":null,"signal":null,"elapsed_ns":7,"stdout":"","stderr":"spawn nosuch: No such file or directory (os error 2)"}"#), "{j}");
     }
 
     #[test]
     fn non_utf8_output_is_replaced_lossily() {
-        let j = CmdResult::new(
+        let j = json(
             "bin",
-            &strings(&["cat", "/bin/busybox"]),
+            &["cat", "/bin/busybox"],
             &Outcome::Exited(1),
             0,
             b"ok\xff\xfe\x80end\xe2\x82",
             b"\xc3\xa9\xc3",
-        )
-        .to_json();
+        );
         assert!(
             j.contains("\"stdout\":\"ok\u{fffd}\u{fffd}\u{fffd}end\u{fffd}\""),
             "{j}"

@@ -97,17 +97,43 @@ macro_rules! perf_write_cntrs_entry {
     };
 }
 
-/// Define the two init calls whose C signature is
-/// `int f(perfEvent*, int numCntrs, int itcChannel, perfCountType_t, uint32_t SBABufferSize)`
-/// as calls of `$init(name, list, n, chan, ct, sba, mode)` (an `unsafe fn`
-/// with that contract), `perfManualInit` with `$manual` and
-/// `perfFuncEntryExitInit` with `$entry_exit`. Both C APIs define them
-/// with this; `perfTimerISRInit` takes an interval and is written out.
+/// Least sampling interval of `perfTimerISRInit`, in µs: a shorter one
+/// is raised to it.
+pub const MIN_TIMER_INTERVAL_US: c_int = 100;
+
+/// Define the three init calls as calls of
+/// `$init(name, list, n, chan, ct, sba, mode)` (an `unsafe fn` with the
+/// contract below): `perfManualInit` with `$manual`,
+/// `perfFuncEntryExitInit` with `$entry_exit`, both with the C signature
+/// `int f(perfEvent*, int numCntrs, int itcChannel, perfCountType_t, uint32_t SBABufferSize)`,
+/// and `perfTimerISRInit`, which takes `int interval` (µs) last, with
+/// `$timer(interval_us)` (the interval raised to at least
+/// [`MIN_TIMER_INTERVAL_US`]). Both C APIs define them with this.
 #[macro_export]
 macro_rules! perf_init_entry_points {
-    ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr) => {
+    ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr, timer: $timer:expr $(,)?) => {
         $crate::perf_init_entry_points!(@one $init, perfManualInit, $manual);
         $crate::perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
+
+        /// `int perfTimerISRInit(perfEvent*, int, int, perfCountType_t, uint32_t, int interval)`:
+        /// samples every `interval` µs (at least `cabi::MIN_TIMER_INTERVAL_US`).
+        ///
+        /// # Safety
+        /// `list` must point to `n` valid `perfEvent`s (and the API's
+        /// contract with the program holds).
+        #[no_mangle]
+        pub unsafe extern "C" fn perfTimerISRInit(
+            list: *mut $crate::cabi::perfEvent,
+            n: core::ffi::c_int,
+            chan: core::ffi::c_int,
+            ct: core::ffi::c_int,
+            sba: u32,
+            interval: core::ffi::c_int,
+        ) -> core::ffi::c_int {
+            let interval_us = interval.max($crate::cabi::MIN_TIMER_INTERVAL_US) as u64;
+            let mode = ($timer)(interval_us);
+            $crate::perf_init_entry_points!(@call $init, perfTimerISRInit, list, n, chan, ct, sba, mode)
+        }
     };
     (@one $init:path, $name:ident, $mode:expr) => {
         #[doc = concat!("`int ", stringify!($name), "(perfEvent*, int, int, perfCountType_t, uint32_t)`.")]
@@ -123,11 +149,14 @@ macro_rules! perf_init_entry_points {
             ct: core::ffi::c_int,
             sba: u32,
         ) -> core::ffi::c_int {
-            let (init, mode): (unsafe fn(&str, *mut $crate::cabi::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
-            // SAFETY: the caller's contract, forwarded.
-            unsafe { init(stringify!($name), list, n, chan, ct, sba, mode) }
+            $crate::perf_init_entry_points!(@call $init, $name, list, n, chan, ct, sba, $mode)
         }
     };
+    (@call $init:path, $name:ident, $list:ident, $n:ident, $chan:ident, $ct:ident, $sba:ident, $mode:expr) => {{
+        let (init, mode): (unsafe fn(&str, *mut $crate::cabi::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { init(stringify!($name), $list, $n, $chan, $ct, $sba, mode) }
+    }};
 }
 
 #[cfg(test)]

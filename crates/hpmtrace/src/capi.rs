@@ -181,33 +181,14 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
     0
 }
 
-crate::perf_init_entry_points!(init, manual: Mode::Manual, entry_exit: Mode::FuncEntryExit);
-
-/// `int perfTimerISRInit(..., int interval)`: a per-thread timer signal
-/// (SIGPROF) samples the calling thread every `interval` µs (min 100).
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s.
-#[no_mangle]
-pub unsafe extern "C" fn perfTimerISRInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-    interval: c_int,
-) -> c_int {
-    let us = interval.max(100) as u64;
-    init(
-        "perfTimerISRInit",
-        list,
-        n,
-        chan,
-        ct,
-        sba,
-        Mode::Timer { interval_us: us },
-    )
-}
+// `perfTimerISRInit`: a per-thread timer signal (SIGPROF) samples the
+// calling thread.
+crate::perf_init_entry_points!(
+    init,
+    manual: Mode::Manual,
+    entry_exit: Mode::FuncEntryExit,
+    timer: |interval_us| Mode::Timer { interval_us },
+);
 
 /// Body of `perfWriteCntrs`, called by the assembly entry point with the
 /// caller's return address.

@@ -237,6 +237,15 @@ struct Got {
     stats: Stats,
 }
 
+/// One source, a full timestamp of 1, then a Raw header with one counter
+/// (cycles).
+fn raw_cycles_trace() -> Trace {
+    let mut t = Trace::new(0);
+    t.ict_ts(0, 1);
+    t.header(0, 0, &[CYCLES]);
+    t
+}
+
 fn decode(bytes: &[u8], src_bits: u8) -> Got {
     let cfg = DecodeConfig {
         channel: 6,
@@ -370,9 +379,7 @@ fn delta_counts_accumulate_and_wrap_at_the_declared_width() {
 
 #[test]
 fn header_resent_mid_trace_and_all_three_count_types_in_one_file() {
-    let mut t = Trace::new(0);
-    t.ict_ts(0, 1);
-    t.header(0, 0, &[CYCLES]);
+    let mut t = raw_cycles_trace();
     t.w8_at(0, 2, 2);
     t.addr(0, 0x100);
     t.count(0, 7);
@@ -449,9 +456,7 @@ fn cores_are_separated_by_the_nexus_source_field() {
 
 #[test]
 fn other_itc_channels_are_ignored() {
-    let mut t = Trace::new(0);
-    t.ict_ts(0, 1);
-    t.header(0, 0, &[CYCLES]);
+    let mut t = raw_cycles_trace();
     t.w8(0, 2);
     // A printf on channel 0 lands in the middle of the record.
     t.chan = 0;
@@ -594,9 +599,7 @@ fn corrupted_delta_xor_resumes_at_the_next_header() {
 
 #[test]
 fn a_wrong_write_size_is_an_error_with_offset_and_resync() {
-    let mut t = Trace::new(0);
-    t.ict_ts(0, 1);
-    t.header(0, 0, &[CYCLES]);
+    let mut t = raw_cycles_trace();
     t.w8(0, 2);
     let bad = t.out.len();
     t.w16(0, 5); // an address must be 32-bit

@@ -12,43 +12,15 @@
 //! is process-wide.
 
 use hpmtrace::collect::{self, Ahead, Mode};
-use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_COUNTER_INDEX};
 use hpmtrace::linux::sw;
-use hpmtrace::nexus::NexusConfig;
 use hpmtrace::rtd::{RtdConfig, RtdWriter};
 use hpmtrace::session::{Session, SessionBuilder};
 use hpmtrace::sink::VecBuffer;
 
-enum Item {
-    Header(Box<HeaderInfo>),
-    Record(Record),
-}
-
-fn decode(bytes: &[u8], rtd: RtdConfig) -> Vec<Item> {
-    let cfg = DecodeConfig {
-        channel: rtd.channel,
-        nexus: NexusConfig {
-            src_bits: rtd.src_bits,
-            timestamp_bits: rtd.timestamp_bits,
-        },
-    };
-    let mut items = Vec::new();
-    let mut errors = Vec::new();
-    decode_stream(
-        bytes,
-        cfg,
-        &mut |o| match o {
-            Output::Header(h) => items.push(Item::Header(Box::new(*h))),
-            Output::Record(r) => items.push(Item::Record(r.clone())),
-            Output::Error(e) => errors.push(e.to_string()),
-        },
-        &mut |_| {},
-    );
-    assert!(errors.is_empty(), "{errors:?}");
-    items
-}
+mod common;
+use common::{decode_items as decode, Item};
 
 /// Encode the decoded headers and records again, one record at a time,
 /// every source into its own writer; sources concatenated in order.
@@ -88,16 +60,22 @@ fn encode_at_once(items: &[Item], rtd: RtdConfig, sources: u16) -> Vec<u8> {
     out
 }
 
+/// Thread `t`'s `i`th function: addresses below and above 4 GiB (one and
+/// two words).
+fn func_addr(t: u64, i: u64) -> u64 {
+    let base = if i.is_multiple_of(7) {
+        0x7f12_3456_0000
+    } else {
+        0x40_0000
+    };
+    base + 0x100 * t + 2 * i
+}
+
 /// The records `work(t)` makes: (kind, function, call site).
 fn calls(t: u64) -> Vec<(RecordType, u64, Option<u64>)> {
     let mut v = Vec::new();
     for i in 0..1500u64 {
-        let f = if i % 7 == 0 {
-            0x7f12_3456_0000
-        } else {
-            0x40_0000
-        } + 0x100 * t
-            + 2 * i;
+        let f = func_addr(t, i);
         v.push((RecordType::FuncEnter, f, Some(0x40_1000)));
         v.push((RecordType::FuncExit, f, Some(0x40_1000)));
     }
@@ -167,13 +145,7 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
     let rtd = s.rtd_config();
     let work = |t: u64| {
         for i in 0..1500u64 {
-            // Addresses below and above 4 GiB (one and two words).
-            let f = if i % 7 == 0 {
-                0x7f12_3456_0000
-            } else {
-                0x40_0000
-            } + 0x100 * t
-                + 2 * i;
+            let f = func_addr(t, i);
             collect::hook(RecordType::FuncEnter, f as usize, 0x40_1000);
             if i % 300 == 0 {
                 std::thread::yield_now();

@@ -56,10 +56,39 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// Build fib.c in a fresh directory `name` and run it there, with
+/// `HPMTRACE_SW_FALLBACK=1` or without it, and `HPMTRACE_BUFFER_BYTES`
+/// set to `buffer_bytes` or unset: the directory and what the run gave.
+fn run_fib(
+    name: &str,
+    sw_fallback: bool,
+    buffer_bytes: Option<&str>,
+) -> (PathBuf, std::process::Output) {
+    let dir = tmpdir(name);
+    let mut cmd = Command::new(build(&dir));
+    cmd.current_dir(&dir);
+    match sw_fallback {
+        true => cmd.env("HPMTRACE_SW_FALLBACK", "1"),
+        false => cmd.env_remove("HPMTRACE_SW_FALLBACK"),
+    };
+    match buffer_bytes {
+        Some(b) => cmd.env("HPMTRACE_BUFFER_BYTES", b),
+        None => cmd.env_remove("HPMTRACE_BUFFER_BYTES"),
+    };
+    (dir, cmd.output().unwrap())
+}
+
 struct Decoded {
     headers: Vec<hpmtrace::decode::HeaderInfo>,
     records: Vec<Record>,
     errors: Vec<String>,
+}
+
+impl Decoded {
+    /// How many records are of `kind`.
+    fn count(&self, kind: RecordType) -> usize {
+        self.records.iter().filter(|r| r.kind == kind).count()
+    }
 }
 
 fn decode(path: &Path) -> Decoded {
@@ -92,14 +121,7 @@ fn decode(path: &Path) -> Decoded {
 
 #[test]
 fn fib_example_traces_balanced_calls_with_consistent_counts() {
-    let dir = tmpdir("fib");
-    let exe = build(&dir);
-    let out = Command::new(&exe)
-        .current_dir(&dir)
-        .env("HPMTRACE_SW_FALLBACK", "1")
-        .env("HPMTRACE_BUFFER_BYTES", "32M")
-        .output()
-        .unwrap();
+    let (dir, out) = run_fib("fib", true, Some("32M"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -130,16 +152,8 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
 
     // fib(20) makes 2*fib(21)-1 = 21891 calls; main's own entry and exit
     // fall outside trace on/off.
-    let enters = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncEnter)
-        .count();
-    let exits = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncExit)
-        .count();
+    let enters = d.count(RecordType::FuncEnter);
+    let exits = d.count(RecordType::FuncExit);
     assert_eq!(enters, 21891);
     assert_eq!(exits, 21891);
     assert_eq!(d.records.len(), enters + exits);
@@ -191,14 +205,7 @@ fn fib_example_traces_balanced_calls_with_consistent_counts() {
 
 #[test]
 fn fib_example_unchanged_buffer_stops_on_wrap() {
-    let dir = tmpdir("fib32k");
-    let exe = build(&dir);
-    let out = Command::new(&exe)
-        .current_dir(&dir)
-        .env("HPMTRACE_SW_FALLBACK", "1")
-        .env_remove("HPMTRACE_BUFFER_BYTES")
-        .output()
-        .unwrap();
+    let (dir, out) = run_fib("fib32k", true, None);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("trace buffer full"), "{stderr}");
@@ -217,14 +224,7 @@ fn fib_example_unchanged_buffer_stops_on_wrap() {
 /// decoder reads.
 #[test]
 fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
-    let dir = tmpdir("fibnohw");
-    let exe = build(&dir);
-    let out = Command::new(&exe)
-        .current_dir(&dir)
-        .env_remove("HPMTRACE_SW_FALLBACK")
-        .env("HPMTRACE_BUFFER_BYTES", "32M")
-        .output()
-        .unwrap();
+    let (dir, out) = run_fib("fibnohw", false, Some("32M"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout} {stderr}");
@@ -262,11 +262,7 @@ fn fib_example_without_fallback_leaves_out_what_cannot_be_counted() {
     assert_eq!(h.mask() & !0x7f, 0);
     // The timestamp is the trace clock: always there.
     assert!(h.counters[1].is_some());
-    let enters = d
-        .records
-        .iter()
-        .filter(|r| r.kind == RecordType::FuncEnter)
-        .count();
+    let enters = d.count(RecordType::FuncEnter);
     assert_eq!(enters, 21891);
     assert_eq!(d.records.len(), 2 * enters);
 }

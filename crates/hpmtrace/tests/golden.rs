@@ -81,6 +81,16 @@ fn header_writes(ct: u32) -> Vec<(u32, u32)> {
     ]
 }
 
+/// An encoder for `header(ct)` whose trace is on (counters read `at_on`
+/// at time 0), and the log with the header's writes cleared.
+fn traced(ct: CountType, at_on: &[u64; 3]) -> (Encoder, WriteLog) {
+    let mut e = Encoder::new(header(ct));
+    let mut log = WriteLog::default();
+    e.trace_on(&mut log, at_on, 0).unwrap();
+    log.writes.clear();
+    (e, log)
+}
+
 #[test]
 fn header_for_each_count_type() {
     for (ct, n) in [
@@ -136,10 +146,7 @@ fn header_cache_and_software_events() {
 
 #[test]
 fn raw_records() {
-    let mut e = Encoder::new(header(CountType::Raw));
-    let mut log = WriteLog::default();
-    e.trace_on(&mut log, &[0, 0, 0], 0).unwrap();
-    log.writes.clear();
+    let (mut e, mut log) = traced(CountType::Raw, &[0, 0, 0]);
     // Function entry: a 32-bit address and one that needs two words.
     e.record(
         &mut log,
@@ -203,12 +210,8 @@ fn raw_records() {
 
 #[test]
 fn delta_records_seeded_at_trace_on_with_wrap() {
-    let mut e = Encoder::new(header(CountType::Delta));
-    let mut log = WriteLog::default();
     // The 48-bit raw counter is 0x10 below its wrap at trace-on.
-    e.trace_on(&mut log, &[10, 100, 0xffff_ffff_fff0], 0)
-        .unwrap();
-    log.writes.clear();
+    let (mut e, mut log) = traced(CountType::Delta, &[10, 100, 0xffff_ffff_fff0]);
     e.record(
         &mut log,
         RecordType::Manual,
@@ -246,11 +249,8 @@ fn delta_records_seeded_at_trace_on_with_wrap() {
 
 #[test]
 fn deltaxor_records_chain_addresses_and_counters_from_zero() {
-    let mut e = Encoder::new(header(CountType::DeltaXor));
-    let mut log = WriteLog::default();
     // Readings at trace-on do not matter for DeltaXOR: counters start at 0.
-    e.trace_on(&mut log, &[77, 88, 99], 0).unwrap();
-    log.writes.clear();
+    let (mut e, mut log) = traced(CountType::DeltaXor, &[77, 88, 99]);
     e.record(
         &mut log,
         RecordType::Isr,

@@ -3,51 +3,41 @@
 //! process-wide and one session is active at a time.
 
 use hpmtrace::collect::{Error, Mode, Unavailable};
-use hpmtrace::decode::{decode_stream, DecodeConfig, Output, Record};
+use hpmtrace::decode::Record;
 use hpmtrace::format::{hw, CountType, Event, RecordType};
 use hpmtrace::linux::sw;
-use hpmtrace::nexus::NexusConfig;
 use hpmtrace::rtd::RtdConfig;
-use hpmtrace::session::Session;
+use hpmtrace::session::{Session, SessionBuilder};
 use std::path::Path;
 
+mod common;
+use common::{decode_items, Item};
+
+/// The trace's header count and records.
 fn decode(bytes: &[u8], rtd: RtdConfig) -> (usize, Vec<Record>) {
-    let cfg = DecodeConfig {
-        channel: rtd.channel,
-        nexus: NexusConfig {
-            src_bits: rtd.src_bits,
-            timestamp_bits: rtd.timestamp_bits,
-        },
-    };
     let mut headers = 0;
     let mut records = Vec::new();
-    let mut errors = Vec::new();
-    decode_stream(
-        bytes,
-        cfg,
-        &mut |o| match o {
-            Output::Header(_) => headers += 1,
-            Output::Record(r) => records.push(r.clone()),
-            Output::Error(e) => errors.push(e.to_string()),
-        },
-        &mut |_| {},
-    );
-    assert!(errors.is_empty(), "{errors:?}");
+    for item in decode_items(bytes, rtd) {
+        match item {
+            Item::Header(_) => headers += 1,
+            Item::Record(r) => records.push(r),
+        }
+    }
     (headers, records)
 }
 
-fn events() -> [Event; 3] {
-    [
-        Event::LinuxSoftware {
+/// A session with task-clock, the timestamp and page faults.
+fn three_events() -> SessionBuilder {
+    Session::builder()
+        .event(Event::LinuxSoftware {
             code: sw::TASK_CLOCK,
-        },
-        Event::General {
+        })
+        .event(Event::General {
             code: hw::TIMESTAMP,
-        },
-        Event::LinuxSoftware {
+        })
+        .event(Event::LinuxSoftware {
             code: sw::PAGE_FAULTS,
-        },
-    ]
+        })
 }
 
 /// One call site for many marks (an optimised loop calling `mark`
@@ -59,12 +49,8 @@ fn mark_here(s: &Session) {
 
 fn manual_flushes_on_drop(dir: &Path) {
     let out = dir.join("manual.rtd");
-    let [a, b, c] = events();
-    let s = Session::builder()
+    let s = three_events()
         .count_type(CountType::DeltaXor)
-        .event(a)
-        .event(b)
-        .event(c)
         .output(&out)
         .start()
         .unwrap();
@@ -94,14 +80,7 @@ fn manual_flushes_on_drop(dir: &Path) {
 }
 
 fn threads_get_their_own_sources() {
-    let [a, b, c] = events();
-    let s = Session::builder()
-        .event(a)
-        .event(b)
-        .event(c)
-        .max_threads(4)
-        .start()
-        .unwrap();
+    let s = three_events().max_threads(4).start().unwrap();
     let rtd = s.rtd_config();
     assert_eq!(rtd.src_bits, 2);
     std::thread::scope(|sc| {
@@ -144,11 +123,7 @@ fn threads_get_their_own_sources() {
 }
 
 fn timer_samples_the_running_thread() {
-    let [a, b, c] = events();
-    let s = Session::builder()
-        .event(a)
-        .event(b)
-        .event(c)
+    let s = three_events()
         .mode(Mode::Timer { interval_us: 1000 })
         .start()
         .unwrap();

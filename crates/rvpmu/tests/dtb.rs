@@ -510,45 +510,23 @@ fn malformed_structure_blocks_are_refused_with_what_and_where() {
     let first_prop = toks.iter().position(|t| t.0 == PROP).unwrap();
     let rebuilt = |toks: &[(u32, Vec<u8>)]| build(&plain, toks, STANDARD, 0);
 
-    let mut t = toks.clone();
-    t[first_prop].1[..4].copy_from_slice(&7u32.to_be_bytes());
-    let b = rebuilt(&t);
-    refused(
-        b.clone(),
-        Problem::UnknownToken(7),
-        st_at(&b) + offsets[first_prop],
-    );
+    // The first property's word at byte `at` (its token, value length,
+    // name offset) set to `v`: refused with `problem` at that word.
+    let first_prop_word = |at: usize, v: u32, problem: Problem| {
+        let mut t = toks.clone();
+        t[first_prop].1[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        let b = rebuilt(&t);
+        refused(b.clone(), problem, st_at(&b) + offsets[first_prop] + at);
+    };
 
+    first_prop_word(0, 7, Problem::UnknownToken(7));
     // A property value longer than the rest of the block.
-    let mut t = toks.clone();
-    t[first_prop].1[4..8].copy_from_slice(&0x1_0000u32.to_be_bytes());
-    let b = rebuilt(&t);
-    refused(
-        b.clone(),
-        Problem::ValueTooLong(0x1_0000),
-        st_at(&b) + offsets[first_prop] + 4,
-    );
-
+    first_prop_word(4, 0x1_0000, Problem::ValueTooLong(0x1_0000));
     // A name offset past the strings block.
-    let mut t = toks.clone();
     let strings_size = header(&plain)[8];
-    t[first_prop].1[8..12].copy_from_slice(&strings_size.to_be_bytes());
-    let b = rebuilt(&t);
-    refused(
-        b.clone(),
-        Problem::NameOffset(strings_size),
-        st_at(&b) + offsets[first_prop] + 8,
-    );
-
+    first_prop_word(8, strings_size, Problem::NameOffset(strings_size));
     // The largest name offset (one past it wraps to zero).
-    let mut t = toks.clone();
-    t[first_prop].1[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
-    let b = rebuilt(&t);
-    refused(
-        b.clone(),
-        Problem::NameOffset(u32::MAX),
-        st_at(&b) + offsets[first_prop] + 8,
-    );
+    first_prop_word(8, u32::MAX, Problem::NameOffset(u32::MAX));
 
     // #address-cells of two bytes.
     let mut t = toks.clone();

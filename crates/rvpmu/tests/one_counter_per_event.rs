@@ -55,6 +55,12 @@ fn hart(on: bool) -> P {
     hart_with(qemu_map(), on, false)
 }
 
+/// Linux's config_matching: a counter for `event` (no event data) from
+/// its cmask, with `flags`.
+fn matching(p: &mut P, flags: u64, event: u64) -> Result<u64, Error> {
+    call(p, CFG, &[0, CMASK, flags, event, 0])
+}
+
 /// The selector part of counter `i`'s mhpmevent.
 fn selector(p: &P, i: usize) -> u64 {
     p.hw().event_reg(i) & !(bits::OF | bits::ALL_INH)
@@ -75,8 +81,8 @@ fn start(p: &mut P, i: u64) {
 fn without_the_property_the_second_counter_reads_zero() {
     // The anomaly users see: both succeed, both run, the second counts nothing.
     let mut p = hart(false);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(4));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Ok(4));
     start(&mut p, 3);
     start(&mut p, 4);
     user_then_kernel(&mut p);
@@ -91,9 +97,9 @@ fn cycles_u_then_cycles_k_second_is_not_supported() {
     // HPM counters (mcycle cannot filter), and every free one would share
     // the selector of counter 3, so none is a candidate.
     let mut p = hart(true);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
     assert_eq!(
-        call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]),
+        matching(&mut p, KERNEL, CYCLES),
         Err(Error::NotSupported),
         "Linux's cmask, counter 0 included"
     );
@@ -103,10 +109,7 @@ fn cycles_u_then_cycles_k_second_is_not_supported() {
         "only HPM counters offered"
     );
     // The same filter again is the same selector too.
-    assert_eq!(
-        call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]),
-        Err(Error::NotSupported)
-    );
+    assert_eq!(matching(&mut p, USER, CYCLES), Err(Error::NotSupported));
     // Nothing was programmed by the refusals, and the first counter counts.
     assert_eq!(p.allocated_mask(), 1 << 3);
     assert_eq!(p.hw().event_reg(4), 0);
@@ -120,23 +123,23 @@ fn unfiltered_second_cycles_gets_the_fixed_counter() {
     // mcycle counts on its own (QEMU's map is for HPM counters), so an
     // unfiltered cycles request still finds a counter that counts.
     let mut p = hart(true);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, CYCLES, 0]), Ok(0));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
+    assert_eq!(matching(&mut p, 0, CYCLES), Ok(0));
     start(&mut p, 3);
     start(&mut p, 0);
     user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 100);
     assert_eq!(p.hw().counter(0), 150);
     // Instructions likewise go to minstret once an HPM counter holds them.
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, INSTRUCTIONS, 0]), Ok(4));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, INSTRUCTIONS, 0]), Ok(2));
+    assert_eq!(matching(&mut p, 0, INSTRUCTIONS), Ok(4));
+    assert_eq!(matching(&mut p, 0, INSTRUCTIONS), Ok(2));
 }
 
 #[test]
 fn with_smcntrpmf_cycles_k_gets_the_filtered_fixed_counter() {
     let mut p = hart_with(qemu_map(), true, true);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(0));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Ok(0));
     assert_ne!(p.hw().fixed_cfg(0) & bits::UINH, 0);
     start(&mut p, 3);
     start(&mut p, 0);
@@ -144,23 +147,17 @@ fn with_smcntrpmf_cycles_k_gets_the_filtered_fixed_counter() {
     assert_eq!(p.hw().counter(3), 100, "cycles:u");
     assert_eq!(p.hw().counter(0), 50, "cycles:k");
     // A third cycles request has nowhere to go.
-    assert_eq!(
-        call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]),
-        Err(Error::NotSupported)
-    );
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Err(Error::NotSupported));
 }
 
 #[test]
 fn stop_with_reset_frees_the_selector() {
     let mut p = hart(true);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
     start(&mut p, 3);
     // A plain stop keeps the mapping, and with it the selector.
     assert_eq!(call(&mut p, STOP, &[3, 1, 0]), Ok(0));
-    assert_eq!(
-        call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]),
-        Err(Error::NotSupported)
-    );
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Err(Error::NotSupported));
     // RESET releases it (as Linux's riscv_pmu_del does)...
     assert_eq!(
         call(&mut p, STOP, &[3, 1, RESET]),
@@ -168,7 +165,7 @@ fn stop_with_reset_frees_the_selector() {
     );
     assert_eq!(p.hw().event_reg(3), 0, "QEMU unmaps on a zero write");
     // ... and the other filter now gets a counter that counts.
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(3));
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Ok(3));
     start(&mut p, 3);
     user_then_kernel(&mut p);
     assert_eq!(p.hw().counter(3), 50);
@@ -177,9 +174,9 @@ fn stop_with_reset_frees_the_selector() {
 #[test]
 fn without_the_property_both_succeed_as_before() {
     let mut p = hart(false);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, KERNEL, CYCLES, 0]), Ok(4));
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, CYCLES, 0]), Ok(5));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
+    assert_eq!(matching(&mut p, KERNEL, CYCLES), Ok(4));
+    assert_eq!(matching(&mut p, 0, CYCLES), Ok(5));
     assert_eq!(selector(&p, 4), CYCLES);
 }
 
@@ -187,11 +184,7 @@ fn without_the_property_both_succeed_as_before() {
 fn different_events_never_conflict() {
     let mut p = hart(true);
     for (k, &e) in QEMU_EVENTS.iter().enumerate() {
-        assert_eq!(
-            call(&mut p, CFG, &[0, CMASK, USER, e, 0]),
-            Ok(3 + k as u64),
-            "{e:#x}"
-        );
+        assert_eq!(matching(&mut p, USER, e), Ok(3 + k as u64), "{e:#x}");
     }
     for k in 0..QEMU_EVENTS.len() as u64 {
         start(&mut p, 3 + k);
@@ -204,10 +197,7 @@ fn different_events_never_conflict() {
     }
     // Each of them once more: refused, only their own selector is taken.
     for &e in &QEMU_EVENTS[2..] {
-        assert_eq!(
-            call(&mut p, CFG, &[0, CMASK, KERNEL, e, 0]),
-            Err(Error::NotSupported)
-        );
+        assert_eq!(matching(&mut p, KERNEL, e), Err(Error::NotSupported));
     }
 }
 
@@ -251,7 +241,7 @@ fn raw_events_with_the_same_data_conflict() {
     );
     assert_eq!(call(&mut p, CFG, &[0, CMASK, 0, RAW, 0x1235]), Ok(4));
     // Raw data 1 is CPU_CYCLES' selector on this map (its event_idx).
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(5));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(5));
     assert_eq!(
         call(&mut p, CFG, &[0, CMASK, USER, RAW, 0x1]),
         Err(Error::NotSupported)
@@ -265,10 +255,7 @@ fn skip_match_reconfigures_a_held_counter_in_place() {
     // The caller names a counter it already holds: nothing is reprogrammed,
     // so no selector can be duplicated, and the call keeps working.
     let mut p = hart(true);
-    assert_eq!(
-        call(&mut p, CFG, &[0, CMASK, USER | AUTO_START, CYCLES, 0]),
-        Ok(3)
-    );
+    assert_eq!(matching(&mut p, USER | AUTO_START, CYCLES), Ok(3));
     p.hw_mut().tick(Mode::U, CYCLES, 100);
     assert_eq!(call(&mut p, STOP, &[3, 1, 0]), Ok(0));
     assert_eq!(
@@ -330,7 +317,7 @@ fn event_get_info_reports_capability_not_availability() {
     // A held selector does not make the event unsupported (event_get_info
     // says what the platform can count; config_matching says what is free).
     let mut p = hart(true);
-    assert_eq!(call(&mut p, CFG, &[0, CMASK, USER, CYCLES, 0]), Ok(3));
+    assert_eq!(matching(&mut p, USER, CYCLES), Ok(3));
     let area = 0x8008_0000;
     p.mem_mut().poke(area, &(CYCLES as u32).to_le_bytes());
     assert_eq!(call(&mut p, EVENT_INFO, &[area, 0, 1, 0]), Ok(0));

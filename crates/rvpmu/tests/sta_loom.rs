@@ -32,12 +32,13 @@
 use loom::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
-use rvpmu::mem::{MemFault, SupervisorMemory};
+use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::{read_steal, StaArea, StealTime};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-const BASE: u64 = 0x1000;
+mod sta_record;
+use sta_record::{Shared, BASE};
 
 /// What the writer accounts, in order: `(steal_ns, preempted)`: the hart
 /// is withheld (preempted, some steal so far), then released with the rest
@@ -69,38 +70,17 @@ impl Record {
     }
 }
 
-/// `SupervisorMemory` over the record, for the writer.
-struct Shared(Arc<Record>);
-
-impl SupervisorMemory for Shared {
-    fn owns(&self, addr: u64, len: u64) -> bool {
-        addr == BASE && len == 64
+impl sta_record::Fields for Arc<Record> {
+    fn store_sequence(&self, v: u32) {
+        self.sequence.store(v, Relaxed);
     }
-    fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<(), MemFault> {
-        Err(MemFault { addr })
+    /// Low half, then high half.
+    fn store_steal(&self, v: u64) {
+        self.steal_lo.store(v as u32, Relaxed);
+        self.steal_hi.store((v >> 32) as u32, Relaxed);
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        let r = &self.0;
-        match (addr - BASE, data.len()) {
-            (0, 4) => r
-                .sequence
-                .store(u32::from_le_bytes(data.try_into().unwrap()), Relaxed),
-            (8, 8) => {
-                let v = u64::from_le_bytes(data.try_into().unwrap());
-                r.steal_lo.store(v as u32, Relaxed);
-                r.steal_hi.store((v >> 32) as u32, Relaxed);
-            }
-            (16, 1) => r.preempted.store(data[0], Relaxed),
-            // set_shmem's zeroing of the whole record.
-            (0, 64) if data.iter().all(|b| *b == 0) => {
-                r.sequence.store(0, Relaxed);
-                r.steal_lo.store(0, Relaxed);
-                r.steal_hi.store(0, Relaxed);
-                r.preempted.store(0, Relaxed);
-            }
-            _ => return Err(MemFault { addr }),
-        }
-        Ok(())
+    fn store_preempted(&self, v: u8) {
+        self.preempted.store(v, Relaxed);
     }
 }
 

@@ -3,12 +3,12 @@
 //! library's `read_steal`) share one record through atomics. No reader may
 //! ever see a torn or decreasing value.
 
-use rvpmu::mem::{MemFault, SupervisorMemory};
 use rvpmu::sta::{read_steal, StaArea, StealTime};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
-const BASE: u64 = 0x1000;
+mod sta_record;
+use sta_record::{Shared, BASE};
 
 /// The 64-byte record as atomics, accessed with the widths the layout
 /// uses (u32 sequence, u64 steal, u8 preempted).
@@ -19,34 +19,15 @@ struct Record {
     preempted: AtomicU8,
 }
 
-struct Shared(Arc<Record>);
-
-impl SupervisorMemory for Shared {
-    fn owns(&self, addr: u64, len: u64) -> bool {
-        addr == BASE && len == 64
+impl sta_record::Fields for Arc<Record> {
+    fn store_sequence(&self, v: u32) {
+        self.sequence.store(v, Relaxed);
     }
-    fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<(), MemFault> {
-        Err(MemFault { addr })
+    fn store_steal(&self, v: u64) {
+        self.steal.store(v, Relaxed);
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        match (addr - BASE, data.len()) {
-            (0, 4) => self
-                .0
-                .sequence
-                .store(u32::from_le_bytes(data.try_into().unwrap()), Relaxed),
-            (8, 8) => self
-                .0
-                .steal
-                .store(u64::from_le_bytes(data.try_into().unwrap()), Relaxed),
-            (16, 1) => self.0.preempted.store(data[0], Relaxed),
-            (_, _) if data.iter().all(|b| *b == 0) => {
-                self.0.sequence.store(0, Relaxed);
-                self.0.steal.store(0, Relaxed);
-                self.0.preempted.store(0, Relaxed);
-            }
-            _ => return Err(MemFault { addr }),
-        }
-        Ok(())
+    fn store_preempted(&self, v: u8) {
+        self.preempted.store(v, Relaxed);
     }
 }
 

@@ -39,8 +39,29 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
     0
 }
 
+/// What an init call sets up: the core's mode and, for the timer, the
+/// sampling interval (kept out of [`Mode`], which the hooks read).
+#[derive(Clone, Copy)]
+enum Setup {
+    Manual,
+    FuncEntryExit,
+    Timer { interval_us: u64 },
+}
+
+impl Setup {
+    fn mode(self) -> Mode {
+        match self {
+            Setup::Manual => Mode::Manual,
+            Setup::FuncEntryExit => Mode::FuncEntryExit,
+            Setup::Timer { .. } => Mode::Timer,
+        }
+    }
+}
+
 /// Shared body of the three init calls: this hart's counters, buffer and
-/// mode.
+/// mode. `perfTimerISRInit` samples this hart through the SBI timer: it
+/// needs the timebase, and the program's trap vector must be installed and
+/// call `perfTimerISR` on a supervisor timer interrupt.
 ///
 /// # Safety
 /// `list` points to `n` valid `perfEvent`s (or is null with n == 0), and
@@ -52,11 +73,18 @@ unsafe fn init(
     chan: c_int,
     ct: c_int,
     sba: u32,
-    mode: Mode,
+    setup: Setup,
 ) -> c_int {
+    let mode = setup.mode();
     let cores = NUM_CORES.load(Ordering::Relaxed);
     if cores == 0 {
         return fail(what, format_args!("call perfInit() first"));
+    }
+    if matches!(setup, Setup::Timer { .. }) && timer::TIMEBASE_HZ.load(Ordering::Relaxed) == 0 {
+        return fail(
+            what,
+            format_args!("the timebase is unknown: call perfSetDeviceTree(dtb) or perfSetTimebaseFrequency(hz) first"),
+        );
     }
     let (channel, count_type) = match check_init_args(list.is_null(), n, chan, ct) {
         Ok(a) => a,
@@ -125,7 +153,12 @@ unsafe fn init(
         })
     };
     match done {
-        Some(Ok(())) => 0,
+        Some(Ok(())) => match setup {
+            Setup::Timer { interval_us } if timer::start(core, interval_us).is_none() => {
+                fail(what, format_args!("cannot arm the timer"))
+            }
+            _ => 0,
+        },
         Some(Err(b)) => fail(
             what,
             format_args!(
@@ -138,38 +171,12 @@ unsafe fn init(
     }
 }
 
-crate::perf_init_entry_points!(init, manual: Mode::Manual, entry_exit: Mode::FuncEntryExit);
-
-/// `int perfTimerISRInit(..., int interval)`: samples this hart every
-/// `interval` µs (at least 100) through the SBI timer; the program's trap
-/// vector must be installed and call `perfTimerISR` on a supervisor timer
-/// interrupt.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s; `tp` contract (header).
-#[no_mangle]
-pub unsafe extern "C" fn perfTimerISRInit(
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-    interval: c_int,
-) -> c_int {
-    const WHAT: &str = "perfTimerISRInit";
-    if timer::TIMEBASE_HZ.load(Ordering::Relaxed) == 0 {
-        return fail(
-            WHAT,
-            format_args!("the timebase is unknown: call perfSetDeviceTree(dtb) or perfSetTimebaseFrequency(hz) first"),
-        );
-    }
-    // SAFETY: forwarded contract.
-    let r = unsafe { init(WHAT, list, n, chan, ct, sba, Mode::Timer) };
-    if r == 0 && timer::start(this_core(), interval.max(100) as u64).is_none() {
-        return fail(WHAT, format_args!("cannot arm the timer"));
-    }
-    r
-}
+crate::perf_init_entry_points!(
+    init,
+    manual: Setup::Manual,
+    entry_exit: Setup::FuncEntryExit,
+    timer: |interval_us| Setup::Timer { interval_us },
+);
 
 /// Body of `perfWriteCntrs` (the assembly entry passes the caller's
 /// return address).
