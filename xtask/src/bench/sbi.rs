@@ -21,7 +21,7 @@ struct Bench {
 
 fn bench_one(fw: Firmware, kernel: &Path) -> Result<Bench> {
     step(&format!("cost probes on {}", fw.name));
-    let cap = boot(&fw, kernel, 1, "rvpmu.bench")?;
+    let cap = boot(&fw, kernel, 1, "rvpmu.bench", None)?;
     let rep = parse(&cap.text);
     if cap.timed_out || !cap.text.contains("COST-END") {
         bail!(

@@ -11,7 +11,7 @@ use super::kernel::fnv64;
 use crate::host::{output, root, step};
 use crate::qemu::Machine;
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The noisy-neighbour steal source of rvpmu-fw (`rvpmu,noisy-neighbour =
@@ -198,6 +198,35 @@ fn verify(dtb: &std::path::Path, chosen: &Chosen) -> Result<()> {
                 dtb.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// Writes `tree` to `out` with what boot loaders' device-tree fixups leave:
+/// libfdt's own `fdt_nop_property` on the root's `model` and on
+/// `/chosen/rng-seed`, and `fdt_nop_node` on the RTC (through
+/// python3-libfdt), so the blob holds FDT_NOP tokens in place of a
+/// property and of a whole node. The tree must be QEMU virt's.
+pub fn with_nop_tokens(tree: &Path, out: &Path) -> Result<()> {
+    let status = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(
+            "import libfdt, sys\n\
+             f = libfdt.Fdt(bytearray(open(sys.argv[1], 'rb').read()))\n\
+             assert libfdt.fdt_nop_property(f._fdt, 0, 'model') == 0\n\
+             assert libfdt.fdt_nop_property(f._fdt, f.path_offset('/chosen'), 'rng-seed') == 0\n\
+             assert libfdt.fdt_nop_node(f._fdt, f.path_offset('/soc/rtc@101000')) == 0\n\
+             open(sys.argv[2], 'wb').write(f._fdt)\n",
+        )
+        .arg(tree)
+        .arg(out)
+        .status()
+        .context("cannot run /usr/bin/python3")?;
+    if !status.success() {
+        bail!(
+            "python3-libfdt could not NOP {} ({status}): `cargo xtask setup` installs python3-libfdt",
+            tree.display()
+        );
     }
     Ok(())
 }

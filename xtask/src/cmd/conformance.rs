@@ -70,7 +70,7 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
     let kernel = build_kernel()?;
     let mut reps = Vec::new();
     for fw in &fws {
-        let rep = suite(fw, &kernel, a.smp, a.verbose)?;
+        let rep = suite(fw, &kernel, a.smp, a.verbose, None)?;
         consistent(&rep)?;
         if fws.len() == 1 {
             print_report(fw, a.smp, &rep);

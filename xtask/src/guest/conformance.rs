@@ -52,12 +52,20 @@ pub struct Capture {
     pub status: Option<i32>,
 }
 
-/// Boots `kernel` on `fw` under exact instruction counting and collects
-/// the serial output until QEMU exits or the timeout hits.
-pub fn boot(fw: &Firmware, kernel: &Path, smp: u32, append: &str) -> Result<Capture> {
+/// Boots `kernel` on `fw` under exact instruction counting (with the
+/// device tree `dtb` instead of QEMU's own, if given) and collects the
+/// serial output until QEMU exits or the timeout hits.
+pub fn boot(
+    fw: &Firmware,
+    kernel: &Path,
+    smp: u32,
+    append: &str,
+    dtb: Option<&Path>,
+) -> Result<Capture> {
     let mut q = Qemu::virt(smp);
     q.bios = Some(fw.path.clone());
     q.kernel = Some(kernel.to_path_buf());
+    q.dtb = dtb.map(Path::to_path_buf);
     if !append.is_empty() {
         q.append = Some(append.to_string());
     }
@@ -263,9 +271,16 @@ pub(crate) fn verdicts(text: &str, status: Option<i32>) -> Verdicts {
     }
 }
 
-/// Runs the suite on `fw`, repeating the run without any check that hung
-/// or crashed the machine, so one bad answer does not hide the rest.
-pub fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Report> {
+/// Runs the suite on `fw` (with the device tree `dtb`, if given),
+/// repeating the run without any check that hung or crashed the machine,
+/// so one bad answer does not hide the rest.
+pub fn suite(
+    fw: &Firmware,
+    kernel: &Path,
+    smp: u32,
+    verbose: bool,
+    dtb: Option<&Path>,
+) -> Result<Report> {
     let mut skip: Vec<String> = Vec::new();
     loop {
         step(&format!("conformance suite on {} (-smp {smp})", fw.name));
@@ -274,7 +289,7 @@ pub fn suite(fw: &Firmware, kernel: &Path, smp: u32, verbose: bool) -> Result<Re
         } else {
             format!("rvpmu.skip={}", skip.join(","))
         };
-        let cap = boot(fw, kernel, smp, &append)?;
+        let cap = boot(fw, kernel, smp, &append, dtb)?;
         if verbose {
             println!("{}", cap.text);
         }

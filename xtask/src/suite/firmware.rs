@@ -5,6 +5,7 @@
 //! and boot cost against OpenSBI.
 
 use crate::build::conformance::build_kernel;
+use crate::build::dt::with_nop_tokens;
 use crate::build::firmware::{build, build_payload};
 use crate::host::{root, run, run_captured, step};
 use crate::qemu::{exit, Qemu, Run, OPENSBI};
@@ -248,11 +249,9 @@ fn check_run(run: &Run, smp: u32) -> Vec<String> {
     p
 }
 
-/// QEMU virt's own tree with what boot loaders' fixups leave (libfdt's
-/// `fdt_nop_property` on the root's `model` and `/chosen/rng-seed`,
-/// `fdt_nop_node` on the RTC, through python3-libfdt) boots the firmware
-/// and sbi-check passes as on the tree without them: the "checks passed"
-/// line both runs print.
+/// QEMU virt's own tree with what boot loaders' fixups leave
+/// ([`with_nop_tokens`]) boots the firmware and sbi-check passes as on the
+/// tree without them: the "checks passed" line both runs print.
 fn nop_dtb_run(fw: &Path, payload: &Path) -> Result<String> {
     let case = &CASES[0];
     let dir = root().join("target").join("fw-test");
@@ -261,21 +260,7 @@ fn nop_dtb_run(fw: &Path, payload: &Path) -> Result<String> {
     let mut q = Qemu::virt(case.smp);
     q.cpu = case.cpu.into();
     q.dump_dtb(&plain)?;
-    run(
-        Command::new("/usr/bin/python3")
-            .arg("-c")
-            .arg(
-                "import libfdt, sys\n\
-                 f = libfdt.Fdt(bytearray(open(sys.argv[1], 'rb').read()))\n\
-                 assert libfdt.fdt_nop_property(f._fdt, 0, 'model') == 0\n\
-                 assert libfdt.fdt_nop_property(f._fdt, f.path_offset('/chosen'), 'rng-seed') == 0\n\
-                 assert libfdt.fdt_nop_node(f._fdt, f.path_offset('/soc/rtc@101000')) == 0\n\
-                 open(sys.argv[2], 'wb').write(f._fdt)\n",
-            )
-            .arg(&plain)
-            .arg(&nopped),
-    )
-    .context("python3-libfdt failed: `cargo xtask setup` installs it")?;
+    with_nop_tokens(&plain, &nopped)?;
     let passed = |run: &Run| -> Result<String> {
         let problems = check_run(run, case.smp);
         if !problems.is_empty() {
