@@ -215,6 +215,10 @@ pub struct Platform {
     /// Offer the PMU counter snapshot (`/chosen/rvpmu,pmu-snapshot = <0>`
     /// turns it off, e.g. for kernels whose snapshot code is broken).
     pub pmu_snapshot: bool,
+    /// Accept counter sets based at 4096 as aliases of the counters
+    /// (`/chosen/rvpmu,pmu-alias-window = <0>` turns it off, so the Linux
+    /// snapshot restart bug shows as it does on a firmware without it).
+    pub pmu_alias_window: bool,
     /// The PMU quirks of this machine (`rvpmu::dt::PLATFORM_QUIRKS`, by the
     /// root node's `compatible`), for what its DT does not say.
     pub pmu_quirk: Option<&'static PlatformQuirk>,
@@ -280,6 +284,7 @@ pub fn parse<'a>(
         timebase_hz: 10_000_000,
         noisy: None,
         pmu_snapshot: true,
+        pmu_alias_window: true,
         pmu_quirk: None,
     };
     let mut uart_found = false;
@@ -335,6 +340,12 @@ pub fn parse<'a>(
                 .and_then(|v| v.as_usize())
             {
                 p.pmu_snapshot = v != 0;
+            }
+            if let Some(v) = node
+                .property("rvpmu,pmu-alias-window")
+                .and_then(|v| v.as_usize())
+            {
+                p.pmu_alias_window = v != 0;
             }
             let start = node
                 .property("linux,initrd-start")

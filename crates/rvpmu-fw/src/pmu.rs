@@ -92,9 +92,9 @@ pub fn new_hart(
             FwEventSet::without_h()
         },
         snapshot: platform.pmu_snapshot,
-        // Makes Linux 6.12's snapshot restart (counter_idx_base 4096) valid;
+        // Makes Linux's snapshot restart (counter_idx_base 4096) valid;
         // see README "Linux's snapshot restart bug (6.12 and 7.2)".
-        alias_window: true,
+        alias_window: platform.pmu_alias_window,
     };
     // SAFETY: M-mode; `present` names only implemented counters.
     let hw = unsafe { CsrHpm::new(present) };

@@ -68,6 +68,9 @@ pub struct Chosen {
     pub noisy_neighbour: Option<NoisyNeighbour>,
     /// `Some(false)`: `rvpmu,pmu-snapshot = <0>` (no PMU snapshot offer).
     pub pmu_snapshot: Option<bool>,
+    /// `Some(false)`: `rvpmu,pmu-alias-window = <0>` (counter sets based
+    /// at 4096 refused, as on a firmware without the window).
+    pub pmu_alias_window: Option<bool>,
 }
 
 impl Chosen {
@@ -75,6 +78,7 @@ impl Chosen {
     pub const NONE: Chosen = Chosen {
         noisy_neighbour: None,
         pmu_snapshot: None,
+        pmu_alias_window: None,
     };
 
     pub fn is_none(&self) -> bool {
@@ -92,6 +96,9 @@ impl Chosen {
         }
         if let Some(s) = self.pmu_snapshot {
             v.push(format!("rvpmu,pmu-snapshot = <{}>;", s as u32));
+        }
+        if let Some(a) = self.pmu_alias_window {
+            v.push(format!("rvpmu,pmu-alias-window = <{}>;", a as u32));
         }
         v
     }
@@ -190,13 +197,15 @@ fn verify(dtb: &std::path::Path, chosen: &Chosen) -> Result<()> {
             );
         }
     }
-    if let Some(s) = chosen.pmu_snapshot {
-        let got = get("rvpmu,pmu-snapshot")?;
-        if got != (s as u32).to_string() {
-            bail!(
-                "{}: /chosen rvpmu,pmu-snapshot reads `{got}`",
-                dtb.display()
-            );
+    for (prop, want) in [
+        ("rvpmu,pmu-snapshot", chosen.pmu_snapshot),
+        ("rvpmu,pmu-alias-window", chosen.pmu_alias_window),
+    ] {
+        if let Some(w) = want {
+            let got = get(prop)?;
+            if got != (w as u32).to_string() {
+                bail!("{}: /chosen {prop} reads `{got}`", dtb.display());
+            }
         }
     }
     Ok(())
@@ -256,11 +265,13 @@ mod tests {
                 period_us: 10_000,
             }),
             pmu_snapshot: Some(false),
+            pmu_alias_window: Some(false),
         };
         let o = c.overlay();
         assert!(o.contains("/ {\n\tchosen {\n"), "{o}");
         assert!(o.contains("rvpmu,noisy-neighbour = <2000 10000>;"), "{o}");
         assert!(o.contains("rvpmu,pmu-snapshot = <0>;"), "{o}");
+        assert!(o.contains("rvpmu,pmu-alias-window = <0>;"), "{o}");
         assert!(Chosen::NONE.is_none() && !c.is_none());
     }
 }

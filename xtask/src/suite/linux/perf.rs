@@ -520,6 +520,60 @@ fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Opt
     s.judge_boot(label, Chosen::NONE, None, PLAN_MODE, TIMEOUT_S, booted)
 }
 
+/// Linux's snapshot restart bug, shown on rvpmu-fw with its alias window
+/// off (`/chosen/rvpmu,pmu-alias-window = <0>`), as on any firmware that
+/// checks counter sets strictly: after an overflow,
+/// `pmu_sbi_start_ovf_ctrs_snapshot` (drivers/perf/riscv_pmu_sbi.c)
+/// restarts the counters with counter_idx_base `idx * BITS_PER_LONG`,
+/// where `idx` is left at 64 by the loop before it. Base 4096 is past
+/// every counter, so the firmware answers INVALID_PARAM (SBI spec: a set
+/// naming no valid counter), the kernel ignores the answer, and the
+/// counter stays stopped until something else restarts it: a single
+/// busy task samples only a few times where the construction says 160.
+/// The check passes while the bug is there (it is the reproducer).
+pub fn restart_bug(guest: &Guest, fw: &Firmware, report: &mut Report) {
+    const TIMEOUT_S: u64 = 300;
+    let mut s = Suite {
+        kernel: guest.version,
+        fw,
+        report,
+    };
+    let chosen = Chosen {
+        pmu_alias_window: Some(false),
+        ..Chosen::NONE
+    };
+    let label = "sampling with snapshot, alias window off";
+    let mut p = Plan::exact();
+    p.cmd("record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
+    let booted = guest.run_plan(fw, 1, chosen, &p.text(), TIMEOUT_S);
+    let Some(out) = s.judge_boot(label, chosen, None, PLAN_MODE, TIMEOUT_S, booted) else {
+        return;
+    };
+    let Ok(hot) = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_hot_a") else {
+        s.check(
+            label,
+            false,
+            false,
+            "rvpmu_hot_a's loop",
+            "not found in /init",
+            None,
+        );
+        return;
+    };
+    let r = results(&out);
+    let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
+    let periods = 4 * HOT_N * hot / RECORD_PERIOD;
+    let snapshot = out.console.contains("SBI PMU snapshot detected");
+    s.check(
+        &format!("{label}: the Linux restart bug stops sampling after an overflow (known Linux bug, 6.12 and 7.2)"),
+        snapshot && rec.is_some_and(|n| n < periods / 2),
+        false,
+        &format!("snapshot in use, fewer than half of the loop's {periods} periods sampled (the restart at base 4096 is refused)"),
+        &format!("snapshot {}, record {rec:?}", if snapshot { "detected" } else { "not offered" }),
+        Some(&out),
+    );
+}
+
 /// For each firmware, the events perf finds supported must be the same on
 /// 6.12 (config_matching per event) and 7.2 (event_get_info on SBI 3.0):
 /// the firmware's two answers agree. Returns each check's label and
