@@ -4,16 +4,22 @@
 //! `.bss`; sbi-check where QEMU's `-kernel` goes.
 use rvpmu_rt::link::{link, Image};
 
+include!("src/stacks.rs");
+
 /// The firmware's per-hart stacks (hart N's ends at `_stacks_end` - N *
 /// STACK_SIZE): after `.bss`, never zeroed, since harts run on them while
-/// the boot hart clears `.bss`. Must match MAX_HARTS and STACK_SIZE in
-/// src/layout.rs.
-const STACKS: &str = "    .stacks (NOLOAD) : ALIGN(4096) {
+/// the boot hart clears `.bss`.
+fn stacks() -> String {
+    format!(
+        "    .stacks (NOLOAD) : ALIGN(4096) {{
         _stacks_start = .;
-        . += 8 * 0x4000;
+        . += {:#x};
         _stacks_end = .;
-    }
-";
+    }}
+",
+        MAX_HARTS * STACK_SIZE
+    )
+}
 
 fn main() {
     link(
@@ -22,7 +28,7 @@ fn main() {
                 bin: "rvpmu-fw",
                 origin: 0x8000_0000,
                 bss_align: 16,
-                extra: STACKS,
+                extra: &stacks(),
             },
             Image {
                 bin: "sbi-check",
@@ -31,6 +37,6 @@ fn main() {
                 extra: "",
             },
         ],
-        &[],
+        &["src/stacks.rs"],
     );
 }

@@ -2,13 +2,9 @@
 //! entry code and the Rust side.
 #![cfg(target_os = "none")]
 
-/// Harts the firmware serves. Harts with a larger `mhartid` park forever.
-/// Must match the stacks section in `build.rs`.
-pub const MAX_HARTS: usize = 8;
-
-/// Bytes of M-mode stack per hart (the trap frame sits at its top).
-/// Must match the stacks section in `build.rs`.
-pub const STACK_SIZE: usize = 0x4000;
+// The build script sizes the linker script's stacks section from the
+// same file.
+include!("stacks.rs");
 
 /// Where QEMU's `-kernel` lands when the fw_dynamic info is absent.
 pub const DEFAULT_NEXT_ADDR: usize = 0x8020_0000;

@@ -39,9 +39,6 @@ pub struct Csr<const N: u16>;
 pub struct Guarded<const N: u16>;
 
 impl<const N: u16> Csr<N> {
-    /// The CSR's number.
-    pub const NUM: u16 = N;
-
     /// Its number.
     #[inline(always)]
     pub const fn num(self) -> u16 {
@@ -50,9 +47,6 @@ impl<const N: u16> Csr<N> {
 }
 
 impl<const N: u16> Guarded<N> {
-    /// The CSR's number.
-    pub const NUM: u16 = N;
-
     /// Its number.
     #[inline(always)]
     pub const fn num(self) -> u16 {
