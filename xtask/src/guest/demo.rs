@@ -13,7 +13,8 @@
 
 use super::linux::Outcome;
 use super::perftool::{
-    parse_proc_stat, parse_record_samples, parse_report, CmdResult, Plan, StatLine,
+    parse_proc_stat, parse_record_samples, parse_report, parse_stat_human, CmdResult, Plan,
+    StatLine,
 };
 use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::NoisyNeighbour;
@@ -145,53 +146,6 @@ impl Demo {
             format!("rvpmu-work alu {ALU_ITERS}")
         }
     }
-}
-
-/// The event lines of `perf stat`'s default output, as
-/// tools/perf/util/stat-display.c prints them: the count (digits, grouped
-/// by the locale's thousands separator when it has one) or `<not counted>`
-/// / `<not supported>`, the event's name, an optional `# metric`, and
-/// `(P%)` last when the event was on a counter for only part of the time
-/// it was enabled (nothing when it was on one the whole time: 100%).
-/// Other lines (the header, the times) are skipped. perf's `-x,` format
-/// would be easier to read here, but the summary reads what the user saw.
-pub fn parse_stat_human(text: &str) -> Vec<StatLine> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let t = line.trim();
-        let (value, status, rest) = if let Some(r) = t.strip_prefix('<') {
-            let Some((word, rest)) = r.split_once('>') else {
-                continue;
-            };
-            (None, format!("<{word}>"), rest)
-        } else {
-            let (count, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
-            let digits: String = count.chars().filter(|c| *c != ',').collect();
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            let Ok(v) = digits.parse::<u64>() else {
-                continue;
-            };
-            (Some(v), String::new(), rest)
-        };
-        let Some(event) = rest.split_whitespace().next() else {
-            continue;
-        };
-        let share = rest
-            .trim_end()
-            .strip_suffix("%)")
-            .and_then(|head| head.rsplit_once('('))
-            .and_then(|(_, p)| p.trim().parse::<f64>().ok());
-        out.push(StatLine {
-            event: event.to_string(),
-            value,
-            status,
-            run_ns: None,
-            running_pct: share.or(value.map(|_| 100.0)),
-        });
-    }
-    out
 }
 
 /// The demo's results, parsed.
@@ -749,40 +703,6 @@ pub fn steal_cells(r: &Results) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_human_lines() {
-        // Written from stat-display.c's default layout (count, name,
-        // optional "# metric", "(P%)" only when run != enabled), not
-        // from our output.
-        let text = "\n Performance counter stats for 'rvpmu-work alu 10':\n\n\
-                    \x20          2100000      cycles:u                                                      (44.30%)\n\
-                    \x20        1,234,567      instructions:u                   #    0.59  insn per cycle    (55.70%)\n\
-                    \x20              851      dTLB-load-misses\n\
-                    \x20    <not counted>      cycles:k                                                      (0.00%)\n\
-                    \x20  <not supported>      branches\n\
-                    \x20                0      fw_set_timer\n\n\
-                    \x20      0.021234567 seconds time elapsed\n\n\
-                    \x20      0.020000000 seconds user\n";
-        let l = parse_stat_human(text);
-        let got: Vec<(&str, Option<u64>, &str, Option<f64>)> = l
-            .iter()
-            .map(|l| (l.event.as_str(), l.value, l.status.as_str(), l.running_pct))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("cycles:u", Some(2_100_000), "", Some(44.3)),
-                ("instructions:u", Some(1_234_567), "", Some(55.7)),
-                ("dTLB-load-misses", Some(851), "", Some(100.0)),
-                ("cycles:k", None, "<not counted>", Some(0.0)),
-                ("branches", None, "<not supported>", None),
-                ("fw_set_timer", Some(0), "", Some(100.0)),
-            ]
-        );
-        assert!(parse_stat_human("").is_empty());
-        assert!(parse_stat_human("<broken\n12x cycles\n").is_empty());
-    }
 
     fn line(event: &str, value: Option<u64>, pct: f64) -> StatLine {
         StatLine {
