@@ -332,25 +332,26 @@ pub fn parse<'a>(
                 p.timebase_hz = hz as u64;
             }
         } else if node.name == "chosen" {
-            if let Some(v) = node.property("rvpmu,noisy-neighbour") {
-                p.noisy = Noisy::from_cells(v.value);
+            // One pass here too (see above).
+            let (mut start, mut end) = (None, None);
+            for prop in node.properties() {
+                match prop.name {
+                    "rvpmu,noisy-neighbour" => p.noisy = Noisy::from_cells(prop.value),
+                    "rvpmu,pmu-snapshot" => {
+                        if let Some(v) = prop.as_usize() {
+                            p.pmu_snapshot = v != 0;
+                        }
+                    }
+                    "rvpmu,pmu-alias-window" => {
+                        if let Some(v) = prop.as_usize() {
+                            p.pmu_alias_window = v != 0;
+                        }
+                    }
+                    "linux,initrd-start" => start = prop.as_usize(),
+                    "linux,initrd-end" => end = prop.as_usize(),
+                    _ => {}
+                }
             }
-            if let Some(v) = node
-                .property("rvpmu,pmu-snapshot")
-                .and_then(|v| v.as_usize())
-            {
-                p.pmu_snapshot = v != 0;
-            }
-            if let Some(v) = node
-                .property("rvpmu,pmu-alias-window")
-                .and_then(|v| v.as_usize())
-            {
-                p.pmu_alias_window = v != 0;
-            }
-            let start = node
-                .property("linux,initrd-start")
-                .and_then(|v| v.as_usize());
-            let end = node.property("linux,initrd-end").and_then(|v| v.as_usize());
             if let (Some(s), Some(e)) = (start, end) {
                 if e > s {
                     p.initrd = Some(Region {
