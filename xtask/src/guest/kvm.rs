@@ -78,6 +78,16 @@ impl KvmGuest {
         Ok(KvmGuest::linux(name, guest, initrd, PLAN_MODE))
     }
 
+    /// [`KvmGuest::linux_plan`] on the initramfs of our files alone (no
+    /// shell, no perf: a plan of our programs), whose boot runs a
+    /// fraction of the instructions of a boot with the Debian userland.
+    pub fn bare_plan(name: &str, guest: &Guest, plan: &Plan) -> Result<KvmGuest> {
+        let initrd = guest
+            .initramfs
+            .bare_with_plan(&guest.kernel, &plan.text())?;
+        Ok(KvmGuest::linux(name, guest, initrd, PLAN_MODE))
+    }
+
     fn check_name(&self) -> Result<()> {
         if self.name.is_empty()
             || !self
@@ -205,6 +215,7 @@ impl KvmHost {
     /// `args`.
     fn command(&self, firmware: &Firmware, m: HostMachine, initrd: &Path, args: &str) -> Command {
         let mut q = Qemu::hv(KVM_HOST_MEMORY);
+        q.cpu = crate::qemu::KVM_HOST_CPU.into();
         q.smp = m.smp;
         q.icount = m.icount;
         q.no_reboot = true;

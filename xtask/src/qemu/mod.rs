@@ -274,6 +274,9 @@ pub const HV_MEMORY: &str = "512M";
 /// 3 GiB, and the window goes after it.
 pub const HV_MEMORY_LINUX: &str = "2G";
 
+/// A KVM host's CPU: the hypervisor's ([`HV_CPU`]) and Smcntrpmf.
+pub const KVM_HOST_CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true,smcntrpmf=true";
+
 /// A KVM host's RAM (Linux on the hypervisor machine, [`HV_CPU`]): its
 /// initramfs holds the KVM host userland and its KVM guests' kernel and
 /// initramfs, unpacked into RAM, and a KVM guest's RAM and QEMU come on
