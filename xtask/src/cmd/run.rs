@@ -191,7 +191,8 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     ));
     check_demo_done(&inner)?;
     let results = demo::Results::collect(&inner, &guest.initramfs.init_elf)?;
-    let rows = results.summary(1);
+    let mut rows = results.summary(1);
+    rows.kvm_guest = true;
     if a.json {
         let v = serde_json::json!({
             "firmware": firmware.name,

@@ -52,7 +52,7 @@ fn kvm(a: &ShellArgs, fw: &crate::qemu::Firmware, guest: &Guest) -> Result<()> {
     step(&format!(
         "booting {} as a KVM host on {}{}, then the same kernel as its KVM guest to a shell: \
          try `perf stat -e instructions:u rvpmu-work alu 1000000`; `poweroff` ends both; \
-         Ctrl-A X quits the outer QEMU (Ctrl-A A X the inner one)",
+         Ctrl-A X quits the outer QEMU (Ctrl-A Ctrl-A X the inner one)",
         host.version,
         fw.name,
         if a.icount { " (icount)" } else { "" }

@@ -639,6 +639,18 @@ fn run_all(kernels: &[Version]) -> Result<()> {
                     .failed
                     .push(format!("[{} shell] {e:#}", kernel.name())),
             }
+            if let Some(host) = &kvm_host {
+                match shell::test_kvm(&guest, host, fw, d.alu) {
+                    Ok(0) => report.passed += 1,
+                    Ok(n) => report.failed.push(format!(
+                        "[{} shell --kvm] {n} check(s) failed",
+                        kernel.name()
+                    )),
+                    Err(e) => report
+                        .failed
+                        .push(format!("[{} shell --kvm] {e:#}", kernel.name())),
+                }
+            }
         }
         let none = Kept::default();
         let (ours_kept, peer_kept) = match kept.as_slice() {
@@ -703,10 +715,13 @@ mod tests {
             failed: Vec::new(),
             lacks: Vec::new(),
         };
-        for fw in [firmware::ours("rvpmu-fw").unwrap(), Firmware::opensbi()] {
-            let native = perf::native_user_counts(&guest, &fw);
-            kvm::suite(&guest, &host, &fw, native, &mut report);
+        let ours = firmware::ours("rvpmu-fw").unwrap();
+        for fw in [&ours, &Firmware::opensbi()] {
+            let native = perf::native_user_counts(&guest, fw);
+            kvm::suite(&guest, &host, fw, native, &mut report);
         }
+        let alu = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_alu_loop").unwrap();
+        let shell_failed = shell::test_kvm(&guest, &host, &ours, alu).unwrap();
         println!(
             "{} passed, {} failed: {:?}, lacks {:?}",
             report.passed,
@@ -714,6 +729,6 @@ mod tests {
             report.failed,
             report.lacks
         );
-        assert!(report.failed.is_empty());
+        assert!(report.failed.is_empty() && shell_failed == 0);
     }
 }
