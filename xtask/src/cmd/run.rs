@@ -158,7 +158,7 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     let mut plan = Plan::default();
     plan.args("kvm-guest", kvm_guest.argv());
     step(&format!(
-        "booting {} as a KVM host on {} (QEMU with H, 1 hart, icount); its QEMU runs the same kernel as a KVM guest: perf stat, perf record, perf report (a few minutes)",
+        "booting {} as a KVM host on {} (QEMU with H, 1 hart, icount); its QEMU runs the same kernel as a KVM guest: perf stat, perf record, perf report (the nested boot is slow; progress below)",
         host.version, firmware.name
     ));
     let machine = HostMachine {

@@ -84,6 +84,15 @@ impl Qemu {
         q
     }
 
+    /// A KVM host's machine ([`KVM_HOST_CPU`], [`KVM_HOST_MEMORY`]) with
+    /// `smp` harts, nothing to boot yet.
+    pub fn kvm_host(smp: u32) -> Qemu {
+        let mut q = Qemu::virt(smp);
+        q.cpu = KVM_HOST_CPU.into();
+        q.memory = KVM_HOST_MEMORY.into();
+        q
+    }
+
     /// The options that shape the machine (and so its generated DT).
     pub fn machine_args(&self) -> Vec<String> {
         let mut v: Vec<String> = vec![
@@ -274,7 +283,11 @@ pub const HV_MEMORY: &str = "512M";
 /// 3 GiB, and the window goes after it.
 pub const HV_MEMORY_LINUX: &str = "2G";
 
-/// A KVM host's CPU: the hypervisor's ([`HV_CPU`]) and Smcntrpmf.
+/// A KVM host's CPU: the hypervisor's ([`HV_CPU`]: H for KVM, Ssaia for
+/// a KVM guest's counter overflow interrupt) and Smcntrpmf, so that a
+/// mode-filtered cycles or instructions event (the KVM host's perf
+/// `:G`/`:H`, a KVM guest's counter) can go on the fixed counter: QEMU
+/// counts an event id on one HPM counter at a time.
 pub const KVM_HOST_CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true,smcntrpmf=true";
 
 /// A KVM host's RAM (Linux on the hypervisor machine, [`HV_CPU`]): its
