@@ -10,7 +10,7 @@ use super::kernel::Kernel;
 use super::userland::{self, gen_cpio, PackageSet, Userland};
 use crate::host::LINUX_TARGET;
 use crate::host::{cargo, root, run, step};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use e2e_proto::plan::PATH as PLAN_PATH;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -155,7 +155,8 @@ impl Initramfs {
     /// This initramfs plus /rvpmu/plan holding `plan` and `files` (path
     /// in the guest, under /rvpmu/; file here), written to a file of its
     /// own under target/rvpmu-e2e/plans named after a hash of the plan
-    /// and the files' names, sizes and times.
+    /// and the files' names (so a new run with the same names overwrites
+    /// it; its contents are always written anew).
     pub fn with_files(
         &self,
         kernel: &Kernel,
@@ -190,14 +191,10 @@ fn append_files(
         if guest.contains(char::is_whitespace) || rel.split('/').any(|c| c.is_empty()) {
             bail!("initramfs path {guest:?}: no spaces, no empty components");
         }
-        let md =
-            std::fs::metadata(here).with_context(|| format!("{} (for {guest})", here.display()))?;
-        let mtime = md
-            .modified()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        identity.push(format!("{guest} {} {} {mtime}", here.display(), md.len()));
+        if !here.is_file() {
+            bail!("{} (for {guest}) is not a file", here.display());
+        }
+        identity.push(format!("{guest} {}", here.display()));
         let parents: Vec<&Path> = Path::new(guest)
             .ancestors()
             .skip(1)
