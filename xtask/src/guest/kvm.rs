@@ -29,7 +29,7 @@ use super::perftool::{CmdResult, Plan};
 use crate::build::initramfs::{self, Initramfs};
 use crate::build::kernel::{self, Kernel, Version};
 use crate::host::run_captured_watching;
-use crate::qemu::{Firmware, Qemu, KVM_GUEST_MEMORY};
+use crate::qemu::{Firmware, Machine, Qemu, KVM_GUEST_MEMORY};
 use anyhow::{bail, Result};
 use e2e_proto::plan::{MODE as PLAN_MODE, SHELL_SCRIPT};
 use std::path::{Path, PathBuf};
@@ -182,14 +182,6 @@ pub fn guest_outcome(cmd: &CmdResult) -> Outcome {
     )
 }
 
-/// The KVM host's machine: harts, and whether counts are exact.
-#[derive(Clone, Copy, Debug)]
-pub struct HostMachine {
-    pub smp: u32,
-    /// `-icount shift=0,sleep=off`: exact, repeatable counts (slower).
-    pub icount: bool,
-}
-
 /// The KVM host: the project's kernel and its initramfs with the KVM host
 /// userland (Debian's QEMU in it).
 pub struct KvmHost {
@@ -226,7 +218,7 @@ impl KvmHost {
 
     /// The KVM host's QEMU command: `firmware` under it, /init reading
     /// `args`.
-    fn command(&self, firmware: &Firmware, m: HostMachine, initrd: &Path, args: &str) -> Command {
+    fn command(&self, firmware: &Firmware, m: Machine, initrd: &Path, args: &str) -> Command {
         let mut q = Qemu::kvm_host(m.smp);
         q.icount = m.icount;
         q.no_reboot = true;
@@ -245,7 +237,7 @@ impl KvmHost {
     pub fn run_plan(
         &self,
         firmware: &Firmware,
-        m: HostMachine,
+        m: Machine,
         plan: &Plan,
         guests: &[&KvmGuest],
         timeout: Duration,
@@ -269,7 +261,7 @@ impl KvmHost {
     pub fn shell_command(
         &self,
         firmware: &Firmware,
-        m: HostMachine,
+        m: Machine,
         guest: &KvmGuest,
     ) -> Result<Command> {
         guest.check_name()?;

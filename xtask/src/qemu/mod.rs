@@ -241,7 +241,8 @@ impl Firmware {
 
 /// The machine Linux guests boot on: everything that shapes the guest and
 /// its DT. One place, so the DT dumped for `-dtb` matches the machine
-/// booted.
+/// booted. A KVM host's harts and icount are given the same way (its
+/// CPU and RAM are [`Qemu::kvm_host`]'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     pub smp: u32,

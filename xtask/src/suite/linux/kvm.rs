@@ -22,11 +22,12 @@ use super::perf::{find, results, stat, value, ALU_N};
 use super::{Report, Suite};
 use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
-use crate::guest::kvm::{guest_outcome, host_cmd, HostMachine, KvmGuest, KvmHost};
+use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
 use crate::guest::linux::Guest;
 use crate::guest::perftool::{CmdResult, Plan, StatLine};
 use crate::host::step;
 use crate::qemu::Firmware;
+use crate::qemu::Machine;
 use e2e_proto::plan::MODE as PLAN_MODE;
 use std::time::Duration;
 
@@ -141,7 +142,7 @@ pub fn suite(
     let label = "kvm host -smp 1";
     let booted = host.run_plan(
         fw,
-        HostMachine {
+        Machine {
             smp: 1,
             icount: true,
         },

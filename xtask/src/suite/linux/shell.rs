@@ -1,11 +1,12 @@
 //! The shell tests: a scripted session on a pseudo-terminal drives the
 //! guest's busybox shell as a user would, natively and in a KVM guest.
 
-use crate::guest::kvm::{HostMachine, KvmHost};
+use crate::guest::kvm::KvmHost;
 use crate::guest::linux::Guest;
 use crate::guest::shell::{boot, kvm_guest, Session, ShellArgs, PROMPT};
 use crate::host::step;
 use crate::qemu::Firmware;
+use crate::qemu::Machine;
 use crate::suite::{print_check, Verdict};
 use anyhow::Result;
 use std::time::Duration;
@@ -44,7 +45,7 @@ pub fn test_kvm(guest: &Guest, host: &KvmHost, fw: &Firmware, alu_insns: u64) ->
         "shell --kvm: a scripted session on a pseudo-terminal ({} KVM host on {}, icount)",
         guest.version, fw.name
     ));
-    let machine = HostMachine {
+    let machine = Machine {
         smp: 1,
         icount: true,
     };
