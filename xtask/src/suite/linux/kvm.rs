@@ -309,9 +309,10 @@ pub fn suite(
     // (icount): 20 more ticks of each kernel at HZ=250 for M = 40,000,000.
     // :G grows by the loop and the guest kernel's ticks meanwhile (a tick
     // far under 40,000 instructions: under 1% of the loop); :H, the KVM
-    // host's own work, by its ticks and KVM's exits and entries around
-    // them (far under 100,000 instructions each: under 5% of the loop),
-    // not by the loop.
+    // host's own work, only by what it does while the guest runs longer
+    // (its ticks, KVM's exits and entries around them, `timeout`
+    // waiting: far under 100,000 instructions a tick, under 5% of the
+    // loop), not by the loop.
     let diff = |v: &[Option<u64>]| v[0].zip(v[1]).map(|(a, b)| b as i64 - a as i64);
     let (gdiff, hdiff) = (diff(&g), diff(&h));
     let (gslack, hslack) = ((loop_insns / 100) as i64, (loop_insns / 20) as i64);
