@@ -224,7 +224,7 @@ pub fn proofs(guest: &Guest, fw: &Firmware, report: &mut Report) {
     let (sig, _) = split_complaints(&out.console, Some(&bug));
     if fixed {
         s.check(
-            &format!("{label}: after offline/online cpu{CPU} counts `alu {N2}` exactly (snapshot area registered again)"),
+            &format!("{label}: after offline/online cpu{CPU} counts `alu {N2}` right (snapshot area registered again)"),
             inside(after, w2) && sig.is_empty(),
             false,
             &format!("{expected_after}; no \"{}N{}\" line", bug.prefix, bug.suffix),
