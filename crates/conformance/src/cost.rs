@@ -141,6 +141,9 @@ pub fn run(slot: usize, method: Method) {
     let probes = Probes { method, bracket };
     let p = Pmu::discover();
     let (hpm, fws) = (p.hpm_set(), p.fw_set());
+    // get_info of the first programmable counter: every implementation
+    // with a PMU has one (a guest may lack the fixed counters 0..2).
+    let first_hpm = hpm.trailing_zeros() as usize;
 
     for (name, e, fid, a) in [
         ("base.get_spec_version", eid::BASE, 0, [0; 6]),
@@ -152,7 +155,12 @@ pub fn run(slot: usize, method: Method) {
         ),
         ("time.set_timer", eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
         ("pmu.num_counters", eid::PMU, NUM_COUNTERS, [0; 6]),
-        ("pmu.counter_get_info", eid::PMU, COUNTER_GET_INFO, [0; 6]),
+        (
+            "pmu.counter_get_info",
+            eid::PMU,
+            COUNTER_GET_INFO,
+            [first_hpm, 0, 0, 0, 0, 0],
+        ),
     ] {
         probes.plain(name, e, fid, a);
     }
@@ -169,7 +177,14 @@ pub fn run(slot: usize, method: Method) {
     // (exclude_kernel: SINH), and CLEAR_VALUE.
     probes.matching(
         "pmu.config_matching.instret.u",
-        [0, hpm, CFG_CLEAR_VALUE | CFG_SET_SINH, HW_INSTRUCTIONS, 0, 0],
+        [
+            0,
+            hpm,
+            CFG_CLEAR_VALUE | CFG_SET_SINH,
+            HW_INSTRUCTIONS,
+            0,
+            0,
+        ],
     );
 
     // Counter-state calls on a matched cycles counter `h` / SET_TIMER

@@ -1,7 +1,8 @@
 //! The S-mode SBI conformance kernel (crates/conformance) under QEMU on
-//! a firmware, and what it prints: the suite's runs and reports (for the
+//! a firmware, directly or as the guest of a hypervisor on it ([`Target`]),
+//! and what it prints: the suite's runs and reports (for the
 //! `conformance` command and the test suite) and its cost probes (for the
-//! benchmark), on our firmware and/or OpenSBI.
+//! benchmark and `conformance --cost`), on our firmware and/or OpenSBI.
 //!
 //! The kernel prints one line per check (`[PASS] id - what | expected: E |
 //! actual: A`, `[FAIL] ...`, `[N/A ] ...`), announces each check with
@@ -19,9 +20,9 @@
 
 use crate::build::firmware;
 use crate::host::{run_captured, step};
-use crate::qemu::{exit, Firmware, Qemu};
+use crate::qemu::{exit, Firmware, Qemu, HV_MEMORY};
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Wall-clock limit for one QEMU run (a normal run takes a few seconds).
@@ -44,6 +45,60 @@ pub fn ours() -> Result<Firmware> {
     firmware::ours("ours").context("building our firmware (cargo xtask firmware)")
 }
 
+/// What the conformance kernel runs under, on the firmware.
+#[derive(Clone, Debug)]
+pub enum Under {
+    /// Nothing: the firmware enters it in S-mode.
+    Firmware,
+    /// The hypervisor rvpmu-hv (this raw image): the kernel is its
+    /// VS-mode guest, with vs-check's RAM (crates/rvpmu-hv, one hart).
+    RvpmuHv(PathBuf),
+}
+
+impl Under {
+    /// Whether the kernel may read `instret` there (for the instret cost
+    /// bracket): on the firmware, and under rvpmu-hv, which opens it in
+    /// hcounteren.
+    pub fn reads_instret(&self) -> bool {
+        matches!(self, Under::Firmware | Under::RvpmuHv(_))
+    }
+
+    /// The name in reports (`None` for the firmware itself).
+    pub fn name(&self) -> Option<&'static str> {
+        match self {
+            Under::Firmware => None,
+            Under::RvpmuHv(_) => Some("rvpmu-hv"),
+        }
+    }
+}
+
+/// Where one run of the kernel happens: a firmware, and what runs on it.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub fw: Firmware,
+    pub under: Under,
+}
+
+impl Target {
+    /// The kernel on `fw` directly.
+    pub fn firmware(fw: Firmware) -> Target {
+        Target {
+            fw,
+            under: Under::Firmware,
+        }
+    }
+
+    /// The name in reports: the firmware's, or the hypervisor's (with the
+    /// firmware's after a slash when `with_fw`).
+    pub fn name(&self, with_fw: bool) -> String {
+        match self.under.name() {
+            None => self.fw.name.clone(),
+            Some(h) if with_fw => format!("{h}/{}", self.fw.name),
+            Some(h) => h.to_string(),
+        }
+    }
+}
+
 /// What one QEMU run printed and how it ended.
 pub struct Capture {
     pub text: String,
@@ -52,23 +107,40 @@ pub struct Capture {
     pub status: Option<i32>,
 }
 
-/// Boots `kernel` on `fw` under exact instruction counting (with the
-/// device tree `dtb` instead of QEMU's own, if given) and collects the
-/// serial output until QEMU exits or the timeout hits.
+/// Boots the kernel (its ELF `kernel`) on `target` under exact
+/// instruction counting, with `smp` harts and the command line `append`
+/// (with the device tree `dtb` instead of QEMU's own, if given: on the
+/// firmware directly only) and collects the serial output until QEMU
+/// exits or the timeout hits.
 pub fn boot(
-    fw: &Firmware,
+    target: &Target,
     kernel: &Path,
     smp: u32,
     append: &str,
     dtb: Option<&Path>,
 ) -> Result<Capture> {
-    let mut q = Qemu::virt(smp);
-    q.bios = Some(fw.path.clone());
-    q.kernel = Some(kernel.to_path_buf());
-    q.dtb = dtb.map(Path::to_path_buf);
-    if !append.is_empty() {
-        q.append = Some(append.to_string());
-    }
+    let fw = &target.fw;
+    let q = match &target.under {
+        Under::Firmware => {
+            let mut q = Qemu::virt(smp);
+            q.bios = Some(fw.path.clone());
+            q.kernel = Some(kernel.to_path_buf());
+            q.dtb = dtb.map(Path::to_path_buf);
+            if !append.is_empty() {
+                q.append = Some(append.to_string());
+            }
+            q
+        }
+        Under::RvpmuHv(hypervisor) => {
+            if smp != 1 || dtb.is_some() {
+                bail!(
+                    "under rvpmu-hv the kernel runs on one hart with the hypervisor's device tree"
+                );
+            }
+            let bundle = super::hv::conformance_bundle(kernel, append)?;
+            super::hv::machine(&fw.path, hypervisor, &bundle, HV_MEMORY)
+        }
+    };
     let mut cmd = q.command();
     let run = run_captured(&mut cmd, RUN_TIMEOUT, None)?;
     let status = run.status.and_then(|s| s.code());
@@ -80,7 +152,7 @@ pub fn boot(
         bail!(
             "{} before the kernel started on {}: {}{}",
             exit::describe(status),
-            fw.name,
+            target.name(true),
             run.stderr.trim(),
             run.stdout.trim()
         );
@@ -132,6 +204,9 @@ pub struct Report {
     pub pending: Option<Check>,
     pub fatal: Vec<String>,
     pub boot_instret: Option<u64>,
+    /// `COST-METHOD`: how the cost probes bracketed each call
+    /// (`instret` or `time`).
+    pub cost_method: Option<String>,
     pub costs: Vec<(String, u64, String)>,
 }
 
@@ -231,6 +306,8 @@ pub fn parse(text: &str) -> Report {
             r.boot_instret = rest
                 .split_whitespace()
                 .find_map(|w| w.strip_prefix("instret=")?.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("COST-METHOD ") {
+            r.cost_method = rest.split_whitespace().next().map(String::from);
         } else if let Some(rest) = line.strip_prefix("COST ") {
             let f: Vec<&str> = rest.split_whitespace().collect();
             if let [name, n, answer] = f[..] {
@@ -275,7 +352,7 @@ pub(crate) fn verdicts(text: &str, status: Option<i32>) -> Verdicts {
 /// repeating the run without any check that hung or crashed the machine,
 /// so one bad answer does not hide the rest.
 pub fn suite(
-    fw: &Firmware,
+    target: &Target,
     kernel: &Path,
     smp: u32,
     verbose: bool,
@@ -283,13 +360,16 @@ pub fn suite(
 ) -> Result<Report> {
     let mut skip: Vec<String> = Vec::new();
     loop {
-        step(&format!("conformance suite on {} (-smp {smp})", fw.name));
+        step(&format!(
+            "conformance suite on {} (-smp {smp})",
+            target.name(true)
+        ));
         let append = if skip.is_empty() {
             String::new()
         } else {
             format!("rvpmu.skip={}", skip.join(","))
         };
-        let cap = boot(fw, kernel, smp, &append, dtb)?;
+        let cap = boot(target, kernel, smp, &append, dtb)?;
         if verbose {
             println!("{}", cap.text);
         }
@@ -313,11 +393,51 @@ pub fn suite(
             }
             _ => bail!(
                 "the conformance kernel {why} on {} after {} checks and no check to blame; rerun with --verbose",
-                fw.name,
+                target.name(true),
                 rep.checks.len()
             ),
         }
     }
+}
+
+/// How the cost probes bracket a call: `instret` around the ecall, or
+/// the `time` CSR's edges around it (the one a KVM guest can read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostMethod {
+    Instret,
+    Time,
+}
+
+impl CostMethod {
+    /// The kernel's command line for it, and its name in `COST-METHOD`.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            CostMethod::Instret => ("rvpmu.bench", "instret"),
+            CostMethod::Time => ("rvpmu.bench=time", "time"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.words().1
+    }
+}
+
+/// The kernel's cost probes on `target` (one hart), bracketed by
+/// `method`: the report's `costs` are each call's instructions (empty
+/// bracket subtracted) and answer, in the kernel's order.
+pub fn costs(target: &Target, kernel: &Path, method: CostMethod) -> Result<Report> {
+    let (append, name) = method.words();
+    step(&format!("cost probes ({name}) on {}", target.name(true)));
+    let cap = boot(target, kernel, 1, append, None)?;
+    let rep = parse(&cap.text);
+    if cap.timed_out || !cap.text.contains("COST-END") || rep.cost_method.as_deref() != Some(name) {
+        bail!(
+            "the cost probes ({name}) did not finish on {} ({:?})",
+            target.name(true),
+            rep.fatal
+        );
+    }
+    Ok(rep)
 }
 
 /// Sanity of a finished report: the kernel's own totals match the lines

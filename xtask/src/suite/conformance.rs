@@ -4,10 +4,10 @@
 use crate::build::conformance::build_kernel;
 use crate::build::dt::with_nop_tokens;
 use crate::guest::conformance::{
-    consistent, opensbi, ours, require_all_passed, suite, Report, Status,
+    consistent, opensbi, ours, require_all_passed, suite, Report, Status, Target,
 };
 use crate::host::{root, step};
-use crate::qemu::{Firmware, Qemu};
+use crate::qemu::Qemu;
 use anyhow::{bail, Result};
 use std::path::Path;
 
@@ -18,7 +18,7 @@ pub fn test() -> Result<()> {
     match ours() {
         Ok(fw) => {
             for smp in [1, 2] {
-                let rep = suite(&fw, &kernel, smp, false, None)?;
+                let rep = suite(&Target::firmware(fw.clone()), &kernel, smp, false, None)?;
                 consistent(&rep)?;
                 require_all_passed(&rep, smp)?;
                 println!(
@@ -39,7 +39,7 @@ pub fn test() -> Result<()> {
             eprintln!();
         }
     }
-    let fw = opensbi()?;
+    let fw = Target::firmware(opensbi()?);
     let rep = suite(&fw, &kernel, 1, false, None)?;
     consistent(&rep)?;
     println!(
@@ -57,7 +57,7 @@ pub fn test() -> Result<()> {
 /// as the tree without them: every check ends as on QEMU's own tree.
 /// OpenSBI hands the tree on with its NOP tokens (our firmware removes
 /// them in place, so on it the kernel would never see one).
-fn reads_nop_tokens(fw: &Firmware, kernel: &Path, plain: &Report) -> Result<()> {
+fn reads_nop_tokens(fw: &Target, kernel: &Path, plain: &Report) -> Result<()> {
     step("conformance kernel on OpenSBI 1.5.1, QEMU's tree with libfdt's NOP tokens (-dtb)");
     let dir = root().join("target/conformance");
     std::fs::create_dir_all(&dir)?;
