@@ -5,17 +5,20 @@
 
 use crate::build::conformance::build_kernel;
 use crate::build::hv;
+use crate::build::kernel::Version;
 use crate::guest::conformance::{
-    consistent, costs, opensbi, ours, require_all_passed, suite, Check, CostMethod, Report, Status,
-    Target, Under,
+    consistent, costs, kvm_fail_ids, opensbi, ours, require_all_passed, suite, unpinned, Check,
+    CostMethod, Report, Status, Target, Under,
 };
 use crate::guest::hvcheck::{CONFORMANCE_FAIL, CONFORMANCE_NA};
+use crate::guest::kvm::KvmHost;
 use crate::host::setup;
 use crate::qemu::Firmware;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
@@ -91,7 +94,8 @@ fn hypervisors(under: Option<&str>) -> Result<Vec<Under>> {
     list.split(',')
         .map(|h| match h {
             "rvpmu-hv" => Ok(Under::RvpmuHv(hv::build()?.hypervisor)),
-            other => bail!("--under {other}: no such hypervisor (use rvpmu-hv)"),
+            "kvm" => Ok(Under::Kvm(Rc::new(KvmHost::build(Version::V7_2)?))),
+            other => bail!("--under {other}: no such hypervisor (use rvpmu-hv or kvm)"),
         })
         .collect()
 }
@@ -148,29 +152,20 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
 
 /// Our firmware must pass everything; rvpmu-hv on it must show exactly
 /// its documented failures and N/As (docs/hypervisor.md, "Conformance in
-/// a guest"). Other firmware's results are reported only.
+/// a guest"), KVM (on any firmware) exactly its pinned deviations
+/// ("KVM's SBI judged by the suite"), both at -smp 1. Other firmware's
+/// results are reported only.
 fn require_pinned(t: &Target, rep: &Report, smp: u32) -> Result<()> {
-    if t.fw.name != "ours" {
-        return Ok(());
-    }
-    match t.under {
-        Under::Firmware => require_all_passed(rep, smp),
-        Under::RvpmuHv(_) => {
-            let ids = |s: Status| -> Vec<&str> {
-                rep.checks
-                    .iter()
-                    .filter(|c| c.status == s)
-                    .map(|c| c.id.as_str())
-                    .collect()
-            };
-            let (fail, na) = (ids(Status::Fail), ids(Status::Na));
-            if fail != CONFORMANCE_FAIL || na != CONFORMANCE_NA {
-                bail!(
-                    "under rvpmu-hv: failed {fail:?}, N/A {na:?}; documented: failed {CONFORMANCE_FAIL:?}, N/A {CONFORMANCE_NA:?}"
-                );
-            }
-            Ok(())
-        }
+    let ours = t.fw.name == "ours";
+    let off = match &t.under {
+        Under::Firmware if ours => return require_all_passed(rep, smp),
+        Under::RvpmuHv(_) if ours && smp == 1 => unpinned(rep, CONFORMANCE_FAIL, CONFORMANCE_NA),
+        Under::Kvm(_) if smp == 1 => unpinned(rep, &kvm_fail_ids(), &[]),
+        _ => None,
+    };
+    match off {
+        None => Ok(()),
+        Some(d) => bail!("{} differs from its pinned results: {d}", t.name(true)),
     }
 }
 
