@@ -80,7 +80,7 @@ pub fn empty_bracket() -> u64 {
     after.wrapping_sub(before)
 }
 
-/// Where a call timed by [`ecall_timed`] (or [`empty_timed`]) ended.
+/// Where a call timed by `ecall_timed` (or `empty_timed`; riscv64 only) ended.
 ///
 /// The bracket starts right after an edge of `time` (a spin on `time`, 2
 /// instructions per read, waits for it) and ends at the first edge after
