@@ -91,7 +91,9 @@
 //! busybox's `/bin/sh` on the console's real device (from
 //! /sys/class/tty/console/active, e.g. /dev/ttyS0) as leader of a new
 //! session with that terminal as its controlling tty (setsid + TIOCSCTTY),
-//! so Ctrl-C, Ctrl-Z and job control work. PID 1 reaps every orphan while
+//! so Ctrl-C, Ctrl-Z and job control work. With `/rvpmu/shell` in the
+//! initramfs, the shell runs that script instead (no banner): a KVM host
+//! hands its console to its KVM guest's QEMU that way. PID 1 reaps every orphan while
 //! the shell runs and powers off (after sync) when the shell exits or when
 //! busybox's `poweroff`, `reboot` or `halt` (without -f: SIGUSR2, SIGTERM,
 //! SIGUSR1 to PID 1) asks; all three power off. Ctrl-A X quits QEMU.

@@ -7,10 +7,10 @@
 //! inputs give the same bytes.
 
 use super::kernel::Kernel;
-use super::userland::{self, gen_cpio, Userland};
+use super::userland::{self, gen_cpio, PackageSet, Userland};
 use crate::host::LINUX_TARGET;
 use crate::host::{cargo, root, run, step};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use e2e_proto::plan::PATH as PLAN_PATH;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,7 +38,27 @@ pub fn build(kernel: &Kernel) -> Result<Initramfs> {
 /// stripped copies, mode 0755) next to /init, packed in `dir` (so the
 /// plain e2e initramfs stays as it is).
 pub fn build_with(kernel: &Kernel, dir: &Path, extra: &[(&str, &Path)]) -> Result<Initramfs> {
-    let userland = userland::build(kernel)?;
+    build_set(kernel, &userland::GUEST, dir, extra)
+}
+
+/// [`build`] with the KVM host's userland (QEMU in it), packed in a
+/// directory of its own.
+pub fn build_kvm_host(kernel: &Kernel) -> Result<Initramfs> {
+    build_set(
+        kernel,
+        &userland::KVM_HOST,
+        &out_dir().join("kvm-host"),
+        &[],
+    )
+}
+
+fn build_set(
+    kernel: &Kernel,
+    set: &PackageSet,
+    dir: &Path,
+    extra: &[(&str, &Path)],
+) -> Result<Initramfs> {
+    let userland = userland::build(kernel, set)?;
     step("building /init (crates/e2e-init, static riscv64 Linux binary)");
     run(cargo().args([
         "build",
@@ -108,23 +128,64 @@ fn concat(parts: &[&Path], out: &Path) -> Result<()> {
 
 impl Initramfs {
     /// This initramfs plus /rvpmu/plan holding `plan`, written to a file
-    /// of its own under `dir` (named after the plan's hash).
+    /// of its own (named after the plan's hash).
     pub fn with_plan(&self, kernel: &Kernel, plan: &str) -> Result<PathBuf> {
-        let key = super::kernel::fnv64(&[plan.as_bytes()]);
+        self.with_files(kernel, plan, &[])
+    }
+
+    /// This initramfs plus /rvpmu/plan holding `plan` and `files` (path
+    /// in the guest, under /rvpmu/; file here), written to a file of its
+    /// own under target/rvpmu-e2e/plans named after a hash of the plan
+    /// and the files' names, sizes and times.
+    pub fn with_files(
+        &self,
+        kernel: &Kernel,
+        plan: &str,
+        files: &[(String, PathBuf)],
+    ) -> Result<PathBuf> {
+        let mut entries = String::new();
+        let mut dirs = vec!["/rvpmu".to_string()];
+        let mut identity = vec![plan.to_string(), self.archive.display().to_string()];
+        for (guest, here) in files {
+            let Some(rel) = guest.strip_prefix("/rvpmu/") else {
+                bail!("initramfs file {guest:?} must be under /rvpmu/");
+            };
+            if guest.contains(char::is_whitespace) || rel.split('/').any(|c| c.is_empty()) {
+                bail!("initramfs path {guest:?}: no spaces, no empty components");
+            }
+            let md = std::fs::metadata(here)
+                .with_context(|| format!("{} (for {guest})", here.display()))?;
+            let mtime = md
+                .modified()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            identity.push(format!("{guest} {} {} {mtime}", here.display(), md.len()));
+            let parents: Vec<&Path> = Path::new(guest)
+                .ancestors()
+                .skip(1)
+                .take_while(|p| *p != Path::new("/rvpmu"))
+                .collect();
+            for p in parents.into_iter().rev() {
+                let d = p.display().to_string();
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+            entries.push_str(&format!("file {guest} {} 0644 0 0\n", here.display()));
+        }
+        let key = super::kernel::fnv64(&identity.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
         let dir = out_dir().join("plans");
         std::fs::create_dir_all(&dir)?;
         let text = dir.join(format!("plan-{key:016x}.txt"));
         std::fs::write(&text, plan)?;
-        let list = dir.join(format!("plan-{key:016x}.list"));
-        std::fs::write(
-            &list,
-            format!(
-                "dir /rvpmu 0755 0 0\nfile {PLAN_PATH} {} 0644 0 0\n",
-                text.display()
-            ),
-        )?;
+        let mut list: String = dirs.iter().map(|d| format!("dir {d} 0755 0 0\n")).collect();
+        list.push_str(&format!("file {PLAN_PATH} {} 0644 0 0\n", text.display()));
+        list.push_str(&entries);
+        let list_path = dir.join(format!("plan-{key:016x}.list"));
+        std::fs::write(&list_path, list)?;
         let cpio = dir.join(format!("plan-{key:016x}.cpio"));
-        gen_cpio(kernel, &list, &cpio)?;
+        gen_cpio(kernel, &list_path, &cpio)?;
         let out = dir.join(format!("initramfs-{key:016x}.cpio"));
         concat(&[&self.archive, &cpio], &out)?;
         Ok(out)

@@ -1,13 +1,15 @@
 //! `cargo xtask run`: boot Linux on the chosen firmware (or in a guest of
-//! the hypervisor), run the real perf tool on known workloads and print
-//! what it said and the summary.
+//! the hypervisor, or as a KVM guest of the same Linux), run the real perf
+//! tool on known workloads and print what it said and the summary.
 
 use super::{check_smp, chosen_firmware};
 use crate::build::dt::{Chosen, NoisyNeighbour};
 use crate::build::{kernel, userland};
 use crate::guest::demo;
 use crate::guest::hv::{guest_text, run_plan, STEAL_MS};
+use crate::guest::kvm::{guest_outcome, host_cmd, HostMachine, KvmGuest, KvmHost};
 use crate::guest::linux::{kernel_pmu_lines, Guest, Outcome, STEAL_BUSY_MS};
+use crate::guest::perftool::Plan;
 use crate::host::{root, setup, step};
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -42,6 +44,11 @@ pub struct RunArgs {
     /// one's /proc/stat shows is printed with the hypervisor's accounting.
     #[arg(long, default_value_t = 1, requires = "hv", value_parser = clap::value_parser!(u32).range(1..=2))]
     pub guests: u32,
+    /// Run the demo in a KVM guest: the same Linux booted as a KVM host
+    /// on the firmware (QEMU with H, one hart, icount) starts it with
+    /// Debian's QEMU and KVM (one vCPU).
+    #[arg(long, conflicts_with_all = ["hv", "steal"])]
+    pub kvm: bool,
 }
 
 /// `cargo xtask run`: boot Linux on the chosen firmware, run the real
@@ -49,6 +56,9 @@ pub struct RunArgs {
 pub fn run(a: RunArgs) -> Result<()> {
     if a.hv {
         return run_hv(a);
+    }
+    if a.kvm {
+        return run_kvm(a);
     }
     check_smp(a.smp)?;
     let noisy = NoisyNeighbour::from_steal_option(a.steal)?;
@@ -104,7 +114,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         println!(
             "guest:    Debian trixie riscv64, {} packages ({} and their dependencies) + our /init and rvpmu-work",
             guest.initramfs.userland.packages.len(),
-            userland::PACKAGES.join(", ")
+            userland::GUEST.wanted.join(", ")
         );
         for l in kernel_pmu_lines(&out) {
             println!("          {l}");
@@ -122,6 +132,101 @@ pub fn run(a: RunArgs) -> Result<()> {
             println!("\n{}", s["text"].as_str().unwrap_or(""));
         }
     }
+    Ok(())
+}
+
+/// Wall-clock limit of the nested run (it takes a minute or two).
+const KVM_TIMEOUT: Duration = Duration::from_secs(1200);
+
+/// `cargo xtask run --kvm`: the demo in a KVM guest (one vCPU) of the
+/// same Linux booted as a KVM host on the chosen firmware (one hart,
+/// icount): the KVM host's plan runs the KVM guest's QEMU, whose console
+/// (the demo's results) comes back as that command's output.
+fn run_kvm(a: RunArgs) -> Result<()> {
+    if a.smp != 1 {
+        bail!("--kvm runs a one-hart KVM host and a one-vCPU KVM guest (no --smp)");
+    }
+    setup::ensure_host()?;
+    let firmware = chosen_firmware(&a.bios)?;
+    let guest = Guest::build(a.kernel)?;
+    let host = KvmHost::build(a.kernel)?;
+    let demo = demo::Demo {
+        smp: 1,
+        steal_busy_ms: None,
+    };
+    let kvm_guest = KvmGuest::linux_plan("demo", &guest, &demo.plan())?;
+    let mut plan = Plan::default();
+    plan.args("kvm-guest", kvm_guest.argv());
+    step(&format!(
+        "booting {} as a KVM host on {} (QEMU with H, 1 hart, icount); its QEMU runs the same kernel as a KVM guest: perf stat, perf record, perf report (a few minutes)",
+        host.version, firmware.name
+    ));
+    let machine = HostMachine {
+        smp: 1,
+        icount: true,
+    };
+    let out = host.run_plan(&firmware, machine, &plan, &[&kvm_guest], KVM_TIMEOUT)?;
+    let dir = root().join("target/rvpmu-e2e/kvm-host");
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join("run-kvm.log");
+    std::fs::write(&log, &out.console)?;
+    let Some(cmd) = host_cmd(&out, "kvm-guest") else {
+        bail!(
+            "the KVM host did not run the KVM guest's QEMU ({}); console tail:\n{}",
+            if out.timed_out {
+                "timed out"
+            } else {
+                "no result"
+            },
+            out.tail(40)
+        );
+    };
+    let inner = guest_outcome(&cmd);
+    let inner_log = dir.join("run-kvm-guest.log");
+    std::fs::write(&inner_log, &inner.console)?;
+    step(&format!(
+        "consoles: KVM host {}, KVM guest {}",
+        log.display(),
+        inner_log.display()
+    ));
+    check_demo_done(&inner)?;
+    let results = demo::Results::collect(&inner, &guest.initramfs.init_elf)?;
+    let rows = results.summary(1);
+    if a.json {
+        let v = serde_json::json!({
+            "firmware": firmware.name,
+            "bios": firmware.path,
+            "kernel_version": guest.version.name(),
+            "kvm_host_kernel": kernel_pmu_lines(&out),
+            "kernel": kernel_pmu_lines(&inner),
+            "summary": rows.json(),
+            "commands": results.cmds.iter().map(|c| serde_json::json!({
+                "name": c.name, "argv": c.argv, "status": c.status,
+                "stdout": c.stdout, "stderr": c.stderr,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("firmware:  {} ({})", firmware.name, firmware.path.display());
+    println!(
+        "KVM host:  {} (1 hart), Debian trixie riscv64 with qemu-system-riscv ({} packages)",
+        host.version,
+        host.initramfs.userland.packages.len()
+    );
+    for l in kernel_pmu_lines(&out) {
+        println!("           {l}");
+    }
+    println!(
+        "KVM guest: {} (1 vCPU, -accel kvm -cpu host), {} packages + our /init and rvpmu-work",
+        guest.version,
+        guest.initramfs.userland.packages.len()
+    );
+    for l in kernel_pmu_lines(&inner) {
+        println!("           {l}");
+    }
+    println!();
+    print_demo(&results, &rows);
     Ok(())
 }
 

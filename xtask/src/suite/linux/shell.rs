@@ -23,6 +23,7 @@ pub fn test(guest: &Guest, fw: &Firmware, alu_insns: u64) -> Result<u32> {
         smp: 2,
         steal: 0,
         icount: true,
+        kvm: false,
     };
     let b = boot(guest, fw, &a, &guest.initramfs.archive)?;
     let mut s = Session::start(&b.command()?)?;
