@@ -3,11 +3,16 @@
 //! releases: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
 //! fetched through the private apt of [`crate::host::debian`]) and the 6.12 LTS
 //! (the host's bookworm-backports `linux-source-6.12`), each as Debian
-//! ships it or `fixed`: with the series of `patches/linux/` applied to a
-//! tree of its own (the shared unpatched tree is never touched), each patch
-//! exactly and checkpatch-clean, or the build fails. Built out of tree in
-//! the cache, keyed by the version, the fragment, the source tarball and
-//! (fixed) the series' bytes, so a second run costs nothing.
+//! ships it or `fixed`: with the release's series of `patches/linux/`
+//! applied to a tree of its own (the shared unpatched tree is never
+//! touched), each patch exactly and checkpatch-clean, or the build fails.
+//! A release's series is every `*.patch` of `patches/linux/` (for every
+//! release) and of `patches/linux/<release>/` (for that release only: the
+//! KVM fixes, in `patches/linux/7.2/`, fix code 6.12 does not have), in
+//! the order of their `git format-patch` numbers, which run on across both
+//! folders as one series. Built out of tree in the cache, keyed by the
+//! version, the fragment, the source tarball and (fixed) the series'
+//! names and bytes, so a second run costs nothing.
 
 use crate::host::debian::{PrivateApt, TRIXIE_BACKPORTS};
 use crate::host::{cache_dir, root, step};
@@ -58,8 +63,9 @@ impl Release {
 }
 
 /// A kernel the project builds and tests: a release as Debian ships it,
-/// or with the series in `patches/linux/` applied (`fixed`; the fixes of
-/// the SBI PMU driver bugs that docs/linux-patches.md describes).
+/// or with its series of `patches/linux/` applied (`fixed`; the fixes
+/// of the SBI PMU driver and, on 7.2, of KVM's SBI that
+/// docs/linux-patches.md describes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version {
     pub release: Release,
@@ -122,8 +128,8 @@ impl clap::ValueEnum for Version {
         let help = match (self.release, self.fixed) {
             (Release::V6_12, false) => "Linux 6.12 LTS (Debian bookworm-backports)",
             (Release::V7_2, false) => "Linux 7.2 (Debian trixie-backports), the default",
-            (Release::V6_12, true) => "Linux 6.12 with the fixes in patches/linux/ applied",
-            (Release::V7_2, true) => "Linux 7.2 with the fixes in patches/linux/ applied",
+            (Release::V6_12, true) => "Linux 6.12 with its fixes of patches/linux/ applied",
+            (Release::V7_2, true) => "Linux 7.2 with its fixes of patches/linux/ applied",
         };
         Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }
@@ -229,38 +235,54 @@ fn series_dir() -> PathBuf {
     root().join("patches/linux")
 }
 
-/// One patch of the series: its file name and bytes.
-struct Patch {
-    name: String,
-    bytes: Vec<u8>,
+/// One patch of a release's series: its path below `patches/linux/` and
+/// its bytes.
+pub(crate) struct Patch {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
-/// The `*.patch` files of `patches/linux/`, in the order they apply (by
-/// name, as `git format-patch` numbers them).
-fn read_series() -> Result<Vec<Patch>> {
-    let dir = series_dir();
+impl Patch {
+    /// The file name (without the release's folder, if any).
+    pub fn file_name(&self) -> &str {
+        self.name.rsplit('/').next().unwrap_or(&self.name)
+    }
+}
+
+/// The series of `release` (module doc): the `*.patch` files of
+/// `patches/linux/` and of `patches/linux/<release>/`, in the order they
+/// apply (by file name, as `git format-patch` numbers them).
+pub(crate) fn read_series(release: Release) -> Result<Vec<Patch>> {
     let mut series = Vec::new();
-    for entry in
-        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
-    {
-        let path = entry?.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if !name.ends_with(".patch") {
+    for folder in ["", release.name()] {
+        let dir = series_dir().join(folder);
+        if !folder.is_empty() && !dir.is_dir() {
             continue;
         }
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        series.push(Patch {
-            name: name.to_string(),
-            bytes,
-        });
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
+            let path = entry?.path();
+            let Some(file) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if !file.ends_with(".patch") || !path.is_file() {
+                continue;
+            }
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let name = if folder.is_empty() {
+                file.to_string()
+            } else {
+                format!("{folder}/{file}")
+            };
+            series.push(Patch { name, bytes });
+        }
     }
     if series.is_empty() {
-        bail!("{} holds no *.patch file", dir.display());
+        bail!("{} holds no *.patch file", series_dir().display());
     }
-    series.sort_by(|a, b| a.name.cmp(&b.name));
+    series.sort_by(|a, b| a.file_name().cmp(b.file_name()));
     Ok(series)
 }
 
@@ -270,7 +292,11 @@ pub fn build(v: Version) -> Result<Kernel> {
         .with_context(|| format!("cannot read {}", fragment_path().display()))?;
     let tarball = v.release.tarball()?;
     let tar_id = tarball_identity(&tarball)?;
-    let series = if v.fixed { read_series()? } else { Vec::new() };
+    let series = if v.fixed {
+        read_series(v.release)?
+    } else {
+        Vec::new()
+    };
     let options = config_lines(&fragment);
     let mut parts: Vec<&[u8]> = vec![
         v.name().as_bytes(),
@@ -649,39 +675,60 @@ mod tests {
         }
     }
 
-    /// The series is git format-patch mail for the SBI PMU driver, each
-    /// patch with a well-formed Fixes: tag and a sign-off (what makes it
-    /// sendable; whether it applies is the fixed kernels' build).
+    /// The releases' series are one git format-patch series: the longest
+    /// (7.2's) is numbered 1..N, the other is the start of it, and each
+    /// patch carries `[PATCH i/N]`, at least one well-formed Fixes: tag and
+    /// a sign-off, and touches only what its subject names: the SBI PMU
+    /// driver (`drivers/perf: riscv:`) or KVM's RISC-V code (`RISC-V:
+    /// KVM:`). Whether it applies is the fixed kernels' build.
     #[test]
-    fn series_patches_are_sendable_mail_for_the_pmu_driver() {
-        let series = read_series().unwrap();
-        assert!(!series.is_empty());
-        for (i, p) in series.iter().enumerate() {
+    fn series_are_one_sendable_series_of_driver_and_kvm_fixes() {
+        let whole = read_series(Release::V7_2).unwrap();
+        let start = read_series(Release::V6_12).unwrap();
+        assert!(!start.is_empty() && start.len() <= whole.len());
+        for (a, b) in start.iter().zip(&whole) {
+            assert_eq!(a.name, b.name);
+        }
+        let total = whole.len();
+        let width = total.to_string().len();
+        for (i, p) in whole.iter().enumerate() {
             let text = std::str::from_utf8(&p.bytes).unwrap();
             let n = format!("{:04}-", i + 1);
-            assert!(p.name.starts_with(&n), "{} is not patch {n}", p.name);
+            assert!(p.file_name().starts_with(&n), "{} is not patch {n}", p.name);
             assert!(text.starts_with("From "), "{}: no mbox From line", p.name);
-            let subject = format!(
-                "Subject: [PATCH {}/{}] drivers/perf: riscv: ",
-                i + 1,
-                series.len()
-            );
-            assert!(text.contains(&subject), "{}: no `{subject}`", p.name);
-            let fixes: Vec<&str> = text.lines().filter(|l| l.starts_with("Fixes: ")).collect();
-            assert_eq!(fixes.len(), 1, "{}: {fixes:?}", p.name);
-            let (id, title) = fixes[0]["Fixes: ".len()..]
-                .split_once(' ')
+            let subject = format!("Subject: [PATCH {:0width$}/{total}] ", i + 1);
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("Subject: "))
                 .unwrap_or_default();
-            assert!(
-                id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit()),
-                "{}: Fixes id {id:?}",
-                p.name
-            );
-            assert!(
-                title.starts_with("(\"") && title.ends_with("\")"),
-                "{}: Fixes title {title:?}",
-                p.name
-            );
+            let title = line
+                .strip_prefix(&subject)
+                .unwrap_or_else(|| panic!("{}: `{line}` does not start with `{subject}`", p.name));
+            let touches_only: fn(&str) -> bool = if title.starts_with("drivers/perf: riscv: ") {
+                |f| f == "drivers/perf/riscv_pmu_sbi.c"
+            } else if title.starts_with("RISC-V: KVM: ") {
+                |f| f.starts_with("arch/riscv/kvm/") || f.starts_with("arch/riscv/include/asm/kvm_")
+            } else {
+                panic!(
+                    "{}: subject `{title}` names neither the driver nor KVM",
+                    p.name
+                )
+            };
+            let fixes: Vec<&str> = text.lines().filter(|l| l.starts_with("Fixes: ")).collect();
+            assert!(!fixes.is_empty(), "{}: no Fixes: tag", p.name);
+            for f in fixes {
+                let (id, title) = f["Fixes: ".len()..].split_once(' ').unwrap_or_default();
+                assert!(
+                    id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "{}: Fixes id {id:?}",
+                    p.name
+                );
+                assert!(
+                    title.starts_with("(\"") && title.ends_with("\")"),
+                    "{}: Fixes title {title:?}",
+                    p.name
+                );
+            }
             assert!(
                 text.lines().any(|l| l.starts_with("Signed-off-by: ")),
                 "{}: no Signed-off-by",
@@ -689,14 +736,29 @@ mod tests {
             );
             let files: Vec<&str> = text
                 .lines()
-                .filter(|l| l.starts_with("diff --git "))
+                .filter_map(|l| l.strip_prefix("diff --git a/"))
+                .map(|l| l.split(' ').next().unwrap_or_default())
                 .collect();
-            assert_eq!(
-                files,
-                ["diff --git a/drivers/perf/riscv_pmu_sbi.c b/drivers/perf/riscv_pmu_sbi.c"],
-                "{}",
-                p.name
-            );
+            assert!(!files.is_empty(), "{}: no diff", p.name);
+            for f in files {
+                assert!(touches_only(f), "{}: `{title}` touches {f}", p.name);
+            }
+        }
+    }
+
+    /// `patches/linux/` holds patches and one folder per release, nothing
+    /// else: a folder of another name would be a series no build applies.
+    #[test]
+    fn series_folders_are_releases() {
+        let releases = [Release::V7_2, Release::V6_12].map(Release::name);
+        for entry in std::fs::read_dir(series_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                assert!(releases.contains(&name.as_str()), "patches/linux/{name}/");
+            } else {
+                assert!(name.ends_with(".patch"), "patches/linux/{name}");
+            }
         }
     }
 

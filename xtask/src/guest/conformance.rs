@@ -21,6 +21,7 @@
 use super::kvm::{host_cmd, HostMachine, KvmGuest, KvmHost};
 use super::perftool::Plan;
 use crate::build::firmware;
+use crate::build::kernel::{Release, Version};
 use crate::host::{run_captured, step};
 use crate::qemu::{exit, Firmware, Qemu, HV_MEMORY};
 use anyhow::{bail, Context, Result};
@@ -458,14 +459,171 @@ pub const KVM_FAIL: &[(&str, &str)] = &[
     ),
 ];
 
+/// The checks of [`KVM_FAIL`] each KVM patch of the series makes pass
+/// (`patches/linux/7.2/`, docs/linux-patches.md), by the patch's file
+/// name. On `7.2-fixed` KVM fails the rest: the four checks that are not
+/// KVM's, and those of the fix the series leaves out (a cycles or
+/// instructions request always gets counter 0 or 2, docs/linux-patches.md
+/// says why). A patch with no check fixes what the suite cannot reach.
+pub const KVM_FIXES: &[(&str, &[&str])] = &[
+    (
+        "0003-RISC-V-KVM-Bound-SBI-PMU-counter_get_info-by-the-num.patch",
+        &["pmu.info.past_end"],
+    ),
+    (
+        "0004-RISC-V-KVM-Reject-reserved-flags-of-SBI-PMU-config-s.patch",
+        &[
+            "pmu.cfg.flag.bit8",
+            "pmu.cfg.flag.bit31",
+            "pmu.cfg.flag.bit32",
+            "pmu.cfg.flag.bit63",
+            "pmu.stop.flag.bit2",
+            "pmu.stop.flag.bit63",
+            "pmu.stop.fw",
+            "pmu.start.flag.bit2",
+            "pmu.start.flag.bit63",
+            "pmu.start.continue",
+        ],
+    ),
+    (
+        "0005-RISC-V-KVM-Reject-SBI-PMU-start-with-SET_INIT_VALUE-.patch",
+        &["pmu.snap.init_and_value"],
+    ),
+    (
+        "0006-RISC-V-KVM-Reject-SBI-PMU-counter-sets-that-hold-cou.patch",
+        &[
+            "pmu.cfg.set.hole",
+            "pmu.start.set.hole",
+            "pmu.stop.set.hole",
+        ],
+    ),
+    (
+        "0007-RISC-V-KVM-Check-the-event-encoding-of-SBI-PMU-confi.patch",
+        &[
+            "pmu.event.general.0",
+            "pmu.event.general.data",
+            "pmu.event.bit20",
+            "pmu.event.raw.code1",
+            "pmu.event.raw2.code1",
+            "pmu.event.raw.data49",
+            "pmu.event.raw2.data57",
+            "pmu.event.fw.data",
+        ],
+    ),
+    (
+        "0008-RISC-V-KVM-Select-the-first-counter-of-the-set-on-SB.patch",
+        &["pmu.cfg.skip.unconfigured"],
+    ),
+    (
+        "0009-RISC-V-KVM-Keep-the-state-of-each-SBI-PMU-firmware-c.patch",
+        &[
+            "pmu.set.start_two",
+            "pmu.set.stop_one_of_two",
+            "pmu.set.stop_partly_stopped",
+            "pmu.cfg.clear.fw",
+        ],
+    ),
+    (
+        "0010-RISC-V-KVM-Refuse-hardware-counters-in-SBI-PMU-fw_re.patch",
+        &["pmu.fw_read.hw"],
+    ),
+    (
+        "0011-RISC-V-KVM-Check-the-counter-of-SBI-PMU-fw_read_hi-o.patch",
+        &[
+            "pmu.fw_read_hi.hw",
+            "pmu.fw_read_hi.past_end",
+            "pmu.fw_read_hi.neg",
+            "pmu.fw_read_hi.trunc32",
+            "pmu.fw_read_hi.hole",
+        ],
+    ),
+    (
+        "0012-RISC-V-KVM-Require-a-4-KiB-aligned-SBI-PMU-snapshot-.patch",
+        &["pmu.snap.align8", "pmu.snap.align2048", "pmu.snap.lo_ones"],
+    ),
+    (
+        "0013-RISC-V-KVM-Fix-the-SBI-PMU-snapshot-copy-when-the-ar.patch",
+        &[],
+    ),
+    (
+        "0014-RISC-V-KVM-Leave-the-other-counters-alone-in-the-SBI.patch",
+        &["pmu.snap.take.others"],
+    ),
+    (
+        "0015-RISC-V-KVM-Report-a-counter-that-wrapped-by-its-stop.patch",
+        &["pmu.snap.overflow"],
+    ),
+    (
+        "0016-RISC-V-KVM-Fix-the-errors-of-SBI-PMU-event_get_info.patch",
+        &[
+            "pmu.evinfo.mmio",
+            "pmu.evinfo.past_ram",
+            "pmu.evinfo.size_overflow",
+            "pmu.evinfo.reserved20",
+            "pmu.evinfo.reserved31",
+        ],
+    ),
+    (
+        "0017-RISC-V-KVM-Report-firmware-events-KVM-cannot-count-a.patch",
+        &["pmu.evinfo.out.fw22"],
+    ),
+    (
+        "0018-RISC-V-KVM-Read-all-bits-of-the-SBI-STA-set_shmem-fl.patch",
+        &["sta.flags63"],
+    ),
+    (
+        "0019-RISC-V-KVM-Reject-reserved-SBI-SRST-reset-types-and-.patch",
+        &["srst.type.upper32.reserved", "srst.reason.upper32.reserved"],
+    ),
+];
+
 /// The check that ends KVM's guest (a reserved reset reason shuts it
 /// down): a run that does not skip it from the start takes a second
 /// nested boot.
 pub const KVM_SKIP: &[&str] = &["srst.reason.upper32.reserved"];
 
-/// The ids of [`KVM_FAIL`].
-pub fn kvm_fail_ids() -> Vec<&'static str> {
-    KVM_FAIL.iter().map(|f| f.0).collect()
+/// Whether the KVM of `host` has the KVM patches of the series.
+fn has_kvm_fixes(host: Version) -> bool {
+    host == Version::V7_2_FIXED
+}
+
+/// The checks KVM fails at -smp 1 with `host` as the KVM host's Linux:
+/// [`KVM_FAIL`] on 7.2, less what [`KVM_FIXES`] fixes on 7.2-fixed;
+/// `None` on 6.12, whose KVM the suite reports without pinning it.
+pub fn kvm_fail_ids(host: Version) -> Option<Vec<&'static str>> {
+    if host.release != Release::V7_2 {
+        return None;
+    }
+    let fixed = kvm_fixed_ids(host);
+    Some(
+        KVM_FAIL
+            .iter()
+            .map(|f| f.0)
+            .filter(|id| !fixed.contains(id))
+            .collect(),
+    )
+}
+
+/// The checks of [`KVM_SKIP`] still to skip under `host`'s KVM (a fixed
+/// one no longer ends the guest).
+pub fn kvm_skip(host: Version) -> Vec<&'static str> {
+    let fixed = kvm_fixed_ids(host);
+    KVM_SKIP
+        .iter()
+        .copied()
+        .filter(|id| !fixed.contains(id))
+        .collect()
+}
+
+/// The checks the KVM of `host` passes thanks to the series.
+fn kvm_fixed_ids(host: Version) -> Vec<&'static str> {
+    if !has_kvm_fixes(host) {
+        return Vec::new();
+    }
+    KVM_FIXES
+        .iter()
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect()
 }
 
 /// [`boot`] under KVM: one nested boot whose KVM host's plan runs the
@@ -996,12 +1154,40 @@ mod tests {
 
     #[test]
     fn kvm_pins_name_each_check_once() {
-        let mut ids = kvm_fail_ids();
+        let mut ids = kvm_fail_ids(Version::V7_2).unwrap();
         let n = ids.len();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n);
         assert!(KVM_SKIP.iter().all(|s| ids.contains(s)));
+    }
+
+    /// Every KVM patch of 7.2's series has its entry in [`KVM_FIXES`] and
+    /// every entry its patch; each check there is one KVM fails unpatched,
+    /// fixed by one patch only; the fixed kernel's pins are the rest.
+    #[test]
+    fn kvm_fixes_name_the_series_patches_and_pinned_checks() {
+        let series = crate::build::kernel::read_series(Release::V7_2).unwrap();
+        let kvm: Vec<&str> = series
+            .iter()
+            .filter(|p| String::from_utf8_lossy(&p.bytes).contains("] RISC-V: KVM: "))
+            .map(|p| p.file_name())
+            .collect();
+        let named: Vec<&str> = KVM_FIXES.iter().map(|f| f.0).collect();
+        assert_eq!(named, kvm);
+        let stock = kvm_fail_ids(Version::V7_2).unwrap();
+        let mut fixed = kvm_fixed_ids(Version::V7_2_FIXED);
+        assert!(fixed.iter().all(|id| stock.contains(id)), "{fixed:?}");
+        let n = fixed.len();
+        fixed.sort_unstable();
+        fixed.dedup();
+        assert_eq!(fixed.len(), n, "a check named by two patches");
+        let rest = kvm_fail_ids(Version::V7_2_FIXED).unwrap();
+        assert_eq!(rest.len() + n, stock.len());
+        assert!(rest.iter().all(|id| !fixed.contains(id)));
+        assert!(kvm_skip(Version::V7_2_FIXED).is_empty());
+        assert_eq!(kvm_skip(Version::V7_2), KVM_SKIP);
+        assert_eq!(kvm_fail_ids(Version::V6_12), None);
     }
 
     #[test]
