@@ -17,12 +17,12 @@ use anyhow::Result;
 /// docs/hypervisor.md: their premise is the native machine's memory map
 /// (0x80000000 "where the firmware lives" is the guest's own RAM, which
 /// it may register: SUCCESS).
-const CONFORMANCE_FAIL: &[&str] = &["pmu.snap.fw_addr", "pmu.evinfo.fw_addr", "sta.fw_addr"];
+pub const CONFORMANCE_FAIL: &[&str] = &["pmu.snap.fw_addr", "pmu.evinfo.fw_addr", "sta.fw_addr"];
 
 /// Conformance checks N/A in the guest (optional features it lacks): no
 /// fixed cycle/instret PMU counters (the guest's counters are host HPM
 /// counters filtered to VS/VU), no legacy console.
-const CONFORMANCE_NA: &[&str] = &[
+pub const CONFORMANCE_NA: &[&str] = &[
     "pmu.cfg.skip.cycles",
     "pmu.cfg.skip.instret",
     "pmu.cfg.skip.first",
