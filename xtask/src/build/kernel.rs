@@ -1,10 +1,13 @@
 //! Linux `Image`s for QEMU virt: tinyconfig + `e2e/kernel.config`,
 //! olddefconfig, every fragment line verified, then `make Image`. Two
-//! kernels: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
+//! releases: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
 //! fetched through the private apt of [`crate::host::debian`]) and the 6.12 LTS
-//! (the host's bookworm-backports `linux-source-6.12`). Built out of tree in
-//! the cache, keyed by the version, the fragment and the source tarball, so
-//! a second run costs nothing.
+//! (the host's bookworm-backports `linux-source-6.12`), each as Debian
+//! ships it or `fixed`: with the series of `patches/linux/` applied to a
+//! tree of its own (the shared unpatched tree is never touched), each patch
+//! exactly and checkpatch-clean, or the build fails. Built out of tree in
+//! the cache, keyed by the version, the fragment, the source tarball and
+//! (fixed) the series' bytes, so a second run costs nothing.
 
 use crate::host::debian::{PrivateApt, TRIXIE_BACKPORTS};
 use crate::host::{cache_dir, root, step};
@@ -16,26 +19,21 @@ use std::process::{Command, Stdio};
 /// Bump when the build recipe changes in a way the key would not see.
 const RECIPE_VERSION: &str = "1";
 
-/// The kernels the project builds and tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
-pub enum Version {
+/// The kernel releases the project builds, as Debian ships their source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Release {
     /// Linux 6.12 LTS (Debian bookworm-backports).
-    #[value(name = "6.12")]
     V6_12,
     /// Linux 7.2 (Debian trixie-backports), the default.
-    #[value(name = "7.2")]
     V7_2,
 }
 
-impl Version {
-    /// Both, in the order the e2e suite runs them.
-    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
-
+impl Release {
     /// `6.12` / `7.2`.
     pub fn name(self) -> &'static str {
         match self {
-            Version::V6_12 => "6.12",
-            Version::V7_2 => "7.2",
+            Release::V6_12 => "6.12",
+            Release::V7_2 => "7.2",
         }
     }
 
@@ -47,15 +45,86 @@ impl Version {
     /// The source tarball: the host's for 6.12, downloaded for 7.2.
     fn tarball(self) -> Result<PathBuf> {
         match self {
-            Version::V6_12 => {
+            Release::V6_12 => {
                 let p = PathBuf::from("/usr/src/linux-source-6.12.tar.xz");
                 if !p.is_file() {
                     bail!("{} is missing: run `cargo xtask setup` (installs linux-source-6.12 from bookworm-backports)", p.display());
                 }
                 Ok(p)
             }
-            Version::V7_2 => trixie_tarball(self),
+            Release::V7_2 => trixie_tarball(self),
         }
+    }
+}
+
+/// A kernel the project builds and tests: a release as Debian ships it,
+/// or with the series in `patches/linux/` applied (`fixed`; the fixes of
+/// the SBI PMU driver bugs that docs/linux-patches.md describes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version {
+    pub release: Release,
+    pub fixed: bool,
+}
+
+impl Version {
+    pub const V6_12: Version = Version {
+        release: Release::V6_12,
+        fixed: false,
+    };
+    pub const V7_2: Version = Version {
+        release: Release::V7_2,
+        fixed: false,
+    };
+    pub const V6_12_FIXED: Version = Version {
+        release: Release::V6_12,
+        fixed: true,
+    };
+    pub const V7_2_FIXED: Version = Version {
+        release: Release::V7_2,
+        fixed: true,
+    };
+    /// The releases as Debian ships them, in the order the e2e suite runs
+    /// them.
+    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
+    /// What the e2e suite runs: both releases as shipped (every check),
+    /// then with `patches/linux/` applied (the series' proofs only).
+    pub const TESTED: [Version; 4] = [
+        Version::V7_2,
+        Version::V6_12,
+        Version::V7_2_FIXED,
+        Version::V6_12_FIXED,
+    ];
+
+    /// `6.12`, `7.2`, `6.12-fixed`, `7.2-fixed`: the `--kernel` value.
+    pub fn name(self) -> &'static str {
+        match (self.release, self.fixed) {
+            (Release::V6_12, false) => "6.12",
+            (Release::V7_2, false) => "7.2",
+            (Release::V6_12, true) => "6.12-fixed",
+            (Release::V7_2, true) => "7.2-fixed",
+        }
+    }
+}
+
+/// `--kernel 7.2|6.12|7.2-fixed|6.12-fixed` for every command that takes
+/// one. Written out because the derive takes only enums of unit variants.
+impl clap::ValueEnum for Version {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Version::V6_12,
+            Version::V7_2,
+            Version::V6_12_FIXED,
+            Version::V7_2_FIXED,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match (self.release, self.fixed) {
+            (Release::V6_12, false) => "Linux 6.12 LTS (Debian bookworm-backports)",
+            (Release::V7_2, false) => "Linux 7.2 (Debian trixie-backports), the default",
+            (_, true) => "the same with the series in patches/linux/ applied",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }
 }
 
@@ -68,7 +137,7 @@ impl std::fmt::Display for Version {
 /// The tarball inside trixie-backports' source package, extracted once per
 /// package version into the cache. If the mirror cannot be reached, the
 /// last tarball fetched is used (and said so).
-fn trixie_tarball(v: Version) -> Result<PathBuf> {
+fn trixie_tarball(v: Release) -> Result<PathBuf> {
     let pkg = v.source_package();
     let dir = cache_dir().join(&pkg);
     std::fs::create_dir_all(&dir)?;
@@ -89,7 +158,7 @@ fn trixie_tarball(v: Version) -> Result<PathBuf> {
                 );
                 return Ok(prev);
             }
-            return Err(e.context(format!("fetching {pkg} for the {v} build")));
+            return Err(e.context(format!("fetching {pkg} for the Linux {} build", v.name())));
         }
     };
     let stem = deb
@@ -154,18 +223,67 @@ fn fragment_path() -> PathBuf {
     root().join("e2e/kernel.config")
 }
 
+/// Where the patch series of the `fixed` kernels lives.
+fn series_dir() -> PathBuf {
+    root().join("patches/linux")
+}
+
+/// One patch of the series: its file name and bytes.
+struct Patch {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+/// The `*.patch` files of `patches/linux/`, in the order they apply (by
+/// name, as `git format-patch` numbers them).
+fn read_series() -> Result<Vec<Patch>> {
+    let dir = series_dir();
+    let mut series = Vec::new();
+    for entry in
+        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+    {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.ends_with(".patch") {
+            continue;
+        }
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        series.push(Patch {
+            name: name.to_string(),
+            bytes,
+        });
+    }
+    if series.is_empty() {
+        bail!("{} holds no *.patch file", dir.display());
+    }
+    series.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(series)
+}
+
 /// Make sure kernel `v` is built; returns it (cached after the first build).
 pub fn build(v: Version) -> Result<Kernel> {
     let fragment = std::fs::read_to_string(fragment_path())
         .with_context(|| format!("cannot read {}", fragment_path().display()))?;
-    let tarball = v.tarball()?;
+    let tarball = v.release.tarball()?;
     let tar_id = tarball_identity(&tarball)?;
-    let key = fnv64(&[
+    let series = if v.fixed { read_series()? } else { Vec::new() };
+    let options = config_lines(&fragment);
+    let mut parts: Vec<&[u8]> = vec![
         v.name().as_bytes(),
-        config_lines(&fragment).as_bytes(),
+        options.as_bytes(),
         tar_id.as_bytes(),
         RECIPE_VERSION.as_bytes(),
-    ]);
+    ];
+    // The series is part of a fixed kernel's key (an unfixed kernel's key
+    // has no such part, and stays what it is).
+    for p in &series {
+        parts.push(p.name.as_bytes());
+        parts.push(&p.bytes);
+    }
+    let key = fnv64(&parts);
     let build_dir = cache_dir().join(format!("linux-{}-build-{key:016x}", v.name()));
     let kernel = Kernel {
         image: build_dir.join("arch/riscv/boot/Image"),
@@ -176,7 +294,21 @@ pub fn build(v: Version) -> Result<Kernel> {
         step(&format!("{v} Image (cached: {})", kernel.image.display()));
         return Ok(kernel);
     }
-    let src = extract(v, &tarball, &tar_id)?;
+    let src = if v.fixed {
+        let series_key = fnv64(
+            &series
+                .iter()
+                .flat_map(|p| [p.name.as_bytes(), &p.bytes[..]])
+                .collect::<Vec<_>>(),
+        );
+        let dir = format!("linux-{}-src-{tar_id}-{series_key:016x}", v.name());
+        extract(v.release, &tarball, &dir, |src| {
+            apply_series(v, src, &series)
+        })?
+    } else {
+        let dir = format!("linux-{}-src-{tar_id}", v.name());
+        extract(v.release, &tarball, &dir, |_| Ok(()))?
+    };
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
     step(&format!(
@@ -220,21 +352,28 @@ pub fn build(v: Version) -> Result<Kernel> {
             log_path.display()
         );
     }
-    std::fs::write(&done, format!("fragment+tarball key {key:016x}\n"))?;
+    std::fs::write(&done, format!("build key {key:016x}\n"))?;
     Ok(kernel)
 }
 
-/// Extract the tarball once per tarball identity (into a temporary name,
-/// renamed when complete, so an interrupted extraction is never used).
-fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
-    let top = v.source_package();
-    let dir = cache_dir().join(format!("linux-{}-src-{tar_id}", v.name()));
+/// Extract the tarball of `release` into `cache_dir()/dir_name` once, then
+/// `prepare` the tree (into a temporary name, renamed when both are
+/// complete, so an interrupted extraction or a failed preparation is never
+/// used).
+fn extract(
+    release: Release,
+    tarball: &Path,
+    dir_name: &str,
+    prepare: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let top = release.source_package();
+    let dir = cache_dir().join(dir_name);
     let src = dir.join(&top);
     if src.join("Makefile").exists() {
         return Ok(src);
     }
     step(&format!("extracting {}", tarball.display()));
-    let tmp = cache_dir().join(format!("linux-{}-src-{tar_id}.partial", v.name()));
+    let tmp = cache_dir().join(format!("{dir_name}.partial"));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp)?;
     }
@@ -246,14 +385,103 @@ fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
             .arg("-C")
             .arg(&tmp),
     )?;
+    if !tmp.join(&top).join("Makefile").exists() {
+        bail!("{} did not contain {top}/Makefile", tarball.display());
+    }
+    prepare(&tmp.join(&top))?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::rename(&tmp, &dir)?;
-    if !src.join("Makefile").exists() {
-        bail!("{} did not contain {top}/Makefile", tarball.display());
-    }
     Ok(src)
+}
+
+/// Apply `series` to the fresh tree `src` of `v`'s release: each patch
+/// must apply exactly (no fuzz; line offsets are fine) and not be there
+/// already; then the release's own `scripts/checkpatch.pl --strict` must
+/// find nothing in any of them.
+fn apply_series(v: Version, src: &Path, series: &[Patch]) -> Result<()> {
+    for p in series {
+        step(&format!("applying patches/linux/{} to {v}", p.name));
+        let out = Command::new("patch")
+            .current_dir(src)
+            .args([
+                "-p1",
+                "--forward",
+                "--batch",
+                "--fuzz=0",
+                "--no-backup-if-mismatch",
+            ])
+            .arg("-i")
+            .arg(series_dir().join(&p.name))
+            .output()
+            .context("cannot start `patch`: run `cargo xtask setup`")?;
+        if !out.status.success() {
+            bail!(
+                "patches/linux/{} does not apply to the {} source ({}):\n{}{}",
+                p.name,
+                v.release.name(),
+                v.release.source_package(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // checkpatch looks every Fixes: id up in the tree's git history and
+    // warns UNKNOWN_COMMIT_ID when there is none, as in a release tarball;
+    // everything else it checks must be clean.
+    let out = Command::new("perl")
+        .current_dir(src)
+        .env_remove("GIT_DIR")
+        .args([
+            "scripts/checkpatch.pl",
+            "--strict",
+            "--no-color",
+            "--ignore",
+            "UNKNOWN_COMMIT_ID",
+        ])
+        .args(series.iter().map(|p| series_dir().join(&p.name)))
+        .output()
+        .context("cannot start `perl` for checkpatch.pl: run `cargo xtask setup`")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Err(why) = checkpatch_clean(&text, series.len()).and_then(|()| {
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("checkpatch.pl exited with {}", out.status))
+        }
+    }) {
+        bail!(
+            "{}'s scripts/checkpatch.pl --strict on patches/linux: {why}\n{text}{}",
+            v.release.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    step(&format!(
+        "{}'s scripts/checkpatch.pl --strict: the {} patches are clean",
+        v.release.name(),
+        series.len()
+    ));
+    Ok(())
+}
+
+/// Whether checkpatch's output over `files` patches reports nothing: one
+/// `total:` line per file, each with 0 errors, 0 warnings and 0 checks.
+fn checkpatch_clean(output: &str, files: usize) -> std::result::Result<(), String> {
+    let totals: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("total: "))
+        .collect();
+    if totals.len() != files {
+        return Err(format!("{} result lines for {files} patches", totals.len()));
+    }
+    match totals
+        .iter()
+        .find(|l| !l.starts_with("total: 0 errors, 0 warnings, 0 checks,"))
+    {
+        Some(bad) => Err(format!("not clean: {bad}")),
+        None => Ok(()),
+    }
 }
 
 /// Every `CONFIG_X=v` line must be in the final .config verbatim and every
@@ -394,6 +622,77 @@ mod tests {
             a,
             config_lines("CONFIG_A=y\nCONFIG_N=4\n# CONFIG_X is not set\n")
         );
+    }
+
+    #[test]
+    fn checkpatch_output_is_clean_only_with_nothing_reported() {
+        let clean =
+            "-----\n0001.patch\n-----\ntotal: 0 errors, 0 warnings, 0 checks, 8 lines checked\n\n\
+                     0001.patch has no obvious style problems and is ready for submission.\n";
+        assert_eq!(checkpatch_clean(clean, 1), Ok(()));
+        let two = format!("{clean}{}", clean.replace("0001", "0002"));
+        assert_eq!(checkpatch_clean(&two, 2), Ok(()));
+        // A file without its result line (checkpatch stopped early).
+        assert!(checkpatch_clean(clean, 2).is_err());
+        for bad in [
+            "total: 1 errors, 0 warnings, 0 checks, 8 lines checked",
+            "total: 0 errors, 1 warnings, 0 checks, 8 lines checked",
+            "total: 0 errors, 0 warnings, 2 checks, 8 lines checked",
+        ] {
+            let e = checkpatch_clean(&format!("{bad}\n"), 1).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    /// The series is git format-patch mail for the SBI PMU driver, each
+    /// patch with a well-formed Fixes: tag and a sign-off (what makes it
+    /// sendable; whether it applies is the fixed kernels' build).
+    #[test]
+    fn series_patches_are_sendable_mail_for_the_pmu_driver() {
+        let series = read_series().unwrap();
+        assert!(!series.is_empty());
+        for (i, p) in series.iter().enumerate() {
+            let text = std::str::from_utf8(&p.bytes).unwrap();
+            let n = format!("{:04}-", i + 1);
+            assert!(p.name.starts_with(&n), "{} is not patch {n}", p.name);
+            assert!(text.starts_with("From "), "{}: no mbox From line", p.name);
+            let subject = format!(
+                "Subject: [PATCH {}/{}] drivers/perf: riscv: ",
+                i + 1,
+                series.len()
+            );
+            assert!(text.contains(&subject), "{}: no `{subject}`", p.name);
+            let fixes: Vec<&str> = text.lines().filter(|l| l.starts_with("Fixes: ")).collect();
+            assert_eq!(fixes.len(), 1, "{}: {fixes:?}", p.name);
+            let (id, title) = fixes[0]["Fixes: ".len()..]
+                .split_once(' ')
+                .unwrap_or_default();
+            assert!(
+                id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{}: Fixes id {id:?}",
+                p.name
+            );
+            assert!(
+                title.starts_with("(\"") && title.ends_with("\")"),
+                "{}: Fixes title {title:?}",
+                p.name
+            );
+            assert!(
+                text.lines().any(|l| l.starts_with("Signed-off-by: ")),
+                "{}: no Signed-off-by",
+                p.name
+            );
+            let files: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("diff --git "))
+                .collect();
+            assert_eq!(
+                files,
+                ["diff --git a/drivers/perf/riscv_pmu_sbi.c b/drivers/perf/riscv_pmu_sbi.c"],
+                "{}",
+                p.name
+            );
+        }
     }
 
     #[test]
