@@ -57,7 +57,9 @@
 //!
 //! Environment: PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin,
 //! HOME=/root (the rest as the kernel gave it); /root (0700) and /tmp
-//! (1777) are created if absent. /init reads `/rvpmu/plan` (a missing or
+//! (1777) are created if absent; busybox's applet links are made when
+//! /bin/busybox is there (an initramfs of our files alone has none, and
+//! its plans run only our programs). /init reads `/rvpmu/plan` (a missing or
 //! malformed plan is an error: `RVPMU-DONE error: ...` before any command
 //! runs): UTF-8 text, one command per line, empty lines and lines starting
 //! with `#` (after blanks) ignored, fields separated by TAB, the first the

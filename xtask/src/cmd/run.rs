@@ -7,10 +7,11 @@ use crate::build::dt::{Chosen, NoisyNeighbour};
 use crate::build::{kernel, userland};
 use crate::guest::demo;
 use crate::guest::hv::{guest_text, run_plan, STEAL_MS};
-use crate::guest::kvm::{guest_outcome, host_cmd, HostMachine, KvmGuest, KvmHost};
+use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
 use crate::guest::linux::{kernel_pmu_lines, Guest, Outcome, STEAL_BUSY_MS};
 use crate::guest::perftool::Plan;
 use crate::host::{root, setup, step};
+use crate::qemu::Machine;
 use anyhow::{bail, Result};
 use std::time::Duration;
 
@@ -158,10 +159,10 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     let mut plan = Plan::default();
     plan.args("kvm-guest", kvm_guest.argv());
     step(&format!(
-        "booting {} as a KVM host on {} (QEMU with H, 1 hart, icount); its QEMU runs the same kernel as a KVM guest: perf stat, perf record, perf report (a few minutes)",
+        "booting {} as a KVM host on {} (QEMU with H, 1 hart, icount); its QEMU runs the same kernel as a KVM guest: perf stat, perf record, perf report (the nested boot is slow; progress below)",
         host.version, firmware.name
     ));
-    let machine = HostMachine {
+    let machine = Machine {
         smp: 1,
         icount: true,
     };
@@ -191,7 +192,8 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     ));
     check_demo_done(&inner)?;
     let results = demo::Results::collect(&inner, &guest.initramfs.init_elf)?;
-    let rows = results.summary(1);
+    let mut rows = results.summary(1);
+    rows.kvm_guest = true;
     if a.json {
         let v = serde_json::json!({
             "firmware": firmware.name,

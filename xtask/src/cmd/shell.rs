@@ -3,10 +3,11 @@
 //! KVM guest's, through a KVM host).
 
 use super::{check_smp, chosen_firmware};
-use crate::guest::kvm::{HostMachine, KvmHost};
+use crate::guest::kvm::KvmHost;
 use crate::guest::linux::Guest;
 use crate::guest::shell::{boot, kvm_guest, ShellArgs};
 use crate::host::{setup, step};
+use crate::qemu::Machine;
 use anyhow::{bail, Context, Result};
 
 /// `cargo xtask shell`: an interactive guest on this terminal.
@@ -44,7 +45,7 @@ fn kvm(a: &ShellArgs, fw: &crate::qemu::Firmware, guest: &Guest) -> Result<()> {
     }
     let host = KvmHost::build(a.kernel)?;
     let kvm_guest = kvm_guest(guest);
-    let machine = HostMachine {
+    let machine = Machine {
         smp: 1,
         icount: a.icount,
     };
@@ -52,7 +53,7 @@ fn kvm(a: &ShellArgs, fw: &crate::qemu::Firmware, guest: &Guest) -> Result<()> {
     step(&format!(
         "booting {} as a KVM host on {}{}, then the same kernel as its KVM guest to a shell: \
          try `perf stat -e instructions:u rvpmu-work alu 1000000`; `poweroff` ends both; \
-         Ctrl-A X quits the outer QEMU (Ctrl-A A X the inner one)",
+         Ctrl-A X quits the outer QEMU (Ctrl-A Ctrl-A X the inner one)",
         host.version,
         fw.name,
         if a.icount { " (icount)" } else { "" }

@@ -17,9 +17,10 @@
 //!   host's result of the command that ran its QEMU: the perf parsers and
 //!   the demo's summary read it as they read a native boot.
 //!
-//! The KVM host's machine: QEMU virt with [`crate::qemu::HV_CPU`] (H for KVM, Sscofpmf
-//! for the PMU and its filters, Sstc, Ssaia: KVM injects a KVM guest's
-//! counter overflow interrupt through AIA's hvien/hvip), [`KVM_HOST_MEMORY`].
+//! The KVM host's machine: QEMU virt with [`crate::qemu::KVM_HOST_CPU`]
+//! (H for KVM, Sscofpmf for the PMU and its filters, Sstc, Ssaia: KVM
+//! injects a KVM guest's counter overflow interrupt through AIA's
+//! hvien/hvip; Smcntrpmf) and [`crate::qemu::KVM_HOST_MEMORY`].
 //! With icount the KVM host's and so the KVM guest's instructions are
 //! counted exactly (a KVM guest runs on the KVM host's hart, in VS/VU).
 
@@ -28,7 +29,7 @@ use super::perftool::{CmdResult, Plan};
 use crate::build::initramfs::{self, Initramfs};
 use crate::build::kernel::{self, Kernel, Version};
 use crate::host::run_captured_watching;
-use crate::qemu::{Firmware, Qemu, KVM_GUEST_MEMORY, KVM_HOST_MEMORY};
+use crate::qemu::{Firmware, Machine, Qemu, KVM_GUEST_MEMORY};
 use anyhow::{bail, Result};
 use e2e_proto::plan::{MODE as PLAN_MODE, SHELL_SCRIPT};
 use std::path::{Path, PathBuf};
@@ -75,6 +76,16 @@ impl KvmGuest {
     /// `rvpmu.mode=plan`): its RESULT lines come back in [`guest_outcome`].
     pub fn linux_plan(name: &str, guest: &Guest, plan: &Plan) -> Result<KvmGuest> {
         let initrd = guest.initramfs.with_plan(&guest.kernel, &plan.text())?;
+        Ok(KvmGuest::linux(name, guest, initrd, PLAN_MODE))
+    }
+
+    /// [`KvmGuest::linux_plan`] on the initramfs of our files alone (no
+    /// shell, no perf: a plan of our programs), whose boot runs a
+    /// fraction of the instructions of a boot with the Debian userland.
+    pub fn bare_plan(name: &str, guest: &Guest, plan: &Plan) -> Result<KvmGuest> {
+        let initrd = guest
+            .initramfs
+            .bare_with_plan(&guest.kernel, &plan.text())?;
         Ok(KvmGuest::linux(name, guest, initrd, PLAN_MODE))
     }
 
@@ -128,6 +139,18 @@ impl KvmGuest {
     }
 }
 
+impl KvmGuest {
+    /// [`KvmGuest::argv`] as one POSIX shell command line (for a plan's
+    /// `sh -c`, e.g. two KVM guests at once with `&` and `wait`).
+    pub fn sh_line(&self) -> String {
+        self.argv()
+            .iter()
+            .map(|a| sh_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// The result of the KVM host's plan command `name`.
 pub fn host_cmd(host: &Outcome, name: &str) -> Option<CmdResult> {
     host.scenario("cmd")
@@ -157,14 +180,6 @@ pub fn guest_outcome(cmd: &CmdResult) -> Outcome {
         false,
         Duration::from_nanos(cmd.elapsed_ns),
     )
-}
-
-/// The KVM host's machine: harts, and whether counts are exact.
-#[derive(Clone, Copy, Debug)]
-pub struct HostMachine {
-    pub smp: u32,
-    /// `-icount shift=0,sleep=off`: exact, repeatable counts (slower).
-    pub icount: bool,
 }
 
 /// The KVM host: the project's kernel and its initramfs with the KVM host
@@ -203,9 +218,8 @@ impl KvmHost {
 
     /// The KVM host's QEMU command: `firmware` under it, /init reading
     /// `args`.
-    fn command(&self, firmware: &Firmware, m: HostMachine, initrd: &Path, args: &str) -> Command {
-        let mut q = Qemu::hv(KVM_HOST_MEMORY);
-        q.smp = m.smp;
+    fn command(&self, firmware: &Firmware, m: Machine, initrd: &Path, args: &str) -> Command {
+        let mut q = Qemu::kvm_host(m.smp);
         q.icount = m.icount;
         q.no_reboot = true;
         q.bios = Some(firmware.path.clone());
@@ -223,7 +237,7 @@ impl KvmHost {
     pub fn run_plan(
         &self,
         firmware: &Firmware,
-        m: HostMachine,
+        m: Machine,
         plan: &Plan,
         guests: &[&KvmGuest],
         timeout: Duration,
@@ -247,15 +261,14 @@ impl KvmHost {
     pub fn shell_command(
         &self,
         firmware: &Firmware,
-        m: HostMachine,
+        m: Machine,
         guest: &KvmGuest,
     ) -> Result<Command> {
         guest.check_name()?;
         let dir = crate::host::root().join("target/rvpmu-e2e/kvm-host");
         std::fs::create_dir_all(&dir)?;
         let script = dir.join(format!("shell-{}.sh", guest.name));
-        let line: Vec<String> = guest.argv().iter().map(|a| sh_quote(a)).collect();
-        std::fs::write(&script, format!("exec {}\n", line.join(" ")))?;
+        std::fs::write(&script, format!("exec {}\n", guest.sh_line()))?;
         let mut files = guest.files();
         files.push((SHELL_SCRIPT.to_string(), script));
         let initrd = self.initramfs.with_files(&self.kernel, "", &files)?;
@@ -439,6 +452,17 @@ mod tests {
         assert_eq!(sh_quote("console=ttyS0 x"), "'console=ttyS0 x'");
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
         assert_eq!(sh_quote(""), "''");
+        let mut g = guest();
+        g.cpus = Some("1".into());
+        let line = g.sh_line();
+        assert!(
+            line.starts_with("taskset -c 1 qemu-system-riscv64 "),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(" -append 'console=ttyS0 rvpmu.mode=plan'"),
+            "{line}"
+        );
     }
 
     #[test]

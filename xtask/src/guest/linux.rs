@@ -216,6 +216,7 @@ impl Outcome {
 pub fn kernel_pmu_lines(out: &Outcome) -> Vec<String> {
     out.console
         .lines()
+        .filter(|l| !l.starts_with(e2e_proto::RESULT))
         .filter(|l| l.contains("riscv-pmu-sbi") || l.contains("SBI PMU") || l.contains("riscv-pv"))
         .map(|l| match l.find("] ") {
             Some(i) if l.starts_with('[') => l[i + 2..].to_string(),

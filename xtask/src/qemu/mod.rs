@@ -84,6 +84,15 @@ impl Qemu {
         q
     }
 
+    /// A KVM host's machine ([`KVM_HOST_CPU`], [`KVM_HOST_MEMORY`]) with
+    /// `smp` harts, nothing to boot yet.
+    pub fn kvm_host(smp: u32) -> Qemu {
+        let mut q = Qemu::virt(smp);
+        q.cpu = KVM_HOST_CPU.into();
+        q.memory = KVM_HOST_MEMORY.into();
+        q
+    }
+
     /// The options that shape the machine (and so its generated DT).
     pub fn machine_args(&self) -> Vec<String> {
         let mut v: Vec<String> = vec![
@@ -232,7 +241,8 @@ impl Firmware {
 
 /// The machine Linux guests boot on: everything that shapes the guest and
 /// its DT. One place, so the DT dumped for `-dtb` matches the machine
-/// booted.
+/// booted. A KVM host's harts and icount are given the same way (its
+/// CPU and RAM are [`Qemu::kvm_host`]'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     pub smp: u32,
@@ -273,6 +283,13 @@ pub const HV_MEMORY: &str = "512M";
 /// after the bundle; with more than 1 GiB QEMU puts the host DTB below
 /// 3 GiB, and the window goes after it.
 pub const HV_MEMORY_LINUX: &str = "2G";
+
+/// A KVM host's CPU: the hypervisor's ([`HV_CPU`]: H for KVM, Ssaia for
+/// a KVM guest's counter overflow interrupt) and Smcntrpmf, so that a
+/// mode-filtered cycles or instructions event (the KVM host's perf
+/// `:G`/`:H`, a KVM guest's counter) can go on the fixed counter: QEMU
+/// counts an event id on one HPM counter at a time.
+pub const KVM_HOST_CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true,smcntrpmf=true";
 
 /// A KVM host's RAM (Linux on the hypervisor machine, [`HV_CPU`]): its
 /// initramfs holds the KVM host userland and its KVM guests' kernel and

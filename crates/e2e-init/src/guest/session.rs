@@ -32,8 +32,12 @@ fn setup_env() -> Result<(), String> {
     // Debian's busybox-static package ships only /usr/bin/busybox; the
     // applet links (sh, taskset, ...) are what `--install -s` makes, once
     // per boot (the initramfs is in RAM). xtask cannot make them: the
-    // applet list lives in the riscv64 binary.
-    if std::fs::symlink_metadata("/bin/sh").is_err() {
+    // applet list lives in the riscv64 binary. An initramfs of our own
+    // files alone (no Debian userland) has no busybox: its plans run our
+    // programs only.
+    if std::fs::symlink_metadata("/bin/sh").is_err()
+        && std::fs::symlink_metadata("/bin/busybox").is_ok()
+    {
         let st = Command::new("/bin/busybox")
             .args(["--install", "-s"])
             .status()

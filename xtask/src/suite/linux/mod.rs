@@ -8,10 +8,13 @@
 //! and firmwares; `harness` the check lines, clean-boot rules and known
 //! kernel bugs; `perf` the checks driven by Debian's perf tool; `patches`
 //! the proofs of the Linux patch series (the only checks the `fixed`
-//! kernels run); `steal` the steal-time checks; `tables` the side-by-side
-//! tables; `shell` the scripted session at the guest's shell.
+//! kernels run); `kvm` the same kernel as a KVM host and guest (7.2);
+//! `steal` the steal-time checks; `tables` the side-by-side tables;
+//! `shell` the scripted sessions at the guest's shell (natively and in a
+//! KVM guest).
 
 mod harness;
+mod kvm;
 mod patches;
 mod perf;
 mod shell;
@@ -23,6 +26,7 @@ use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::build::firmware;
 use crate::build::kernel::Version;
+use crate::guest::kvm::KvmHost;
 use crate::guest::linux::{Guest, Outcome};
 use crate::host::step;
 use crate::qemu::Firmware;
@@ -617,12 +621,22 @@ fn run_all(kernels: &[Version]) -> Result<()> {
             d.alu, d.walk
         ));
         let mut kept = Vec::new();
+        // The KVM checks on the default kernel only (a nested boot per
+        // firmware is the slowest boot of the suite).
+        let kvm_host = if kernel == Version::V7_2 {
+            Some(KvmHost::build(kernel)?)
+        } else {
+            None
+        };
         for fw in ours.iter().chain([&peer]) {
             let before = (report.passed, report.failed.len(), report.lacks.len());
             let k = suite(&guest, &d, fw, &mut report);
             let p = perf::suite(&guest, fw, &mut report);
             if ours.as_ref().is_some_and(|o| std::ptr::eq(o, fw)) {
                 patches::proofs(&guest, fw, &mut report);
+            }
+            if let Some(host) = &kvm_host {
+                kvm::suite(&guest, host, fw, p.exact, &mut report);
             }
             cells.push((
                 kernel,
@@ -643,6 +657,18 @@ fn run_all(kernels: &[Version]) -> Result<()> {
                 Err(e) => report
                     .failed
                     .push(format!("[{} shell] {e:#}", kernel.name())),
+            }
+            if let Some(host) = &kvm_host {
+                match shell::test_kvm(&guest, host, fw, d.alu) {
+                    Ok(0) => report.passed += 1,
+                    Ok(n) => report.failed.push(format!(
+                        "[{} shell --kvm] {n} check(s) failed",
+                        kernel.name()
+                    )),
+                    Err(e) => report
+                        .failed
+                        .push(format!("[{} shell --kvm] {e:#}", kernel.name())),
+                }
             }
         }
         let none = Kept::default();
@@ -692,5 +718,36 @@ mod tests {
     #[ignore]
     fn linux_e2e() {
         super::test(&super::Version::TESTED).unwrap();
+    }
+
+    /// The KVM checks alone on Linux 7.2, both firmwares, each after a
+    /// native boot of the commands whose counts they compare with:
+    /// `cargo test -p xtask kvm_e2e -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn kvm_e2e() {
+        use super::*;
+        let guest = Guest::build(Version::V7_2).unwrap();
+        let host = KvmHost::build(Version::V7_2).unwrap();
+        let mut report = Report {
+            passed: 0,
+            failed: Vec::new(),
+            lacks: Vec::new(),
+        };
+        let ours = firmware::ours("rvpmu-fw").unwrap();
+        for fw in [&ours, &Firmware::opensbi()] {
+            let native = perf::native_user_counts(&guest, fw);
+            kvm::suite(&guest, &host, fw, native, &mut report);
+        }
+        let alu = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_alu_loop").unwrap();
+        let shell_failed = shell::test_kvm(&guest, &host, &ours, alu).unwrap();
+        println!(
+            "{} passed, {} failed: {:?}, lacks {:?}",
+            report.passed,
+            report.failed.len(),
+            report.failed,
+            report.lacks
+        );
+        assert!(report.failed.is_empty() && shell_failed == 0);
     }
 }

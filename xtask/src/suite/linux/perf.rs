@@ -30,7 +30,7 @@ use e2e_proto::plan::MODE as PLAN_MODE;
 use std::collections::BTreeSet;
 
 /// `alu` iterations for the exact counts (2 instructions each).
-const ALU_N: u64 = 10_000_000;
+pub(super) const ALU_N: u64 = 10_000_000;
 /// `alu` iterations under multiplexing: 2.5 G instructions (2.5 s of
 /// guest time), so each of the 20 events is on a counter for about 250 ms
 /// and the process's start-up (a few ms in the kernel, counted in
@@ -105,24 +105,24 @@ pub struct Kept {
     pub repro: [Option<(u64, u64)>; 3],
 }
 
-fn results(out: &Outcome) -> Vec<CmdResult> {
+pub(super) fn results(out: &Outcome) -> Vec<CmdResult> {
     out.scenario("cmd")
         .into_iter()
         .map(CmdResult::from_json)
         .collect()
 }
 
-fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
+pub(super) fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
     r.iter().find(|c| c.name == name)
 }
 
-fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
+pub(super) fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
     find(r, name)
         .map(|c| parse_stat_csv(&c.stderr))
         .unwrap_or_default()
 }
 
-fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
+pub(super) fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
     stat(r, name).into_iter().find(|l| l.event == event)?.value
 }
 
@@ -513,6 +513,19 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         }
     }
     kept
+}
+
+/// The `user` and `base` commands of [`suite`] alone, natively: their
+/// `instructions:u` (for the KVM checks run on their own).
+#[cfg(test)]
+pub(super) fn native_user_counts(guest: &Guest, fw: &Firmware) -> Option<(u64, u64)> {
+    let mut p = Plan::exact();
+    let user = "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu";
+    p.cmd("user", &format!("{user} {ALU_N}"));
+    p.cmd("base", &format!("{user} {}", 2 * ALU_N));
+    let out = guest.run_plan(fw, 1, Chosen::NONE, &p.text(), 300).ok()?;
+    let r = results(&out);
+    value(&r, "user", "instructions:u").zip(value(&r, "base", "instructions:u"))
 }
 
 fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Option<Outcome> {
