@@ -1,17 +1,22 @@
 //! The cost of a switch between KVM guests, with and without guest
 //! counters running: one nested boot (Linux 7.2 on rvpmu-fw as the KVM
 //! host, two harts, icount), four runs of KVM guests pinned to one
-//! KVM-host CPU, each measured over the same window
-//! (guest/kvmcheck.rs, [`SwitchWindow`]): one guest alone and two guests,
-//! each running the same 2-instruction loop, first bare
-//! (`rvpmu-work alu N`), then inside a counting event of `cycles:u`
-//! (`rvpmu-overflow-repro 0 N u cycles`: one guest counter running).
-//! Written to target/bench/kvm-switch.md.
+//! KVM-host CPU, each measured interval by interval (guest/kvmcheck.rs,
+//! [`SwitchInterval`]): one guest alone and two guests, each running the
+//! same 2-instruction loop, first bare (`rvpmu-work alu N`), then inside
+//! a counting event of `cycles:u` (`rvpmu-overflow-repro 0 N u cycles`:
+//! one guest counter running). The cost per switch is each settled
+//! interval of two guests against the rates of one guest alone with the
+//! same workload; the table gives their median and range. Written to
+//! target/bench/kvm-switch.md.
 
 use crate::build::firmware;
 use crate::build::kernel::Version;
 use crate::guest::kvm::{host_cmd, KvmGuest, KvmHost};
-use crate::guest::kvmcheck::{switch_script, SwitchWindow, BARE_MEMORY, PAIR_CPU, SWITCH_WINDOW_S};
+use crate::guest::kvmcheck::{
+    switch_script, Rates, SwitchInterval, BARE_MEMORY, PAIR_CPU, SWITCH_INTERVAL_MS,
+    SWITCH_MEASURE_S, SWITCH_SETTLE_INTERVALS,
+};
 use crate::guest::linux::Guest;
 use crate::guest::perftool::Plan;
 use crate::host::{root, step};
@@ -20,9 +25,9 @@ use anyhow::{bail, Result};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// Loop iterations of each guest: 0.8 G instructions, longer than the
-/// window even alone.
-const N: u64 = 400_000_000;
+/// Loop iterations of each guest: 2 G instructions, longer than the
+/// measurement even alone.
+const N: u64 = 1_000_000_000;
 
 /// The runs: label, guests, the guests' workload and how many guest
 /// counters it keeps running.
@@ -70,42 +75,69 @@ pub fn kvm_switch_bench() -> Result<()> {
         &refs,
         Duration::from_secs(900),
     )?;
-    let mut w = Vec::new();
+    let mut runs = Vec::new();
     for (label, ..) in RUNS {
         let cmd = host_cmd(&out, label);
-        let Some(win) = cmd.as_ref().and_then(|c| SwitchWindow::parse(&c.stderr)) else {
+        let all = cmd
+            .as_ref()
+            .map(|c| SwitchInterval::parse_all(&c.stderr))
+            .unwrap_or_default();
+        if all.len() <= SWITCH_SETTLE_INTERVALS {
             bail!(
-                "KVM switch cost: no perf stat window for `{label}`: {:?}; console tail:\n{}",
+                "KVM switch cost: {} perf stat intervals for `{label}`: {:?}; console tail:\n{}",
+                all.len(),
                 cmd.map(|c| c.stderr),
                 out.tail(30)
             );
-        };
-        w.push(win);
+        }
+        runs.push(all[SWITCH_SETTLE_INTERVALS..].to_vec());
     }
     let mut md = format!(
         "# Cost of a switch between KVM guests\n\n\
          Linux 7.2 as the KVM host on rvpmu-fw (QEMU -icount shift=0,sleep=off, 2 harts; 1 instruction = 1 ns), \
          KVM guests (Linux 7.2, bare initramfs, one vCPU) pinned to KVM-host CPU {PAIR_CPU}, each running a loop of \
-         {} instructions; over a {SWITCH_WINDOW_S} s window, `perf stat -a -C {PAIR_CPU} -e instructions:G,context-switches` \
-         on the KVM host. Cost per switch = (the guest instructions one guest runs alone in the window - those two run) / \
-         (the context switches with two - those with one). Written by `cargo xtask bench`.\n\n\
-         | run | guest counters running | guest instructions | context switches | window (ns) | cost per extra switch |\n|---|---|---|---|---|---|\n",
+         {} instructions; `perf stat -I {SWITCH_INTERVAL_MS} -a -C {PAIR_CPU} -e instructions:G,context-switches` on the \
+         KVM host for {SWITCH_MEASURE_S} s, the first {SWITCH_SETTLE_INTERVALS} intervals left out. Other work = the \
+         interval's ns - the guests' instructions (everything else on the CPU, every mode). Cost per switch = (other \
+         work - the rate of one guest alone x the interval) / (switches - the rate alone x the interval), per interval \
+         of two guests. Written by `cargo xtask bench`.\n\n\
+         | run | guest counters running | intervals | switches per 100 ms | other work per 100 ms | cost per extra switch, median (min..max) |\n|---|---|---|---|---|---|\n",
         2 * N
     );
+    let mut each = String::new();
     for (i, (label, _, _, counters)) in RUNS.iter().enumerate() {
+        let r = Rates::of(&runs[i]).expect("intervals");
         let cost = if label.starts_with("two") {
-            w[i].cost_against(&w[i - 1])
-                .map(|c| format!("{c:.0}"))
-                .unwrap_or("-".into())
+            let base = Rates::of(&runs[i - 1]).expect("intervals");
+            let mut c: Vec<f64> = runs[i]
+                .iter()
+                .filter_map(|x| x.cost_against(&base))
+                .collect();
+            let _ = writeln!(
+                each,
+                "\n{label}, interval by interval: {}",
+                c.iter()
+                    .map(|x| format!("{x:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            c.sort_by(f64::total_cmp);
+            match (c.first(), c.get(c.len() / 2), c.last()) {
+                (Some(lo), Some(med), Some(hi)) => format!("{med:.0} ({lo:.0}..{hi:.0})"),
+                _ => "-".into(),
+            }
         } else {
             "-".into()
         };
         let _ = writeln!(
             md,
-            "| {label} | {counters} | {} | {} | {} | {cost} |",
-            w[i].guest_instructions, w[i].switches, w[i].window_ns
+            "| {label} | {counters} | {} | {:.1} | {:.0} | {cost} |",
+            runs[i].len(),
+            r.switches_per_ns * 1e8,
+            r.other_per_ns * 1e8,
         );
     }
+    md.push_str(&each);
     let dir = root().join("target/bench");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("kvm-switch.md"), &md)?;

@@ -392,24 +392,32 @@ pub fn check_pair(run: &PairRun, busy: [bool; 2]) -> (Vec<String>, Vec<String>) 
 }
 
 /// The cost of a switch between KVM guests, measured from the guests'
-/// side: on one KVM-host CPU, over a window of the same length, the
-/// guests together run fewer instructions when the KVM host switches
-/// between two of them than one runs alone, and the difference per extra
-/// context switch is what a switch costs in every mode (the KVM host's
-/// kernel, KVM, its perf core and the firmware calls it makes; under
-/// icount one instruction is one ns). [`switch_script`] runs KVM guests
+/// side. Under icount one instruction is one ns, so over an interval of a
+/// KVM-host CPU whose KVM guests never idle, the interval's length minus
+/// the guests' instructions in it is everything else that ran there in
+/// every mode: the KVM host's kernel, KVM, its perf core and the
+/// firmware calls they make (and what the other hart ran meanwhile:
+/// little, and the same in every run). [`switch_script`] runs KVM guests
 /// pinned to [`PAIR_CPU`] and, once each has started its workload,
-/// `perf stat -a -C CPU -e instructions:G,context-switches` over the
-/// window from CPU 0 (`instructions:G`: VS and VU, the guests; the
+/// `perf stat -I` of `instructions:G` (VS and VU: the guests) and
+/// `context-switches` on that CPU from CPU 0, interval by interval; the
 /// guests' own counters, when they run some, count `cycles`, another
-/// event id).
-pub const SWITCH_WINDOW_S: f64 = 0.5;
+/// event id. With one guest the CPU barely switches; with two the KVM
+/// host's scheduler switches between their vCPU threads at a steady
+/// rate, and [`SwitchInterval::cost_against`] is the extra work per
+/// extra switch.
+pub const SWITCH_INTERVAL_MS: u64 = 100;
+/// How long `perf stat -I` runs (s): the guests' workloads outlast it.
+pub const SWITCH_MEASURE_S: f64 = 1.8;
+/// Intervals left out at the start: the two vCPU threads' switching
+/// settles into its steady rate within them.
+pub const SWITCH_SETTLE_INTERVALS: usize = 2;
 
 /// The console line e2e-init prints as it starts a plan command.
 const PLAN_COMMAND: &str = "rvpmu /init: $ ";
 
 /// The script of a switch cost run of `guests` (their consoles in
-/// /tmp/`label`-gN.out; `perf stat -x,` on the script's stderr).
+/// /tmp/`label`-gN.out; `perf stat -I -x,` on the script's stderr).
 pub fn switch_script(label: &str, guests: &[&KvmGuest]) -> String {
     let mut s = String::new();
     let mut outs = Vec::new();
@@ -420,43 +428,99 @@ pub fn switch_script(label: &str, guests: &[&KvmGuest]) -> String {
     }
     s += &format!(
         "n=0; while [ $n -lt {MAX_POLLS} ]; do a=1; for f in {}; do grep -q '{PLAN_COMMAND}' $f || a=0; done; \
-         [ $a = 1 ] && break; sleep 0.01; n=$((n+1)); done; sleep 0.05; \
-         taskset -c 0 perf stat -a -C {PAIR_CPU} -x, -e instructions:G,context-switches -- sleep {SWITCH_WINDOW_S}; \
+         [ $a = 1 ] && break; sleep 0.01; n=$((n+1)); done; \
+         taskset -c 0 perf stat -I {SWITCH_INTERVAL_MS} -a -C {PAIR_CPU} -x, -e instructions:G,context-switches -- sleep {SWITCH_MEASURE_S}; \
          wait; exit 0",
         outs.join(" ")
     );
     s
 }
 
-/// A switch cost window: the guests' instructions, the context switches
-/// on the CPU, the window's length (ns).
+/// One `perf stat -I` interval of a switch cost run: the guests'
+/// instructions, the context switches on the CPU, the interval's length
+/// (ns).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SwitchWindow {
+pub struct SwitchInterval {
     pub guest_instructions: u64,
     pub switches: u64,
-    pub window_ns: u64,
+    pub ns: u64,
 }
 
-impl SwitchWindow {
-    /// From a switch script's stderr.
-    pub fn parse(stderr: &str) -> Option<SwitchWindow> {
-        let lines = parse_stat_csv(stderr);
-        let g = lines.iter().find(|l| l.event == "instructions:G")?;
-        let cs = lines.iter().find(|l| l.event == "context-switches")?;
-        Some(SwitchWindow {
-            guest_instructions: g.value?,
-            switches: cs.value?,
-            window_ns: g.run_ns?,
-        })
+impl SwitchInterval {
+    /// The intervals of a switch script's stderr (`perf stat -I -x,`:
+    /// `time,value,unit,event,run ns,percent,...` per event), in order.
+    pub fn parse_all(stderr: &str) -> Vec<SwitchInterval> {
+        /// One interval's fields as they come, keyed by perf's timestamp.
+        #[derive(Default)]
+        struct Partial {
+            time: String,
+            guest: Option<u64>,
+            switches: Option<u64>,
+            ns: Option<u64>,
+        }
+        let mut v: Vec<Partial> = Vec::new();
+        for l in stderr.lines() {
+            let f: Vec<&str> = l.trim().split(',').collect();
+            if f.len() < 6 {
+                continue;
+            }
+            let i = match v.iter().position(|x| x.time == f[0]) {
+                Some(i) => i,
+                None => {
+                    v.push(Partial {
+                        time: f[0].to_string(),
+                        ..Partial::default()
+                    });
+                    v.len() - 1
+                }
+            };
+            match f[3] {
+                "instructions:G" => {
+                    v[i].guest = f[1].parse().ok();
+                    v[i].ns = f[4].parse().ok();
+                }
+                "context-switches" => v[i].switches = f[1].parse().ok(),
+                _ => {}
+            }
+        }
+        v.into_iter()
+            .filter_map(|p| {
+                Some(SwitchInterval {
+                    guest_instructions: p.guest?,
+                    switches: p.switches?,
+                    ns: p.ns?,
+                })
+            })
+            .collect()
     }
 
-    /// Instructions per extra context switch of `self` against `alone`
-    /// (one guest, the same workload), both scaled to `self`'s window.
-    pub fn cost_against(&self, alone: &SwitchWindow) -> Option<f64> {
-        let scale = self.window_ns as f64 / alone.window_ns.max(1) as f64;
-        let lost = alone.guest_instructions as f64 * scale - self.guest_instructions as f64;
-        let extra = self.switches as f64 - alone.switches as f64 * scale;
-        (extra > 0.0).then(|| lost / extra)
+    /// Everything but the guests in this interval, in instructions.
+    pub fn other(&self) -> f64 {
+        self.ns as f64 - self.guest_instructions as f64
+    }
+
+    /// The extra work per extra context switch of this interval against
+    /// `base`'s rates (other work and switches per ns, one guest alone).
+    pub fn cost_against(&self, base: &Rates) -> Option<f64> {
+        let extra = self.switches as f64 - base.switches_per_ns * self.ns as f64;
+        (extra > 0.0).then(|| (self.other() - base.other_per_ns * self.ns as f64) / extra)
+    }
+}
+
+/// Other work and switches per ns over a run's settled intervals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rates {
+    pub other_per_ns: f64,
+    pub switches_per_ns: f64,
+}
+
+impl Rates {
+    pub fn of(intervals: &[SwitchInterval]) -> Option<Rates> {
+        let ns: f64 = intervals.iter().map(|i| i.ns as f64).sum();
+        (ns > 0.0).then(|| Rates {
+            other_per_ns: intervals.iter().map(SwitchInterval::other).sum::<f64>() / ns,
+            switches_per_ns: intervals.iter().map(|i| i.switches as f64).sum::<f64>() / ns,
+        })
     }
 }
 
@@ -616,28 +680,38 @@ mod tests {
     }
 
     #[test]
-    fn switch_windows_give_the_cost_per_extra_switch() {
-        let w = |g, cs| SwitchWindow {
-            guest_instructions: g,
-            switches: cs,
-            window_ns: 500_000_000,
+    fn switch_intervals_give_the_cost_per_extra_switch() {
+        let err = "0.1,100000000,,instructions:G,102500000,100.00,,\n0.1,75,,context-switches,102500000,100.00,,\n\
+                   # a comment\n0.2,99000000,,instructions:G,100000000,100.00,,\n0.2,5,,context-switches,100000000,100.00,,\n";
+        let v = SwitchInterval::parse_all(err);
+        assert_eq!(
+            v,
+            [
+                SwitchInterval {
+                    guest_instructions: 100_000_000,
+                    switches: 75,
+                    ns: 102_500_000
+                },
+                SwitchInterval {
+                    guest_instructions: 99_000_000,
+                    switches: 5,
+                    ns: 100_000_000
+                },
+            ]
+        );
+        assert!(SwitchInterval::parse_all("x").is_empty());
+        // Alone: 1,000,000 other and 5 switches per 100,000,000 ns.
+        let base = Rates::of(&v[1..]).unwrap();
+        assert_eq!(base.switches_per_ns, 5e-8);
+        // 2,500,000 - 1,025,000 other instructions for 75 - 5.125 switches.
+        let c = v[0].cost_against(&base).unwrap();
+        assert!((c - 1_475_000.0 / 69.875).abs() < 1e-6, "{c}");
+        let none = SwitchInterval {
+            guest_instructions: 1,
+            switches: 1,
+            ns: 100_000_000,
         };
-        // 200 extra switches cost 2,000,000 guest instructions: 10,000 each.
-        assert_eq!(
-            w(490_000_000, 210).cost_against(&w(492_000_000, 10)),
-            Some(10_000.0)
-        );
-        assert_eq!(w(1, 5).cost_against(&w(1, 10)), None);
-        let err = "500000000,,instructions:G,500100000,100.00,,\n260,,context-switches,500100000,100.00,,\n";
-        assert_eq!(
-            SwitchWindow::parse(err),
-            Some(SwitchWindow {
-                guest_instructions: 500_000_000,
-                switches: 260,
-                window_ns: 500_100_000
-            })
-        );
-        assert_eq!(SwitchWindow::parse("x"), None);
+        assert_eq!(none.cost_against(&base), None);
     }
 
     #[test]
