@@ -8,10 +8,11 @@ use crate::build::{kernel, userland};
 use crate::guest::demo;
 use crate::guest::hv::{guest_text, run_plan, STEAL_MS};
 use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
+use crate::guest::kvmcheck::{Pair, PAIR_CPU};
 use crate::guest::linux::{kernel_pmu_lines, Guest, Outcome, STEAL_BUSY_MS};
-use crate::guest::perftool::Plan;
+use crate::guest::perftool::{parse_proc_stat, Plan};
 use crate::host::{root, setup, step};
-use crate::qemu::Machine;
+use crate::qemu::{Firmware, Machine};
 use anyhow::{bail, Result};
 use std::time::Duration;
 
@@ -41,9 +42,11 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["bios", "steal", "json"])]
     pub hv: bool,
     /// With --hv: this many guests (1 or 2) time-sliced on the hart; with
-    /// 2 both run the demo and its busy interval, and the steal each
-    /// one's /proc/stat shows is printed with the hypervisor's accounting.
-    #[arg(long, default_value_t = 1, requires = "hv", value_parser = clap::value_parser!(u32).range(1..=2))]
+    /// --kvm: this many KVM guests (1 or 2; with 2 the KVM host has two
+    /// harts and both KVM guests are pinned to one). With 2 both run the
+    /// demo and its busy interval, and the steal each one's /proc/stat
+    /// shows is printed with the hypervisor's (or KVM's) accounting.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=2))]
     pub guests: u32,
     /// Run the demo in a KVM guest: the same Linux booted as a KVM host
     /// on the firmware (QEMU with H, one hart, icount) starts it with
@@ -55,6 +58,9 @@ pub struct RunArgs {
 /// `cargo xtask run`: boot Linux on the chosen firmware, run the real
 /// perf tool on known workloads and print what it said and the summary.
 pub fn run(a: RunArgs) -> Result<()> {
+    if a.guests > 1 && !a.hv && !a.kvm {
+        bail!("--guests 2 needs --hv or --kvm");
+    }
     if a.hv {
         return run_hv(a);
     }
@@ -151,6 +157,9 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     let firmware = chosen_firmware(&a.bios)?;
     let guest = Guest::build(a.kernel)?;
     let host = KvmHost::build(a.kernel)?;
+    if a.guests == 2 {
+        return run_kvm_two(&firmware, &guest, &host);
+    }
     let demo = demo::Demo {
         smp: 1,
         steal_busy_ms: None,
@@ -233,6 +242,89 @@ fn run_kvm(a: RunArgs) -> Result<()> {
     }
     println!();
     print_demo(&results, &rows);
+    Ok(())
+}
+
+/// /proc/stat's unit: a USER_HZ tick (USER_HZ is 100 on RISC-V Linux).
+const TICK_MS: u64 = 10;
+
+/// `cargo xtask run --kvm --guests 2`: the demo and its busy interval in
+/// two KVM guests at once, pinned to one CPU of a two-hart KVM host; the
+/// demo of the first, then each one's steal over its busy interval beside
+/// KVM's accounting (its vCPU thread's run delay on the KVM host).
+fn run_kvm_two(firmware: &Firmware, guest: &Guest, host: &KvmHost) -> Result<()> {
+    let demo = demo::Demo {
+        smp: 1,
+        steal_busy_ms: Some(STEAL_MS),
+    };
+    let plan = demo.plan();
+    let pair = Pair::new(
+        "demo",
+        [
+            KvmGuest::linux_plan("demo-0", guest, &plan)?,
+            KvmGuest::linux_plan("demo-1", guest, &plan)?,
+        ],
+    );
+    let mut outer = Plan::default();
+    pair.add_to(&mut outer);
+    step(&format!(
+        "booting {} as a KVM host on {} (QEMU with H, 2 harts, icount); two KVM guests pinned to its CPU {PAIR_CPU} run the demo at once, then a {STEAL_MS} ms busy interval (the nested boot is slow; progress below)",
+        host.version, firmware.name
+    ));
+    let machine = Machine {
+        smp: 2,
+        icount: true,
+    };
+    let out = host.run_plan(firmware, machine, &outer, &pair.guest_refs(), KVM_TIMEOUT)?;
+    let dir = root().join("target/rvpmu-e2e/kvm-host");
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join("run-kvm-2.log");
+    std::fs::write(&log, &out.console)?;
+    step(&format!("the KVM host's console: {}", log.display()));
+    let run = pair.read(&out);
+    let mut inner = Vec::new();
+    for (g, o) in run.guests.iter().enumerate() {
+        let Some(o) = o else {
+            bail!(
+                "KVM guest {g} left no console; the KVM host's console tail:\n{}",
+                out.tail(40)
+            );
+        };
+        check_demo_done(o)?;
+        inner.push(o);
+    }
+    let results = demo::Results::collect(inner[0], &guest.initramfs.init_elf)?;
+    let mut rows = results.summary(1);
+    rows.kvm_guest = true;
+    println!(
+        "KVM host:  {} on {} (2 harts), KVM guests {} (1 vCPU each) pinned to its CPU {PAIR_CPU}",
+        host.version, firmware.name, guest.version
+    );
+    println!();
+    print_demo(&results, &rows);
+    println!();
+    for (g, o) in inner.iter().enumerate() {
+        let r = demo::Results::collect(o, &guest.initramfs.init_elf)?;
+        let end = r
+            .cmd("procstat-after")
+            .map(|c| parse_proc_stat(&c.stdout))
+            .and_then(|v| v.into_iter().find(|(cpu, ..)| cpu == "cpu"))
+            .map(|(_, steal, _)| format!("{} ms", steal * TICK_MS))
+            .unwrap_or("-".into());
+        println!(
+            "guest {g}: /proc/stat over its {STEAL_MS} ms busy interval: steal {}; at its end {end}",
+            demo::steal_text(&demo::steal_cells(&r))
+        );
+        match (run.vcpus[g], run.registered[g]) {
+            (Some(v), Some(reg)) => println!(
+                "         KVM: its vCPU thread waited {} ms for the CPU ({} ms of it after the guest registered its steal-time record), ran {} ms",
+                v.delay_ns / 1_000_000,
+                v.delay_ns.saturating_sub(reg.delay_ns) / 1_000_000,
+                v.run_ns / 1_000_000
+            ),
+            _ => println!("         KVM: its vCPU thread was not read"),
+        }
+    }
     Ok(())
 }
 

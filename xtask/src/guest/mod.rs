@@ -3,8 +3,9 @@
 //! and result lines (protocol: crate `e2e_proto`), the perf tool's output
 //! in them, the `cargo xtask run` demo, the interactive shell, guests of
 //! the hypervisor and their checks, the same Linux as a KVM host running
-//! KVM guests, the S-mode conformance kernel, and bare-metal C programs
-//! on hpmtrace's C API.
+//! KVM guests and what KVM decides for them (sampling, steal time, guest
+//! switches), the S-mode conformance kernel, and bare-metal C programs on
+//! hpmtrace's C API.
 
 pub mod baremetal;
 pub mod conformance;
@@ -12,6 +13,7 @@ pub mod demo;
 pub mod hv;
 pub mod hvcheck;
 pub mod kvm;
+pub mod kvmcheck;
 pub mod linux;
 pub mod perftool;
 pub mod shell;

@@ -9,12 +9,15 @@
 //! kernel bugs; `perf` the checks driven by Debian's perf tool; `patches`
 //! the proofs of the Linux patch series (the only checks the `fixed`
 //! kernels run); `kvm` the same kernel as a KVM host and guest (7.2);
-//! `steal` the steal-time checks; `tables` the side-by-side tables;
+//! `kvmguests` sampling and steal time where KVM decides (7.2 and
+//! 7.2-fixed KVM guests in one nested boot); `steal` the steal-time
+//! checks; `tables` the side-by-side tables;
 //! `shell` the scripted sessions at the guest's shell (natively and in a
 //! KVM guest).
 
 mod harness;
 mod kvm;
+mod kvmguests;
 mod patches;
 mod perf;
 mod shell;
@@ -628,6 +631,13 @@ fn run_all(kernels: &[Version]) -> Result<()> {
         } else {
             None
         };
+        // The KVM sampling checks compare 7.2 with 7.2-fixed in one
+        // nested boot when the run includes the fixed kernel.
+        let kvm_fixed = if kvm_host.is_some() && kernels.contains(&Version::V7_2_FIXED) {
+            Some(Guest::build(Version::V7_2_FIXED)?)
+        } else {
+            None
+        };
         for fw in ours.iter().chain([&peer]) {
             let before = (report.passed, report.failed.len(), report.lacks.len());
             let k = suite(&guest, &d, fw, &mut report);
@@ -637,6 +647,9 @@ fn run_all(kernels: &[Version]) -> Result<()> {
             }
             if let Some(host) = &kvm_host {
                 kvm::suite(&guest, host, fw, p.exact, &mut report);
+                if ours.as_ref().is_some_and(|o| std::ptr::eq(o, fw)) {
+                    kvmguests::suite(&guest, kvm_fixed.as_ref(), host, fw, &mut report);
+                }
             }
             cells.push((
                 kernel,
