@@ -234,3 +234,28 @@ fn strip(elf: &Path, out: &Path, all: bool) -> Result<()> {
         .arg(out)
         .arg(elf))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_files_must_be_plain_files_under_rvpmu() {
+        // The checks come before anything is packed: no kernel needed.
+        let k = Kernel {
+            image: "/nonexistent/Image".into(),
+            build_dir: "/nonexistent".into(),
+        };
+        let base = Path::new("/nonexistent/base.cpio");
+        let this = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let err = |guest: &str, here: &Path| {
+            append_files(&k, base, "", &[(guest.to_string(), here.to_path_buf())])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("/etc/x", &this).contains("must be under /rvpmu/"));
+        assert!(err("/rvpmu/a b", &this).contains("no spaces"));
+        assert!(err("/rvpmu//x", &this).contains("no empty components"));
+        assert!(err("/rvpmu/kvm/x", Path::new("/nonexistent/x")).contains("is not a file"));
+    }
+}

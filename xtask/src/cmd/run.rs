@@ -164,7 +164,11 @@ fn run_kvm(a: RunArgs) -> Result<()> {
         smp: 1,
         steal_busy_ms: None,
     };
-    let kvm_guest = KvmGuest::linux_plan("demo", &guest, &demo.plan())?;
+    let mut kvm_guest = KvmGuest::linux_plan("demo", &guest, &demo.plan())?;
+    // On the KVM host's clock (icount: 10^9 instructions a second), far
+    // above what the demo takes: a KVM guest that hangs is killed and
+    // its console so far shown.
+    kvm_guest.timeout_s = Some(30);
     let mut plan = Plan::default();
     plan.args("kvm-guest", kvm_guest.argv());
     step(&format!(

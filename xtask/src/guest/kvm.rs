@@ -55,6 +55,12 @@ pub struct KvmGuest {
     /// `taskset -c CPUS` in front of its QEMU: its threads (the vCPUs
     /// among them) on these KVM host CPUs.
     pub cpus: Option<String>,
+    /// `timeout -s KILL SECS` in front of its QEMU (busybox's): the KVM
+    /// host kills it after SECS of the KVM host's clock (under icount: a
+    /// second is 10^9 instructions of the machine), so that what its
+    /// console printed until then still comes back in the command's
+    /// result (the whole boot's wall-clock timeout would lose it).
+    pub timeout_s: Option<u64>,
 }
 
 impl KvmGuest {
@@ -69,6 +75,7 @@ impl KvmGuest {
             smp: 1,
             memory: KVM_GUEST_MEMORY.into(),
             cpus: None,
+            timeout_s: None,
         }
     }
 
@@ -131,6 +138,14 @@ impl KvmGuest {
         q.initrd = self.initrd.as_ref().map(|_| self.initrd_path().into());
         q.append = self.append.clone();
         let mut v = Vec::new();
+        if let Some(t) = self.timeout_s {
+            v.extend([
+                "timeout".to_string(),
+                "-s".into(),
+                "KILL".into(),
+                t.to_string(),
+            ]);
+        }
         if let Some(c) = &self.cpus {
             v.extend(["taskset".to_string(), "-c".into(), c.clone()]);
         }
@@ -382,6 +397,7 @@ mod tests {
             smp: 1,
             memory: KVM_GUEST_MEMORY.into(),
             cpus: None,
+            timeout_s: None,
         }
     }
 
@@ -416,6 +432,21 @@ mod tests {
         g.cpus = Some("0".into());
         let a = g.argv();
         assert_eq!(&a[..4], ["taskset", "-c", "0", crate::qemu::QEMU]);
+        g.timeout_s = Some(60);
+        assert_eq!(
+            &g.argv()[..8],
+            [
+                "timeout",
+                "-s",
+                "KILL",
+                "60",
+                "taskset",
+                "-c",
+                "0",
+                crate::qemu::QEMU
+            ]
+        );
+        g.timeout_s = None;
         assert!(!a.iter().any(|x| x == "-initrd" || x == "-append"));
         assert_eq!(g.files().len(), 1);
         g.name = "a b".into();

@@ -649,6 +649,38 @@ mod tests {
     }
 
     #[test]
+    fn pins_cover_their_glob_and_want_one_version() {
+        let pin = Pin {
+            packages: "qemu-*",
+            suite: TRIXIE,
+        };
+        assert_eq!(
+            pin.preferences(),
+            "Package: qemu-*\nPin: release n=trixie\nPin-Priority: 995\n"
+        );
+        assert!(pin.covers("qemu-system-data") && !pin.covers("opensbi"));
+        let p = |name: &str, version: &str| Package {
+            name: name.into(),
+            version: version.into(),
+            arch: "all".into(),
+        };
+        let one = [
+            p("opensbi", "1.6-1"),
+            p("qemu-system-data", "1:10.0.13"),
+            p("qemu-system-riscv", "1:10.0.13"),
+        ];
+        assert!(check_pins(&one, &[pin]).is_ok());
+        let mixed = [
+            p("qemu-system-data", "1:11.1.2"),
+            p("qemu-system-riscv", "1:10.0.13"),
+        ];
+        let e = check_pins(&mixed, &[pin]).unwrap_err().to_string();
+        assert!(e.contains("qemu-system-data 1:11.1.2"), "{e}");
+        assert!(check_pins(&[p("opensbi", "1.6-1")], &[pin]).is_err());
+        assert!(check_pins(&mixed, &[]).is_ok());
+    }
+
+    #[test]
     fn simulation_lines_and_deb_names() {
         let p = parse_simulation(
             "NOTE: x\nInst busybox-static (1:1.37.0-6+b9 Debian:13.2/stable [riscv64]) []\n\
