@@ -122,7 +122,8 @@ impl clap::ValueEnum for Version {
         let help = match (self.release, self.fixed) {
             (Release::V6_12, false) => "Linux 6.12 LTS (Debian bookworm-backports)",
             (Release::V7_2, false) => "Linux 7.2 (Debian trixie-backports), the default",
-            (_, true) => "the same with the series in patches/linux/ applied",
+            (Release::V6_12, true) => "Linux 6.12 with the fixes in patches/linux/ applied",
+            (Release::V7_2, true) => "Linux 7.2 with the fixes in patches/linux/ applied",
         };
         Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }
@@ -388,7 +389,11 @@ fn extract(
     if !tmp.join(&top).join("Makefile").exists() {
         bail!("{} did not contain {top}/Makefile", tarball.display());
     }
-    prepare(&tmp.join(&top))?;
+    if let Err(e) = prepare(&tmp.join(&top)) {
+        // A tree that failed its preparation is of no use: free its room.
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }

@@ -691,7 +691,9 @@ fn run_all(kernels: &[Version]) -> Result<()> {
         };
         print_kernel_tables(kernel, ours_kept, peer_kept);
     }
-    perf::print_tables(&perf_kept);
+    if !perf_kept.is_empty() {
+        perf::print_tables(&perf_kept);
+    }
     for (label, ok) in perf::compare_kernels(&perf_kept) {
         if ok {
             report.passed += 1;
