@@ -46,6 +46,11 @@ pub const BARE_MEMORY: &str = "128M";
 /// keeps the plan's shell, which polls their consoles.
 pub const PAIR_CPU: u32 = 1;
 
+/// The KVM host kills a KVM guest of these checks after this long of its
+/// own clock ([`KvmGuest::timeout_s`]; each takes a few seconds): a hang
+/// still returns its console so far.
+pub const GUEST_TIMEOUT_S: u64 = 30;
+
 /// The console line Linux prints once it has registered the CPU's
 /// steal-time record (arch/riscv/kernel/paravirt.c, `pv_time_init`).
 const STA_REGISTERED: &str = "riscv-pv: Computing paravirt steal-time";
@@ -76,6 +81,7 @@ pub fn steal_guest(name: &str, guest: &Guest, busy: bool) -> KvmGuest {
     let args = format!("rvpmu.busy_ms={STEAL_MS} {}", guest_mode(busy));
     let mut g = KvmGuest::linux(name, guest, guest.initramfs.bare.clone(), &args);
     g.memory = BARE_MEMORY.into();
+    g.timeout_s = Some(GUEST_TIMEOUT_S);
     g
 }
 
@@ -761,10 +767,15 @@ mod tests {
             smp: 1,
             memory: BARE_MEMORY.into(),
             cpus: None,
+            timeout_s: Some(GUEST_TIMEOUT_S),
         };
         let pair = Pair::new("both-busy", [g("a"), g("b")]);
         let s = pair.script();
-        assert_eq!(s.matches("taskset -c 1 qemu-system-riscv64 ").count(), 2);
+        assert_eq!(
+            s.matches("timeout -s KILL 30 taskset -c 1 qemu-system-riscv64 ")
+                .count(),
+            2
+        );
         assert_eq!(s.matches("-no-shutdown -name debug-threads=on").count(), 2);
         assert!(s.contains("> /tmp/both-busy-g0.out 2>&1 & p0=$!"));
         assert!(s.contains("grep -q 'reboot: Power down' /tmp/both-busy-g1.out"));
