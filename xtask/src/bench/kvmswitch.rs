@@ -14,8 +14,8 @@ use crate::build::firmware;
 use crate::build::kernel::Version;
 use crate::guest::kvm::{host_cmd, KvmGuest, KvmHost};
 use crate::guest::kvmcheck::{
-    switch_script, Rates, SwitchInterval, BARE_MEMORY, PAIR_CPU, SWITCH_INTERVAL_MS,
-    SWITCH_MEASURE_S, SWITCH_SETTLE_INTERVALS,
+    on_cpu0, switch_script, Rates, SwitchInterval, BARE_MEMORY, GUEST_TIMEOUT_S, PAIR_CPU,
+    SWITCH_INTERVAL_MS, SWITCH_MEASURE_S, SWITCH_SETTLE_INTERVALS,
 };
 use crate::guest::linux::Guest;
 use crate::guest::perftool::Plan;
@@ -57,10 +57,11 @@ pub fn kvm_switch_bench() -> Result<()> {
             let mut k = KvmGuest::bare_plan(&format!("{label}-{g}"), &guest, &p)?;
             k.memory = BARE_MEMORY.into();
             k.cpus = Some(PAIR_CPU.to_string());
+            k.timeout_s = Some(GUEST_TIMEOUT_S);
             gs.push(k);
         }
         let refs: Vec<&KvmGuest> = gs.iter().collect();
-        plan.sh(label, &switch_script(label, &refs));
+        plan.args(label, on_cpu0(&switch_script(label, &refs)));
         guests.extend(gs);
     }
     step("KVM guest switch cost: one nested boot, four runs of KVM guests pinned to one KVM-host CPU");

@@ -4,20 +4,22 @@
 //! suite and `cargo xtask run --kvm --guests 2` judge runs with these;
 //! [`super::kvm`] starts the machines.
 //!
-//! **Two KVM guests at once** ([`Pair`]): one KVM-host plan command starts
-//! both QEMUs pinned to one KVM-host CPU (`taskset`), each with
-//! `-no-shutdown` (the guest's power-off stops its vCPU and leaves QEMU
-//! running) and `-name debug-threads=on` (QEMU names the vCPU thread
-//! `CPU 0/KVM`), waits until both consoles show the power-off, prints
-//! each vCPU thread's `/proc/<pid>/task/<tid>/schedstat`, then ends both
-//! QEMUs. schedstat's fields are the thread's time on a CPU, its time
-//! runnable but waiting for one (the run delay), and its timeslices
-//! (Documentation/scheduler/sched-stats.rst). The run delay is what
-//! KVM's STA reports as steal: `kvm_riscv_vcpu_record_steal_time`
+//! **Two KVM guests at once** ([`Pair`]): one KVM-host plan command,
+//! its shell on KVM-host CPU 0, starts both QEMUs pinned to CPU
+//! [`PAIR_CPU`] (`taskset`), each with `-no-shutdown` (the guest's
+//! power-off stops its vCPU and leaves QEMU running) and `-name
+//! debug-threads=on` (QEMU names the vCPU thread `CPU 0/KVM`). It reads
+//! each vCPU thread's `/proc/<pid>/task/<tid>/schedstat` when the guest
+//! has registered its steal-time record and again after both powered
+//! off, then ends both QEMUs. schedstat's fields are the thread's time on
+//! a CPU, its time runnable but waiting for one (the run delay), and its
+//! timeslices (Documentation/scheduler/sched-stats.rst). The run delay is
+//! what KVM's STA reports as steal: `kvm_riscv_vcpu_record_steal_time`
 //! (arch/riscv/kvm/vcpu_sbi_sta.c) adds `current->sched_info.run_delay`'s
 //! growth since the guest registered its record, at every vcpu load. A
-//! stopped vCPU thread waits for nothing, so the printed run delay is the
-//! one at the guest's end.
+//! stopped vCPU thread waits for nothing, so the second reading is the
+//! run delay at the guest's end, and the difference is what KVM put in
+//! the record.
 //!
 //! **Sampling** ([`sampling_plan`], [`Sampling`]): a KVM guest's counter
 //! is a KVM-host perf event; its overflow is that event's, which KVM
@@ -26,6 +28,9 @@
 //! total count tells a counter that stood still (fewer than its loop's
 //! instructions) from one whose overflow interrupts went missing while it
 //! counted (all of them).
+//!
+//! **The cost of a guest switch** ([`switch_script`], [`SwitchInterval`]):
+//! from the guests' side, interval by interval (below).
 
 use super::demo::{HOT_N, RECORD_PERIOD};
 use super::hv::{guest_mode, STEAL_MS};
@@ -41,6 +46,11 @@ pub const BARE_MEMORY: &str = "128M";
 /// keeps the plan's shell, which polls their consoles.
 pub const PAIR_CPU: u32 = 1;
 
+/// The KVM host kills a KVM guest of these checks after this long of its
+/// own clock ([`KvmGuest::timeout_s`]; each takes a few seconds): a hang
+/// still returns its console so far.
+pub const GUEST_TIMEOUT_S: u64 = 30;
+
 /// The console line Linux prints once it has registered the CPU's
 /// steal-time record (arch/riscv/kernel/paravirt.c, `pv_time_init`).
 const STA_REGISTERED: &str = "riscv-pv: Computing paravirt steal-time";
@@ -49,9 +59,15 @@ const STA_REGISTERED: &str = "riscv-pv: Computing paravirt steal-time";
 /// (kernel/reboot.c, `kernel_power_off`).
 const POWER_DOWN: &str = "reboot: Power down";
 
-/// How long the pair's shell waits for both power-offs: this many polls
-/// of 100 ms of KVM-host time.
+/// How many times the pair's shell polls in each phase before it gives
+/// up (a KVM guest that never registers or never powers off).
 const MAX_POLLS: u32 = 600;
+
+/// The pair's poll while the guests run, until both power off: seldom,
+/// because under icount a hart's counters also advance by what the other
+/// hart runs (docs/anomalies.md 3), and a KVM guest's counts would take
+/// in the poll's work on CPU 0.
+const END_POLL_S: u32 = 1;
 
 /// The name QEMU gives a KVM vCPU thread with `-name debug-threads=on`
 /// (one vCPU: index 0).
@@ -65,6 +81,7 @@ pub fn steal_guest(name: &str, guest: &Guest, busy: bool) -> KvmGuest {
     let args = format!("rvpmu.busy_ms={STEAL_MS} {}", guest_mode(busy));
     let mut g = KvmGuest::linux(name, guest, guest.initramfs.bare.clone(), &args);
     g.memory = BARE_MEMORY.into();
+    g.timeout_s = Some(GUEST_TIMEOUT_S);
     g
 }
 
@@ -123,10 +140,11 @@ impl Pair {
     /// The shell script of the pair command: start both; poll their
     /// consoles every 10 ms until both registered their steal-time record
     /// (Linux's [`STA_REGISTERED`] line), printing `registered G RUN DELAY
-    /// SLICES` for each at the first poll that sees it; then every 100 ms
-    /// until both powered off (or a QEMU ended, or [`MAX_POLLS`] passed),
-    /// printing MemAvailable; let the vCPUs stop, print `vcpu G RUN DELAY
-    /// SLICES` for each, end both QEMUs.
+    /// SLICES` for each at the first poll that sees it; then every
+    /// [`END_POLL_S`] until both powered off (or a QEMU ended, or
+    /// [`MAX_POLLS`] passed), printing MemAvailable (read by the shell
+    /// itself); let the vCPUs stop, print `vcpu G RUN DELAY SLICES` for
+    /// each, end both QEMUs.
     pub fn script(&self) -> String {
         let mut s = String::new();
         for (g, guest) in self.guests.iter().enumerate() {
@@ -147,7 +165,8 @@ impl Pair {
              n=0; while [ $n -lt {MAX_POLLS} ]; do \
              grep -q '{POWER_DOWN}' {c0} && grep -q '{POWER_DOWN}' {c1} && break; \
              [ -d /proc/$p0 ] && [ -d /proc/$p1 ] || break; \
-             grep MemAvailable /proc/meminfo; sleep 0.1; n=$((n+1)); done; \
+             while read -r k v u; do [ $k = MemAvailable: ] && echo $k $v $u && break; done < /proc/meminfo; \
+             sleep {END_POLL_S}; n=$((n+1)); done; \
              sleep 0.1; stat 0 vcpu; stat 1 vcpu; kill $p0 $p1; wait; exit 0",
             label = self.label,
             poll = REGISTRATION_POLL_NS as f64 / 1e9
@@ -157,7 +176,7 @@ impl Pair {
 
     /// Add the pair command and the two console commands to `plan`.
     pub fn add_to(&self, plan: &mut Plan) {
-        plan.sh(&self.label, &self.script());
+        plan.args(&self.label, on_cpu0(&self.script()));
         for g in 0..2 {
             plan.args(
                 &format!("{}-g{g}", self.label),
@@ -413,11 +432,21 @@ pub const SWITCH_MEASURE_S: f64 = 1.8;
 /// settles into its steady rate within them.
 pub const SWITCH_SETTLE_INTERVALS: usize = 2;
 
+/// `script` run by busybox's shell pinned to KVM-host CPU 0, so that its
+/// polls and the programs it starts never take the guests' CPU (the
+/// QEMUs it starts pin themselves to [`PAIR_CPU`]).
+pub fn on_cpu0(script: &str) -> Vec<String> {
+    ["taskset", "-c", "0", "sh", "-c", script]
+        .map(String::from)
+        .to_vec()
+}
+
 /// The console line e2e-init prints as it starts a plan command.
 const PLAN_COMMAND: &str = "rvpmu /init: $ ";
 
 /// The script of a switch cost run of `guests` (their consoles in
-/// /tmp/`label`-gN.out; `perf stat -I -x,` on the script's stderr).
+/// /tmp/`label`-gN.out; `perf stat -I -x,` on the script's stderr), for
+/// [`on_cpu0`].
 pub fn switch_script(label: &str, guests: &[&KvmGuest]) -> String {
     let mut s = String::new();
     let mut outs = Vec::new();
@@ -429,7 +458,7 @@ pub fn switch_script(label: &str, guests: &[&KvmGuest]) -> String {
     s += &format!(
         "n=0; while [ $n -lt {MAX_POLLS} ]; do a=1; for f in {}; do grep -q '{PLAN_COMMAND}' $f || a=0; done; \
          [ $a = 1 ] && break; sleep 0.01; n=$((n+1)); done; \
-         taskset -c 0 perf stat -I {SWITCH_INTERVAL_MS} -a -C {PAIR_CPU} -x, -e instructions:G,context-switches -- sleep {SWITCH_MEASURE_S}; \
+         perf stat -I {SWITCH_INTERVAL_MS} -a -C {PAIR_CPU} -x, -e instructions:G,context-switches -- sleep {SWITCH_MEASURE_S}; \
          wait; exit 0",
         outs.join(" ")
     );
@@ -738,11 +767,15 @@ mod tests {
             smp: 1,
             memory: BARE_MEMORY.into(),
             cpus: None,
-            timeout_s: None,
+            timeout_s: Some(GUEST_TIMEOUT_S),
         };
         let pair = Pair::new("both-busy", [g("a"), g("b")]);
         let s = pair.script();
-        assert_eq!(s.matches("taskset -c 1 qemu-system-riscv64 ").count(), 2);
+        assert_eq!(
+            s.matches("timeout -s KILL 30 taskset -c 1 qemu-system-riscv64 ")
+                .count(),
+            2
+        );
         assert_eq!(s.matches("-no-shutdown -name debug-threads=on").count(), 2);
         assert!(s.contains("> /tmp/both-busy-g0.out 2>&1 & p0=$!"));
         assert!(s.contains("grep -q 'reboot: Power down' /tmp/both-busy-g1.out"));
@@ -750,6 +783,7 @@ mod tests {
         assert!(s.ends_with("kill $p0 $p1; wait; exit 0"));
         let mut plan = Plan::default();
         pair.add_to(&mut plan);
+        assert_eq!(&plan.cmds[0].argv[..5], ["taskset", "-c", "0", "sh", "-c"]);
         let names: Vec<&str> = plan.cmds.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["both-busy", "both-busy-g0", "both-busy-g1"]);
     }

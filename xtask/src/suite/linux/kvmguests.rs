@@ -40,8 +40,8 @@ use crate::build::dt::Chosen;
 use crate::guest::hv::STEAL_MS;
 use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
 use crate::guest::kvmcheck::{
-    check_pair, sampling_plan, steal_guest, Pair, PairRun, Sampling, AGREEMENT, PAIR_CPU,
-    REGISTRATION_POLL_NS, REPRO_LOOP, SHARE_BOTH_BUSY, STEAL_BESIDE_IDLE_MAX_TICKS,
+    check_pair, sampling_plan, steal_guest, Pair, PairRun, Sampling, AGREEMENT, GUEST_TIMEOUT_S,
+    PAIR_CPU, REGISTRATION_POLL_NS, REPRO_LOOP, SHARE_BOTH_BUSY, STEAL_BESIDE_IDLE_MAX_TICKS,
 };
 use crate::guest::linux::{Guest, Outcome};
 use crate::host::step;
@@ -98,6 +98,7 @@ pub fn suite(
         .map(|g| {
             let mut k = KvmGuest::linux_plan(&sampler_name(g), g, &sampling_plan())?;
             k.cpus = Some(PAIR_CPU.to_string());
+            k.timeout_s = Some(GUEST_TIMEOUT_S);
             Ok(k)
         })
         .collect();
