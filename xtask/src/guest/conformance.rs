@@ -197,9 +197,10 @@ pub fn boot(
 /// The checks KVM fails at -smp 1 (Linux 7.2's arch/riscv/kvm, with
 /// Debian's QEMU 10.0 as its VMM), each with where the deviation is:
 /// docs/hypervisor.md ("KVM's SBI judged by the suite") quotes the spec
-/// for each cause and proposes the fixes. Three are not KVM's: the
-/// checks that register 0x80000000, which in any guest is its own RAM
-/// (as under rvpmu-hv), and the legacy console's answer, which is QEMU's.
+/// for each cause and names the patch that fixes it ([`KVM_FIXES`]).
+/// Four are not KVM's: the three checks that register 0x80000000, which
+/// in any guest is its own RAM (as under rvpmu-hv), and the legacy
+/// console's answer, which is QEMU's.
 pub const KVM_FAIL: &[(&str, &str)] = &[
     (
         "pmu.info.past_end",

@@ -140,3 +140,16 @@ fn reads_nop_tokens(fw: &Target, kernel: &Path, plain: &Report) -> Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// KVM's part of the suite on its own, on 7.2 and 7.2-fixed (two
+    /// nested boots; the kernels built first if they are not cached):
+    /// `cargo test -p xtask kvm_conformance -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn kvm_conformance() {
+        let kernel = super::build_kernel().unwrap();
+        super::kvm(&kernel).unwrap();
+    }
+}
