@@ -67,7 +67,7 @@ pub fn test() -> Result<()> {
 /// KVM fails exactly what the series' KVM patches leave
 /// (`guest::conformance::KVM_FIXES`). One nested boot each: on 7.2 the
 /// check that shuts KVM's guest down is skipped from the start
-/// ([`kvm_skip`]); on 7.2-fixed it no longer does.
+/// ([`kvm_skip`]); on 7.2-fixed KVM answers it INVALID_PARAM.
 fn kvm(kernel: &Path) -> Result<()> {
     let fw = ours().or_else(|_| opensbi())?;
     for host in [Version::V7_2, Version::V7_2_FIXED] {
