@@ -1049,12 +1049,9 @@ pub fn consistent(rep: &Report) -> Result<()> {
     Ok(())
 }
 
-/// Our firmware implements every optional feature the suite checks, so an
-/// N/A on it is as wrong as a failure: both fail the run (other firmware's
-/// are reported only).
-pub fn require_all_passed(rep: &Report, smp: u32) -> Result<()> {
-    let bad: Vec<&Check> = rep.not_passed().collect();
-    for c in &bad {
+/// Every check of `rep` that did not pass, one line each on stderr.
+pub fn print_not_passed(rep: &Report) {
+    for c in rep.not_passed() {
         eprintln!(
             "  {} {} - {} | expected: {} | actual: {}",
             c.status.label(),
@@ -1064,6 +1061,14 @@ pub fn require_all_passed(rep: &Report, smp: u32) -> Result<()> {
             c.actual
         );
     }
+}
+
+/// Our firmware implements every optional feature the suite checks, so an
+/// N/A on it is as wrong as a failure: both fail the run (other firmware's
+/// are reported only).
+pub fn require_all_passed(rep: &Report, smp: u32) -> Result<()> {
+    let bad: Vec<&Check> = rep.not_passed().collect();
+    print_not_passed(rep);
     if !bad.is_empty() {
         bail!(
             "{} failed and {} N/A of {} conformance checks on our firmware (-smp {smp}); N/A counts as not passed on our firmware",

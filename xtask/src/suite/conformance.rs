@@ -7,8 +7,8 @@ use crate::build::conformance::build_kernel;
 use crate::build::dt::with_nop_tokens;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
-    consistent, kvm_fail_ids, kvm_skip, opensbi, ours, require_all_passed, suite, suite_skipping,
-    unpinned, Report, Status, Target, Under,
+    consistent, kvm_fail_ids, kvm_skip, opensbi, ours, print_not_passed, require_all_passed, suite,
+    suite_skipping, unpinned, Report, Status, Target, Under,
 };
 use crate::guest::kvm::KvmHost;
 use crate::host::{root, step};
@@ -81,16 +81,7 @@ fn kvm(kernel: &Path) -> Result<()> {
         let rep = suite_skipping(&target, kernel, 1, false, None, &kvm_skip(host))?;
         consistent(&rep)?;
         if let Some(d) = unpinned(&rep, &pinned, &[]) {
-            for c in rep.not_passed() {
-                eprintln!(
-                    "  {} {} - {} | expected: {} | actual: {}",
-                    c.status.label(),
-                    c.id,
-                    c.what,
-                    c.expected,
-                    c.actual
-                );
-            }
+            print_not_passed(&rep);
             bail!("KVM's conformance on {host} differs from its pinned deviations (docs/hypervisor.md, \"KVM's SBI judged by the suite\"): {d}");
         }
         println!(
