@@ -7,8 +7,8 @@ use crate::build::conformance::build_kernel;
 use crate::build::hv;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
-    consistent, costs, kvm_fail_ids, opensbi, ours, require_all_passed, suite, unpinned, Check,
-    CostMethod, Report, Status, Target, Under,
+    consistent, costs, kvm_fail_ids, opensbi, opensbi_1_6, ours, require_all_passed, suite,
+    unpinned, Check, CostMethod, Report, Status, Target, Under,
 };
 use crate::guest::hvcheck::{CONFORMANCE_FAIL, CONFORMANCE_NA};
 use crate::guest::kvm::KvmHost;
@@ -22,8 +22,9 @@ use std::rc::Rc;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// Firmware at the bottom: `ours`, `opensbi`, `both` (ours and
-    /// OpenSBI side by side), the path of a raw -bios image, or two of
+    /// Firmware at the bottom: `ours`, `opensbi` (Debian's OpenSBI 1.5.1),
+    /// `opensbi-1.6` (Debian trixie's), `both` (ours and OpenSBI 1.5.1
+    /// side by side), the path of a raw -bios image, or two of
     /// these joined by a comma (side by side). Default: `both` with the
     /// kernel on the firmware directly, `ours` under a hypervisor.
     #[arg(long)]
@@ -59,10 +60,13 @@ fn resolve_one(name: &str) -> Result<Firmware> {
     match name {
         "ours" => ours(),
         "opensbi" => opensbi(),
+        "opensbi-1.6" => opensbi_1_6(),
         path => {
             let image = PathBuf::from(path);
             if !image.is_file() {
-                bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
+                bail!(
+                    "--bios {path}: no such file (use ours, opensbi, opensbi-1.6, both or a path)"
+                );
             }
             Ok(Firmware {
                 name: path.into(),

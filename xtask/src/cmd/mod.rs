@@ -26,10 +26,11 @@ fn check_smp(smp: u32) -> Result<()> {
 fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
     match bios {
         Some(p) if p.as_os_str() == "opensbi" => Ok(Firmware::opensbi()),
+        Some(p) if p.as_os_str() == "opensbi-1.6" => Firmware::opensbi_1_6("OpenSBI 1.6"),
         Some(p) => {
             if !p.is_file() {
                 bail!(
-                    "--bios {}: no such file (give a raw firmware image, or `opensbi`)",
+                    "--bios {}: no such file (give a raw firmware image, `opensbi` or `opensbi-1.6`)",
                     p.display()
                 );
             }

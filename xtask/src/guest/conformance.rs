@@ -39,9 +39,14 @@ const MAX_SKIPS: usize = 8;
 /// kernel that silently stops early).
 const MIN_CHECKS: usize = 100;
 
-/// Debian's OpenSBI, named `opensbi` in the reports.
+/// Debian's OpenSBI 1.5.1, named `opensbi` in the reports.
 pub fn opensbi() -> Result<Firmware> {
     Firmware::opensbi_installed("opensbi")
+}
+
+/// Debian trixie's OpenSBI 1.6, named `opensbi-1.6` in the reports.
+pub fn opensbi_1_6() -> Result<Firmware> {
+    Firmware::opensbi_1_6("opensbi-1.6")
 }
 
 /// Our firmware, built, named `ours` in the reports.

@@ -21,7 +21,8 @@ pub struct ShellArgs {
     /// Kernel to boot.
     #[arg(long, value_enum, default_value = "7.2")]
     pub kernel: Version,
-    /// Firmware image for -bios (default: ours; `opensbi` for Debian's).
+    /// Firmware image for -bios (default: ours; `opensbi` for Debian's
+    /// OpenSBI 1.5.1, `opensbi-1.6` for Debian trixie's 1.6).
     #[arg(long)]
     pub bios: Option<PathBuf>,
     /// Number of harts (1 to 4).

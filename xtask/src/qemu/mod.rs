@@ -3,8 +3,8 @@
 //! hypervisor, the interactive shell) and every device-tree dump describe
 //! a machine with [`Qemu`] and get their command from it, so the DT a
 //! firmware receives and the DT dumped for checking come from the same
-//! options. Also here: the firmware images they boot ([`Firmware`], Debian's OpenSBI as the
-//! peer) and what QEMU's exit status means under rvpmu-fw ([`exit`]).
+//! options. Also here: the firmware images they boot ([`Firmware`], Debian's OpenSBI 1.5.1
+//! and 1.6 as the peers) and what QEMU's exit status means under rvpmu-fw ([`exit`]).
 
 pub mod exit;
 
@@ -12,7 +12,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Debian's OpenSBI 1.5.1 (bookworm-backports `opensbi`), the peer firmware.
+/// Debian's OpenSBI 1.5.1 (bookworm-backports `opensbi`, installed on the
+/// host), a peer firmware.
 pub const OPENSBI: &str = "/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
 
 /// The QEMU binary.
@@ -208,6 +209,14 @@ impl Run {
     }
 }
 
+/// Where Debian's `opensbi` packages put the image QEMU virt boots (the
+/// generic platform's `fw_dynamic.bin`), under the root they unpack to.
+const DEBIAN_FW_DYNAMIC: &str = "usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin";
+
+/// The upstream version of Debian trixie's `opensbi` the peer
+/// `opensbi-1.6` stands for (package version `1.6-<debian revision>`).
+const TRIXIE_OPENSBI: &str = "1.6";
+
 /// A firmware image for `-bios`, with the name used in reports.
 #[derive(Clone, Debug)]
 pub struct Firmware {
@@ -234,9 +243,87 @@ impl Firmware {
         })
     }
 
-    pub fn is_opensbi(&self) -> bool {
-        self.path == Path::new(OPENSBI)
+    /// Debian trixie's OpenSBI 1.6 (package `opensbi`, Architecture all)
+    /// under `name`: fetched through the private trixie apt and unpacked
+    /// into the cache once per package version ([`trixie_opensbi`]).
+    pub fn opensbi_1_6(name: &str) -> Result<Firmware> {
+        Ok(Firmware {
+            name: name.into(),
+            path: trixie_opensbi()?,
+        })
     }
+
+    /// Whether this is one of Debian's OpenSBI images (1.5.1 installed on
+    /// the host, or trixie's 1.6 from the cache): the peers, whose
+    /// optional features are reported as lacking, not failed.
+    pub fn is_opensbi(&self) -> bool {
+        self.path.ends_with(DEBIAN_FW_DYNAMIC)
+    }
+}
+
+/// Debian trixie's `opensbi` .deb, from the private apt (the host's own
+/// mirror, never named here), unpacked into `<cache>/opensbi-<version>/`;
+/// returns its `fw_dynamic.bin`. The package must be upstream version
+/// [`TRIXIE_OPENSBI`] (a point release of trixie may bump the Debian
+/// revision, never the upstream version). If the mirror cannot be
+/// reached, the image unpacked before is used (and said so).
+pub fn trixie_opensbi() -> Result<PathBuf> {
+    use crate::host::debian::{unpack, PrivateApt, TRIXIE};
+    let cache = crate::host::cache_dir();
+    let last = cache.join("opensbi-trixie-last");
+    let apt = PrivateApt::trixie("riscv64");
+    let deb = match apt
+        .update_once()
+        .and_then(|_| apt.download_one("opensbi", &TRIXIE))
+    {
+        Ok(deb) => deb,
+        Err(e) => {
+            let prev = PathBuf::from(std::fs::read_to_string(&last).unwrap_or_default().trim());
+            if prev.is_file() {
+                eprintln!(
+                    "    warning: {e:#}\n    using Debian trixie's OpenSBI unpacked before: {}",
+                    prev.display()
+                );
+                return Ok(prev);
+            }
+            return Err(e.context("fetching Debian trixie's opensbi package"));
+        }
+    };
+    // opensbi_<version>_all.deb
+    let version = deb
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("opensbi_")?.strip_suffix("_all.deb"))
+        .with_context(|| format!("{}: not an opensbi_<version>_all.deb", deb.display()))?
+        .to_string();
+    if version.split_once('-').map(|(up, _)| up) != Some(TRIXIE_OPENSBI) {
+        bail!(
+            "Debian trixie's opensbi is version {version}, not {TRIXIE_OPENSBI}-*: the peer `opensbi-{TRIXIE_OPENSBI}` no longer exists there"
+        );
+    }
+    let root = cache.join(format!("opensbi-{version}"));
+    let image = root.join(DEBIAN_FW_DYNAMIC);
+    if !image.is_file() {
+        crate::host::step(&format!(
+            "unpacking {} into {}",
+            deb.display(),
+            root.display()
+        ));
+        let tmp = cache.join(format!("opensbi-{version}.partial"));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp)?;
+        }
+        unpack(&deb, &tmp)?;
+        if !tmp.join(DEBIAN_FW_DYNAMIC).is_file() {
+            bail!("{} has no {DEBIAN_FW_DYNAMIC}", deb.display());
+        }
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        std::fs::rename(&tmp, &root)?;
+    }
+    std::fs::write(&last, image.display().to_string())?;
+    Ok(image)
 }
 
 /// The machine Linux guests boot on: everything that shapes the guest and
