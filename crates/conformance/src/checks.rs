@@ -9,6 +9,7 @@
 use crate::mem::{Area, Shm};
 use crate::report::{errs, names, Suite, Verdict};
 use crate::sbi::{self, err::*, pmu::*, Ret};
+use crate::spec::{FW_PLATFORM, TYPE_FIRMWARE, TYPE_GENERAL, TYPE_RAW, TYPE_RAW_V2};
 use crate::text;
 
 /// What the kernel learnt about the machine from the device tree.
@@ -587,19 +588,18 @@ fn supported_or_not(p: &Pmu, r: Ret, kind: Kind) -> Verdict {
 }
 
 fn events(s: &mut Suite<'_>, p: &Pmu) {
-    for g in rvpmu_sbi::event::General::ALL {
-        let (code, name) = (g as usize, g.name());
+    for (code, name) in crate::spec::GENERAL {
         let id = text!("pmu.event.general.{code}");
         let what =
             text!("Table 2 SBI_PMU_HW_{name} (type 0 code {code}) on the non-fixed counters");
         s.check(id.as_str(), what.as_str(), || {
-            supported_or_not(p, try_event(p, event(0, code), 0), Kind::Hw)
+            supported_or_not(p, try_event(p, event(TYPE_GENERAL, code), 0), Kind::Hw)
         });
     }
     let rejects: [(&str, usize, u64, &str); 18] = [
         ("general.0", 0, 0, "Table 2 SBI_PMU_HW_NO_EVENT (code 0): \"Unused event because event_idx cannot be zero\""),
-        ("general.11", event(0, 11), 0, "type 0 code 11: not in Table 2"),
-        ("general.65535", event(0, 0xffff), 0, "type 0 code 65535: not in Table 2"),
+        ("general.11", event(TYPE_GENERAL, 11), 0, "type 0 code 11: not in Table 2"),
+        ("general.65535", event(TYPE_GENERAL, 0xffff), 0, "type 0 code 65535: not in Table 2"),
         ("general.data", HW_CPU_CYCLES, 1, "general event with event_data 1: \"all non-zero values of event_data are reserved\""),
         ("cache.id7", cache(7, 0, 0), 0, "cache_id 7: Table 3 defines 0-6"),
         ("cache.id8191", cache(0x1fff, 0, 0), 0, "cache_id 8191 (all code[15:3] set): Table 3 defines 0-6"),
@@ -608,12 +608,12 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
         ("type4", event(4, 0), 0, "event type 4: Table 1 defines types 0, 1, 2, 3, 15"),
         ("type14", event(14, 1), 0, "event type 14: Table 1 defines types 0, 1, 2, 3, 15"),
         ("bit20", 1 << 20 | HW_CPU_CYCLES, 0, "event_idx with bit 20 set: \"The event_idx is a 20 bits wide number\""),
-        ("raw.code1", event(2, 1), 0, "raw event (type 2) with code 1: \"event_idx.code should be zero\""),
-        ("raw2.code1", event(3, 1), 0, "raw event v2 (type 3) with code 1: \"event_idx.code should be zero\""),
-        ("raw.data49", event(2, 0), 1 << 48, "raw event with event_data bit 48 set: only a \"48-bit value\" is allowed (Table 1: bits [0:47])"),
-        ("raw2.data57", event(3, 0), 1 << 56, "raw event v2 with event_data bit 56 set: only a \"56-bit value\" is allowed (Table 1: bits [0:55])"),
-        ("fw.22", event(15, 22), 0, "firmware event 22: Table 6 \"Reserved 22 - 255\""),
-        ("fw.255", event(15, 255), 0, "firmware event 255: Table 6 \"Reserved 22 - 255\""),
+        ("raw.code1", event(TYPE_RAW, 1), 0, "raw event (type 2) with code 1: \"event_idx.code should be zero\""),
+        ("raw2.code1", event(TYPE_RAW_V2, 1), 0, "raw event v2 (type 3) with code 1: \"event_idx.code should be zero\""),
+        ("raw.data49", event(TYPE_RAW, 0), 1 << 48, "raw event with event_data bit 48 set: only a \"48-bit value\" is allowed (Table 1: bits [0:47])"),
+        ("raw2.data57", event(TYPE_RAW_V2, 0), 1 << 56, "raw event v2 with event_data bit 56 set: only a \"56-bit value\" is allowed (Table 1: bits [0:55])"),
+        ("fw.22", event(TYPE_FIRMWARE, 22), 0, "firmware event 22: Table 6 \"Reserved 22 - 255\""),
+        ("fw.255", event(TYPE_FIRMWARE, 255), 0, "firmware event 255: Table 6 \"Reserved 22 - 255\""),
         ("fw.data", FW_SET_TIMER, 1, "firmware event 5 with event_data 1: \"all non-zero values of event_data are reserved\" (all but SBI_PMU_FW_PLATFORM)"),
     ];
     for (name, ev, data, what) in rejects {
@@ -626,8 +626,7 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
             Verdict::new(REJECT.contains(&r.error), names(REJECT), text!("{r}"))
         });
     }
-    const CACHE: [&str; 7] = ["L1D", "L1I", "LL", "DTLB", "ITLB", "BPU", "NODE"];
-    for (id_, name) in CACHE.iter().enumerate() {
+    for (id_, name) in crate::spec::CACHE {
         let id = text!("pmu.event.cache.{name}");
         let what = text!("Tables 3-5: SBI_PMU_HW_CACHE_{name} x READ/WRITE/PREFETCH x ACCESS/MISS: each a hardware counter of the set or NOT_SUPPORTED");
         s.check(id.as_str(), what.as_str(), || {
@@ -658,10 +657,10 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
         });
     }
     let defined: [(&str, usize, u64, Kind, &str); 4] = [
-        ("raw.data48", event(2, 0), 1 << 47 | 1, Kind::Hw, "raw event (type 2, code 0) with a 48-bit event_data"),
-        ("fw.256", event(15, 256), 0, Kind::Fw, "firmware event 256: Table 6 \"256 - 65534 SBI implementation specific\""),
-        ("fw.65534", event(15, 65534), 0, Kind::Fw, "firmware event 65534: Table 6 \"256 - 65534 SBI implementation specific\""),
-        ("fw.65535", event(15, 65535), 0x1234, Kind::Fw, "Table 6 SBI_PMU_FW_PLATFORM (65535) with event_data 0x1234 \"contains the event encoding\""),
+        ("raw.data48", event(TYPE_RAW, 0), 1 << 47 | 1, Kind::Hw, "raw event (type 2, code 0) with a 48-bit event_data"),
+        ("fw.256", event(TYPE_FIRMWARE, 256), 0, Kind::Fw, "firmware event 256: Table 6 \"256 - 65534 SBI implementation specific\""),
+        ("fw.65534", event(TYPE_FIRMWARE, 65534), 0, Kind::Fw, "firmware event 65534: Table 6 \"256 - 65534 SBI implementation specific\""),
+        ("fw.65535", event(TYPE_FIRMWARE, FW_PLATFORM), 0x1234, Kind::Fw, "Table 6 SBI_PMU_FW_PLATFORM (65535) with event_data 0x1234 \"contains the event encoding\""),
     ];
     for (name, ev, data, kind, what) in defined {
         let id = text!("pmu.event.{name}");
@@ -670,7 +669,7 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
         });
     }
     s.check("pmu.event.raw2.data56", "raw event v2 (type 3, code 0) with a 56-bit event_data: SUCCESS on a hardware counter or NOT_SUPPORTED; type 3 is new in SBI 3.0, so an older firmware may reject it as an undefined type", || {
-        let r = try_event(p, event(3, 0), 1 << 55 | 1);
+        let r = try_event(p, event(TYPE_RAW_V2, 0), 1 << 55 | 1);
         if p.at_least(3, 0) {
             supported_or_not(p, r, Kind::Hw)
         } else {
@@ -678,11 +677,11 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
             Verdict::new(ok, text!("SBI < 3.0: SUCCESS on a hardware counter, INVALID_PARAM or NOT_SUPPORTED"), text!("{r}"))
         }
     });
-    for (code, (_, name)) in rvpmu_sbi::event::FW_EVENTS.iter().enumerate() {
+    for (code, name) in crate::spec::FIRMWARE {
         let id = text!("pmu.event.fw.{code}");
         let what = text!("Table 6 SBI_PMU_FW_{name} (type 15 code {code})");
         s.check(id.as_str(), what.as_str(), || {
-            supported_or_not(p, try_event(p, event(15, code), 0), Kind::Fw)
+            supported_or_not(p, try_event(p, event(TYPE_FIRMWARE, code), 0), Kind::Fw)
         });
     }
 }
@@ -899,7 +898,7 @@ fn firmware_counters(s: &mut Suite<'_>, p: &Pmu) {
     s.check("pmu.stop.reset", "Table 12 RESET \"Reset the counter to event mapping\": stop|RESET of a running counter succeeds and the counter can be matched to another event", || {
         let Some(f) = f else { return na() };
         let st = sbi::stop(f, 1, STOP_RESET);
-        let r = sbi::config_matching(f, 1, 0, event(15, 4), 0);
+        let r = sbi::config_matching(f, 1, 0, event(TYPE_FIRMWARE, 4), 0);
         if r.ok() {
             release(r.value);
         }
@@ -1503,10 +1502,10 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         ("instructions", HW_INSTRUCTIONS, 0, true),
         ("dtlb_read_miss", cache(3, 0, 1), 0, true),
         ("fw_set_timer", FW_SET_TIMER, 0, true),
-        ("raw2", event(3, 0), 0x1, true),
-        ("general11", event(0, 11), 0, false),
+        ("raw2", event(TYPE_RAW_V2, 0), 0x1, true),
+        ("general11", event(TYPE_GENERAL, 11), 0, false),
         ("type4", event(4, 0), 0, false),
-        ("fw22", event(15, 22), 0, false),
+        ("fw22", event(TYPE_FIRMWARE, 22), 0, false),
     ];
     let mut matched = [false; 8];
     for (i, e) in entries.iter().enumerate() {

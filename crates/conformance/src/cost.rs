@@ -25,6 +25,7 @@
 use crate::checks::Pmu;
 use crate::mem::{Area, Shm};
 use crate::sbi::{self, eid, pmu::*, Ret};
+use crate::spec::TYPE_GENERAL;
 use crate::text;
 use core::cell::Cell;
 
@@ -309,7 +310,7 @@ pub fn run(slot: usize, method: Method) {
         for i in 0..n {
             // The ten general events, then cache events.
             let ev = if i < 10 {
-                event(0, i + 1)
+                event(TYPE_GENERAL, i + 1)
             } else {
                 cache(i - 10, 0, 0)
             };

@@ -23,13 +23,14 @@
 //!
 //! | module | uses |
 //! |---|---|
-//! | `sbi` | |
+//! | `spec` | |
+//! | `sbi` | `spec` |
 //! | `rt` | `sbi` |
 //! | `report` | `sbi` |
 //! | `mem` | `rt` |
 //! | `params` | `sbi`, `rt`, `report` |
-//! | `checks` | `sbi`, `rt`, `report`, `mem`, `params` |
-//! | `cost` | `sbi`, `mem`, `checks` |
+//! | `checks` | `spec`, `sbi`, `rt`, `report`, `mem`, `params` |
+//! | `cost` | `spec`, `sbi`, `mem`, `checks` |
 //! | `kernel` | `sbi`, `rt`, `report`, `params`, `checks`, `cost` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -56,45 +57,90 @@ mod report;
 mod rt;
 #[cfg(target_os = "none")]
 mod sbi;
+#[cfg(target_os = "none")]
+mod spec;
 
 #[cfg(target_os = "none")]
 mod kernel {
     use crate::checks::{self, Env};
     use crate::cost::Method;
-    use crate::report::Suite;
+    use crate::report::{self, Format, Selection, Suite, Verdict};
     use crate::rt::MAX_HARTS;
     use crate::sbi;
     use crate::{console, println, text};
-    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// Boot parameters shared with secondary harts (written once by the
     /// boot hart before it starts them).
     static RAM_START: AtomicUsize = AtomicUsize::new(0);
     static RAM_END: AtomicUsize = AtomicUsize::new(0);
     static SSCOFPMF: AtomicBool = AtomicBool::new(false);
-    static SKIP_PTR: AtomicUsize = AtomicUsize::new(0);
-    static SKIP_LEN: AtomicUsize = AtomicUsize::new(0);
-    /// Results handed back by a secondary hart.
+    /// `rvpmu.skip=` and `rvpmu.only=`, for every hart.
+    static SKIP: Arg = Arg::new();
+    static ONLY: Arg = Arg::new();
+    /// Whether a secondary hart entered the kernel, and finished its suite.
     static SEC_DONE: AtomicBool = AtomicBool::new(false);
     static SEC_ALIVE: AtomicBool = AtomicBool::new(false);
     /// Spin iterations the boot hart waits for a secondary hart's suite
     /// (about ten times what a full suite takes on OpenSBI 1.5.1).
     const SEC_WAIT_SPINS: u64 = 40_000_000;
-    static SEC_PASSED: AtomicU32 = AtomicU32::new(0);
-    static SEC_FAILED: AtomicU32 = AtomicU32::new(0);
-    static SEC_NA: AtomicU32 = AtomicU32::new(0);
 
-    fn skip_list() -> &'static str {
-        let (p, n) = (
-            SKIP_PTR.load(Ordering::Acquire),
-            SKIP_LEN.load(Ordering::Acquire),
-        );
-        if p == 0 {
-            return "";
+    /// A word of the kernel command line, kept for the secondary harts:
+    /// where it is in the DTB's bootargs, which stays in memory.
+    struct Arg {
+        ptr: AtomicUsize,
+        len: AtomicUsize,
+    }
+
+    impl Arg {
+        const fn new() -> Arg {
+            Arg {
+                ptr: AtomicUsize::new(0),
+                len: AtomicUsize::new(0),
+            }
         }
-        // SAFETY: points into the DTB's bootargs, which stays in memory.
-        core::str::from_utf8(unsafe { core::slice::from_raw_parts(p as *const u8, n) })
-            .unwrap_or("")
+
+        fn set(&self, v: &'static str) {
+            self.len.store(v.len(), Ordering::Release);
+            self.ptr.store(v.as_ptr() as usize, Ordering::Release);
+        }
+
+        fn get(&self) -> &'static str {
+            let (p, n) = (
+                self.ptr.load(Ordering::Acquire),
+                self.len.load(Ordering::Acquire),
+            );
+            if p == 0 {
+                return "";
+            }
+            // SAFETY: `set` stored a whole `&'static str` (the bootargs
+            // in the DTB, never written after boot).
+            core::str::from_utf8(unsafe { core::slice::from_raw_parts(p as *const u8, n) })
+                .unwrap_or("")
+        }
+    }
+
+    fn selection() -> Selection<'static> {
+        Selection {
+            only: ONLY.get(),
+            skip: SKIP.get(),
+        }
+    }
+
+    /// The kernel's command-line options (docs/conformance.md): every
+    /// word starting `rvpmu.` must be one of these.
+    const OPTIONS: &[&str] = &[
+        "rvpmu.skip=",
+        "rvpmu.only=",
+        "rvpmu.harts=",
+        "rvpmu.format=",
+        "rvpmu.bench",
+        "rvpmu.srst=",
+    ];
+
+    /// The value of option `key` (`rvpmu.x=`) on the command line.
+    fn option(bootargs: &'static str, key: &str) -> Option<&'static str> {
+        bootargs.split(' ').find_map(|w| w.strip_prefix(key))
     }
 
     fn env(slot: usize) -> Env {
@@ -164,11 +210,35 @@ mod kernel {
             }
         }
         SSCOFPMF.store(sscofpmf, Ordering::Release);
-        if let Some(i) = bootargs.find("rvpmu.skip=") {
-            let rest = &bootargs[i + "rvpmu.skip=".len()..];
-            let list = rest.split(' ').next().unwrap_or("");
-            SKIP_PTR.store(list.as_ptr() as usize, Ordering::Release);
-            SKIP_LEN.store(list.len(), Ordering::Release);
+        if let Some(w) = bootargs
+            .split(' ')
+            .find(|w| w.starts_with("rvpmu.") && !OPTIONS.iter().any(|o| w.starts_with(o)))
+        {
+            println!("FATAL unknown option {w} (the options are {OPTIONS:?}, docs/conformance.md)");
+            sbi::shutdown_failure();
+        }
+        if let Some(list) = option(bootargs, "rvpmu.skip=") {
+            SKIP.set(list);
+        }
+        if let Some(list) = option(bootargs, "rvpmu.only=") {
+            ONLY.set(list);
+        }
+        match option(bootargs, "rvpmu.format=") {
+            None | Some("text") => report::set_format(Format::Text),
+            Some("json") => report::set_format(Format::Json),
+            Some(other) => {
+                println!("FATAL rvpmu.format={other}: the formats are text and json");
+                sbi::shutdown_failure();
+            }
+        }
+        if let Some(n) = option(bootargs, "rvpmu.harts=") {
+            match n.parse::<usize>() {
+                Ok(n) if n >= 1 => nharts = nharts.min(n),
+                _ => {
+                    println!("FATAL rvpmu.harts={n}: a number of harts, at least 1");
+                    sbi::shutdown_failure();
+                }
+            }
         }
         println!(
             "ENV harts={nharts} ram={:#x}..{:#x} sscofpmf={sscofpmf}",
@@ -176,10 +246,7 @@ mod kernel {
             RAM_END.load(Ordering::Relaxed)
         );
 
-        let bench = bootargs
-            .split(' ')
-            .find_map(|a| a.strip_prefix("rvpmu.bench"));
-        if let Some(how) = bench {
+        if let Some(how) = option(bootargs, "rvpmu.bench") {
             let method = match how {
                 "" => Some(Method::Instret),
                 "=time" => timebase.and_then(|hz| Method::time(hz as u64)),
@@ -196,13 +263,12 @@ mod kernel {
             }
             sbi::shutdown();
         }
-        if bootargs.split(' ').any(|a| a == "rvpmu.srst=failure") {
+        if option(bootargs, "rvpmu.srst=") == Some("failure") {
             system_failure();
         }
 
-        let mut s = Suite::new("", skip_list());
+        let mut s = Suite::new("", hartid, selection());
         checks::run(&mut s, &env(0));
-        let (mut passed, mut failed, mut na) = (s.passed, s.failed, s.na);
 
         // Other harts run the same suite on their own PMU state, one at a
         // time. Meanwhile a firmware counter on this hart counts SET_TIMER:
@@ -232,11 +298,14 @@ mod kernel {
             SEC_DONE.store(false, Ordering::Release);
             SEC_ALIVE.store(false, Ordering::Release);
             println!("SMP starting hart {h} (slot {slot})");
+            let started = text!("smp.hart_start.{h}");
+            report::start(started.as_str());
             let r = sbi::hart_start(h, rvpmu_rt::runtime::secondary_entry(), slot);
             println!("SMP hart_start({h}) answered {r}");
+            let what = text!("HSM hart_start of hart {h}");
+            let v = Verdict::new(r.ok(), text!("SUCCESS"), text!("{r}"));
+            report::emit("", started.as_str(), hartid, what.as_str(), &v);
             if !r.ok() {
-                println!("[FAIL] smp.hart_start.{h} - HSM hart_start of hart {h} | expected: SUCCESS | actual: {r}");
-                failed += 1;
                 continue;
             }
             // Bounded wait (a secondary suite takes far fewer iterations than
@@ -246,39 +315,35 @@ mod kernel {
                 core::hint::spin_loop();
                 spins += 1;
             }
+            let ran = text!("smp.hart{h}.ran");
             if !SEC_DONE.load(Ordering::Acquire) {
                 let how = if SEC_ALIVE.load(Ordering::Acquire) {
                     "entered the kernel but did not finish its suite"
                 } else {
                     "never entered the kernel after HSM hart_start answered SUCCESS"
                 };
-                println!("[FAIL] smp.hart{h}.ran - HSM hart_start: the started hart runs the suite in S-mode at the given address | expected: the hart finishes | actual: it {how}");
-                println!("RESULT {passed} passed, {} failed, {na} n/a", failed + 1);
+                let v = Verdict::new(false, text!("the hart finishes"), text!("it {how}"));
+                report::emit("", ran.as_str(), hartid, "HSM hart_start: the started hart runs the suite in S-mode at the given address", &v);
+                report::result();
                 sbi::shutdown();
             }
             println!("SMP hart {h} finished after {spins} wait iterations");
-            passed += SEC_PASSED.load(Ordering::Acquire);
-            failed += SEC_FAILED.load(Ordering::Acquire);
-            na += SEC_NA.load(Ordering::Acquire);
         }
         if others > 0 {
-            let mut s = Suite::new("", skip_list());
+            let mut s = Suite::new("", hartid, selection());
             s.check("smp.fw_per_hart", "firmware counters are per hart (\"configure per-hart hardware/firmware counters\"): other harts' set_timer calls do not count on this hart's SET_TIMER counter", || {
                 if !fw.ok() {
-                    return crate::report::Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional");
+                    return Verdict::na("no firmware counter counts SET_TIMER; firmware counters are optional");
                 }
                 let r = sbi::fw_read(fw.value);
                 let _ = sbi::stop(fw.value, 1, sbi::pmu::STOP_RESET);
-                crate::report::Verdict::new(r.ok() && r.value == 0, text!("SUCCESS value=0x0"), text!("{r}"))
+                Verdict::new(r.ok() && r.value == 0, text!("SUCCESS value=0x0"), text!("{r}"))
             });
-            passed += s.passed;
-            failed += s.failed;
-            na += s.na;
         } else if fw.ok() {
             let _ = sbi::stop(fw.value, 1, sbi::pmu::STOP_RESET);
         }
-        println!("RESULT {passed} passed, {failed} failed, {na} n/a");
-        final_shutdown();
+        report::result();
+        final_shutdown(hartid);
     }
 
     /// The last check: SRST shutdown with bits 32..63 of reset_type and
@@ -288,25 +353,31 @@ mod kernel {
     /// the kernel announces it (`PENDING`) and `cargo xtask conformance`
     /// judges it from QEMU's exit status; if the call returns, the kernel
     /// prints the failure and powers off the plain way.
-    fn final_shutdown() -> ! {
+    fn final_shutdown(hartid: usize) -> ! {
         use crate::params::HI32;
         use sbi::srst::{REASON_NONE, SHUTDOWN};
         const ID: &str = "srst.upper32.shutdown";
         const WHAT: &str = "system_reset: reset_type and reset_reason are \"32 bits wide\", so 0xffffffff_00000000 for both is shutdown with no reason: the machine powers off (the suite's last check, judged by QEMU's exit status)";
         const EXPECTED: &str = "the machine powers off (QEMU exit status 0)";
-        println!("..> {ID}");
+        let sel = selection();
+        if !sel.selected(ID) {
+            sbi::shutdown();
+        }
+        report::start(ID);
         let present = sbi::probe_extension(sbi::eid::SRST);
         if !(present.ok() && present.value != 0) {
-            println!("[N/A ] {ID} - {WHAT} | expected: n/a | actual: n/a: optional feature absent (SRST extension absent (probe_extension 0))");
+            let v = Verdict::na("SRST extension absent (probe_extension 0)");
+            report::emit("", ID, hartid, WHAT, &v);
             sbi::shutdown();
         }
-        if skip_list().split(',').any(|s| s == ID) {
-            println!("[FAIL] {ID} - {WHAT} | expected: {EXPECTED} | actual: not run: it hung or crashed the firmware in an earlier run");
+        if sel.skipped("", ID) {
+            report::emit("", ID, hartid, WHAT, &report::not_run());
             sbi::shutdown();
         }
-        println!("PENDING {ID} - {WHAT} | expected: {EXPECTED}");
+        report::pending(ID, WHAT, EXPECTED);
         let r = sbi::system_reset(HI32 | SHUTDOWN, HI32 | REASON_NONE);
-        println!("[FAIL] {ID} - {WHAT} | expected: {EXPECTED} | actual: the call returned {r}");
+        let v = Verdict::new(false, text!("{EXPECTED}"), text!("the call returned {r}"));
+        report::emit("", ID, hartid, WHAT, &v);
         sbi::shutdown();
     }
 
@@ -329,11 +400,8 @@ mod kernel {
     extern "C" fn secondary_main(hartid: usize, slot: usize) -> ! {
         SEC_ALIVE.store(true, Ordering::Release);
         let prefix = text!("h{hartid}.");
-        let mut s = Suite::new(prefix.as_str(), skip_list());
+        let mut s = Suite::new(prefix.as_str(), hartid, selection());
         checks::run(&mut s, &env(slot));
-        SEC_PASSED.store(s.passed, Ordering::Release);
-        SEC_FAILED.store(s.failed, Ordering::Release);
-        SEC_NA.store(s.na, Ordering::Release);
         SEC_DONE.store(true, Ordering::Release);
         let _ = sbi::hart_stop();
         loop {

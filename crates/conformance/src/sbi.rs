@@ -1,6 +1,7 @@
 //! The checks' view of SBI: every call goes through the one S-mode client,
 //! `rvpmu_sbi::client` (which holds the `ecall` instruction), with the
-//! numbers from `sbi-spec` and the firmware events from `rvpmu_sbi::event`.
+//! numbers from `sbi-spec` and the event tables of `spec` (the suite's
+//! own, from `sbi-spec`'s constants).
 //! Calls whose flags or addresses the checks vary on purpose (undefined
 //! bits, reserved values) go through the client's raw `ecall`; the others
 //! are its typed calls. Nothing here interprets answers: the checks do that.
@@ -21,9 +22,9 @@ pub mod eid {
     pub use sbi_spec::time::EID_TIME as TIME;
 }
 
-/// PMU function ids, flags (`sbi-spec`) and event indices (`rvpmu_sbi::event`).
+/// PMU function ids, flags (`sbi-spec`) and event indices (`spec`).
 pub mod pmu {
-    use rvpmu_sbi::event::{self, FwEvent, General};
+    use crate::spec;
     use sbi_spec::pmu::flags::{
         CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop,
     };
@@ -52,15 +53,16 @@ pub mod pmu {
     /// event_idx = type << 16 | code (Table 1), any type and code (the
     /// checks build undefined ones on purpose).
     pub const fn event(ty: usize, code: usize) -> usize {
-        event::event_idx(ty as u8, code as u16) as usize
+        spec::event_idx(ty, code)
     }
-    /// Hardware cache event: code = cache_id << 3 | op_id << 1 | result_id.
+    /// Hardware cache event (Table 1 type 1): code = cache_id << 3 |
+    /// op_id << 1 | result_id (Tables 3 to 5).
     pub const fn cache(id: usize, op: usize, result: usize) -> usize {
-        event(1, id << 3 | op << 1 | result)
+        event(spec::TYPE_CACHE, id << 3 | op << 1 | result)
     }
-    pub const HW_CPU_CYCLES: usize = event::event_idx(0, General::CpuCycles as u16) as usize;
-    pub const HW_INSTRUCTIONS: usize = event::event_idx(0, General::Instructions as u16) as usize;
-    pub const FW_SET_TIMER: usize = FwEvent::SetTimer.event_idx() as usize;
+    pub const HW_CPU_CYCLES: usize = event(spec::TYPE_GENERAL, spec::HW_CPU_CYCLES);
+    pub const HW_INSTRUCTIONS: usize = event(spec::TYPE_GENERAL, spec::HW_INSTRUCTIONS);
+    pub const FW_SET_TIMER: usize = event(spec::TYPE_FIRMWARE, spec::FW_SET_TIMER);
 }
 
 /// Standard SBI error codes (`sbi-spec`), signed as in a0.

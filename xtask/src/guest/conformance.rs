@@ -5,13 +5,16 @@
 //! benchmark and `conformance --cost`), on our firmware and/or OpenSBI.
 //!
 //! The kernel prints one line per check (`[PASS] id - what | expected: E |
-//! actual: A`, `[FAIL] ...`, `[N/A ] ...`), announces each check with
+//! actual: A`, `[FAIL] ...`, `[N/A ] ...`, or the same as JSON lines with
+//! `rvpmu.format=json`: both are read here), announces each check with
 //! `..> id` first, and ends with `RESULT N passed, M failed, K n/a`. N/A
 //! (an optional feature absent) is counted apart from passed and failed:
 //! on our own firmware it fails the run like a failure, on other firmware
-//! it is reported. If a firmware hangs or crashes on a check, the run is
-//! repeated with that check on the kernel command line (`rvpmu.skip=`),
-//! where it is reported as failed.
+//! it is reported. If a firmware hangs or crashes on a check (on any hart:
+//! a check announced and never answered), QEMU is stopped once the console
+//! has been quiet for [`QUIET`] and the run is repeated with that check on
+//! the kernel command line (`rvpmu.skip=`, by its name without the hart
+//! prefix, so every hart skips it), where it is reported as failed.
 //!
 //! The last check, `srst.upper32.shutdown`, passes by powering the machine
 //! off: the kernel prints `PENDING id - what | expected: E` after RESULT
@@ -22,7 +25,7 @@ use super::kvm::{host_cmd, KvmGuest, KvmHost};
 use super::perftool::Plan;
 use crate::build::firmware;
 use crate::build::kernel::{Release, Version};
-use crate::host::{run_captured, step};
+use crate::host::{run_captured_quiet, step};
 use crate::qemu::{exit, Firmware, Qemu, HV_MEMORY};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -31,6 +34,14 @@ use std::time::Duration;
 
 /// Wall-clock limit for one QEMU run (a normal run takes a few seconds).
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How long the kernel's console may stay quiet before the run counts as
+/// hung (QEMU is stopped, the check announced last is blamed). Under
+/// icount a run's quiet stretches are fixed instruction counts, so their
+/// wall time only varies with the host's speed: docs/conformance.md
+/// ("Hangs") gives the longest stretch of full runs on every peer and how
+/// to measure it, and this limit is more than ten times that.
+pub const QUIET: Duration = Duration::from_secs(5);
 
 /// How many hanging checks one suite run may skip before giving up.
 const MAX_SKIPS: usize = 8;
@@ -131,6 +142,7 @@ impl Target {
 /// What one QEMU run printed and how it ended.
 pub struct Capture {
     pub text: String,
+    /// Stopped: at the run's timeout, or after [`QUIET`] without output.
     pub timed_out: bool,
     /// QEMU's exit status (`None`: killed at the timeout).
     pub status: Option<i32>,
@@ -177,7 +189,7 @@ pub fn boot(
         }
     };
     let mut cmd = q.command();
-    let run = run_captured(&mut cmd, RUN_TIMEOUT, None)?;
+    let run = run_captured_quiet(&mut cmd, RUN_TIMEOUT, QUIET)?;
     let status = run.status.and_then(|s| s.code());
     // A failure status after the kernel started is the firmware's or the
     // kernel's report (e.g. 83: SRST "system failure" after a fatal trap in
@@ -194,7 +206,7 @@ pub fn boot(
     }
     Ok(Capture {
         text: run.stdout,
-        timed_out: run.timed_out,
+        timed_out: run.timed_out || run.stalled,
         status,
     })
 }
@@ -729,8 +741,12 @@ pub struct Report {
     pub result: Option<(usize, usize, usize)>,
     /// How many checks came before the RESULT line (the ones it counts).
     pub counted: usize,
-    /// A check announced with `..>` that never printed its result.
+    /// The first check announced with `..>` that never printed its
+    /// result (on any hart; a hart that hung leaves its check open while
+    /// the others go on).
     pub unfinished: Option<String>,
+    /// Every check left open, in the order announced.
+    open: Vec<String>,
     /// A check whose verdict is QEMU's exit status (`PENDING` line).
     pub pending: Option<Check>,
     pub fatal: Vec<String>,
@@ -770,10 +786,11 @@ impl Report {
         let Some(mut c) = self.pending.take() else {
             return;
         };
-        if self.unfinished.as_deref() != Some(c.id.as_str()) {
+        let Some(i) = self.open.iter().position(|o| *o == c.id) else {
             return;
-        }
-        self.unfinished = None;
+        };
+        self.open.remove(i);
+        self.unfinished = self.open.first().cloned();
         c.status = if status == Some(0) {
             Status::Pass
         } else {
@@ -809,14 +826,72 @@ fn parse_check(line: &str) -> Option<Check> {
     })
 }
 
+/// The hart prefix of a check's name (`h1.` of `h1.pmu.x`; empty on the
+/// boot hart).
+pub fn hart_prefix(id: &str) -> &str {
+    match id.split_once('.') {
+        Some((h, _))
+            if h.len() > 1 && h.starts_with('h') && h[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            &id[..h.len() + 1]
+        }
+        _ => "",
+    }
+}
+
+/// One of the kernel's JSON lines (`rvpmu.format=json`) as the text line
+/// it stands for, or `None` when it is not one.
+fn json_line(line: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let s = |k: &str| v[k].as_str().map(str::to_string);
+    if let Some(id) = s("start") {
+        return Some(format!("..> {id}"));
+    }
+    if let Some(id) = s("check") {
+        let tag = match v["status"].as_str()? {
+            "pass" => "[PASS]",
+            "fail" => "[FAIL]",
+            "n/a" => "[N/A ]",
+            _ => return None,
+        };
+        return Some(format!(
+            "{tag} {id} - {} | expected: {} | actual: {}",
+            s("what")?,
+            s("expected")?,
+            s("actual")?
+        ));
+    }
+    if let Some(id) = s("pending") {
+        return Some(format!(
+            "PENDING {id} - {} | expected: {}",
+            s("what")?,
+            s("expected")?
+        ));
+    }
+    let r = &v["result"];
+    let n = |k: &str| r[k].as_u64();
+    Some(format!(
+        "RESULT {} passed, {} failed, {} n/a",
+        n("passed")?,
+        n("failed")?,
+        n("n/a")?
+    ))
+}
+
 pub fn parse(text: &str) -> Report {
     let mut r = Report::default();
-    let mut open: Option<String> = None;
     for line in text.lines().map(|l| l.trim_end_matches('\r')) {
+        let json = line.starts_with('{').then(|| json_line(line)).flatten();
+        let line = json.as_deref().unwrap_or(line);
         if let Some(id) = line.strip_prefix("..> ") {
-            open = Some(id.to_string());
+            // A hart announces its next check only once it has answered
+            // the last: what is still open of that hart was answered by a
+            // line this parser did not read.
+            let h = hart_prefix(id);
+            r.open.retain(|o| hart_prefix(o) != h);
+            r.open.push(id.to_string());
         } else if let Some(c) = parse_check(line) {
-            open = None;
+            r.open.retain(|o| *o != c.id);
             if r.pending.as_ref().is_some_and(|p| p.id == c.id) {
                 r.pending = None;
             }
@@ -853,7 +928,7 @@ pub fn parse(text: &str) -> Report {
             }
         }
     }
-    r.unfinished = open;
+    r.unfinished = r.open.first().cloned();
     r
 }
 
@@ -927,17 +1002,27 @@ pub fn suite_skipping(
         for f in &rep.fatal {
             eprintln!("  {f}");
         }
-        if rep.result.is_some() && !cap.timed_out {
+        if rep.result.is_some() && !cap.timed_out && rep.unfinished.is_none() {
             return Ok(rep);
         }
         let why = if cap.timed_out {
-            "hung (timeout)".to_string()
+            "hung (no output for a while, or the timeout)".to_string()
+        } else if rep.result.is_some() {
+            "left a check unanswered on a hart".to_string()
         } else {
             format!("stopped early ({})", exit::describe(cap.status))
         };
-        match rep.unfinished {
+        // Skipped by its bare name: on every hart.
+        let bare = rep
+            .unfinished
+            .as_deref()
+            .map(|id| id[hart_prefix(id).len()..].to_string());
+        match bare {
             Some(id) if skip.len() < MAX_SKIPS && !skip.contains(&id) => {
-                eprintln!("  the run {why} in check {id}; repeating without it (it is reported as failed)");
+                eprintln!(
+                    "  the run {why} in check {}; repeating without {id} on every hart (reported as failed, not run)",
+                    rep.unfinished.as_deref().unwrap_or_default()
+                );
                 skip.push(id);
             }
             _ => bail!(
@@ -1195,6 +1280,51 @@ mod tests {
         assert!(kvm_skip(Version::V7_2_FIXED).is_empty());
         assert_eq!(kvm_skip(Version::V7_2), KVM_SKIP);
         assert_eq!(kvm_fail_ids(Version::V6_12), None);
+    }
+
+    #[test]
+    fn a_hart_left_in_a_check_is_blamed_though_others_went_on() {
+        // Hart 1 hangs in x; hart 0 reports it did not finish and sums up.
+        let text = "..> a\n[PASS] a - w | expected: E | actual: E\n..> h1.a\n[PASS] h1.a - w | expected: E | actual: E\n\
+                    ..> h1.x\n[FAIL] smp.hart1.ran - w | expected: E | actual: A\nRESULT 2 passed, 1 failed, 0 n/a\n";
+        let r = parse(text);
+        assert_eq!(r.result, Some((2, 1, 0)));
+        assert_eq!(r.unfinished.as_deref(), Some("h1.x"));
+        assert_eq!(hart_prefix("h1.x"), "h1.");
+        assert_eq!(hart_prefix("h12.pmu.x"), "h12.");
+        assert_eq!(hart_prefix("hsm.suspend"), "");
+        assert_eq!(hart_prefix("h.x"), "");
+        assert_eq!(hart_prefix("pmu.x"), "");
+        // The pending check of hart 0 settles while hart 1's stays open.
+        let text = "..> h1.x\nRESULT 0 passed, 0 failed, 0 n/a\n..> srst.s\nPENDING srst.s - w | expected: off\n";
+        let mut r = parse(text);
+        r.settle(Some(0));
+        assert_eq!(r.checks.len(), 1);
+        assert_eq!(r.unfinished.as_deref(), Some("h1.x"));
+    }
+
+    #[test]
+    fn json_lines_read_as_the_text_lines() {
+        let text = "OpenSBI banner {not json}\n{\"start\":\"a.b\"}\n\
+                    {\"check\":\"a.b\",\"hart\":0,\"status\":\"pass\",\"what\":\"w \\\"q\\\" | x\",\"expected\":\"E\",\"actual\":\"A\"}\n\
+                    {\"start\":\"h1.c\"}\n{\"check\":\"h1.c\",\"hart\":1,\"status\":\"n/a\",\"what\":\"w\",\"expected\":\"n/a\",\"actual\":\"n/a: x\"}\n\
+                    {\"result\":{\"passed\":1,\"failed\":0,\"n/a\":1}}\n{\"start\":\"s\"}\n\
+                    {\"pending\":\"s\",\"what\":\"w\",\"expected\":\"off\"}\n";
+        let mut r = parse(text);
+        r.settle(Some(0));
+        assert_eq!(r.result, Some((1, 0, 1)));
+        assert_eq!(r.checks.len(), 3);
+        assert_eq!(r.checks[0].what, "w \"q\" | x");
+        assert_eq!(
+            (r.checks[1].id.as_str(), r.checks[1].status),
+            ("h1.c", Status::Na)
+        );
+        assert_eq!(
+            (r.checks[2].id.as_str(), r.checks[2].status),
+            ("s", Status::Pass)
+        );
+        assert_eq!(r.unfinished, None);
+        assert!(consistent_counts(&r));
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct Captured {
     /// Exit status; `None` when it was killed (timeout or `stop_at`).
     pub status: Option<ExitStatus>,
     pub timed_out: bool,
+    /// Killed because its output did not grow for the quiet limit of
+    /// [`run_captured_quiet`].
+    pub stalled: bool,
     pub wall: Duration,
 }
 
@@ -100,7 +103,30 @@ pub fn run_captured_watching(
     stop_at: Option<&str>,
     watch: &mut dyn FnMut(&str),
 ) -> Result<Captured> {
+    capture(cmd, timeout, stop_at, None, watch)
+}
+
+/// [`run_captured`], also killing the child (`stalled`) once its standard
+/// output has not grown for `quiet`: a run that makes progress only by
+/// printing gives up on a stuck child in seconds, not at the timeout.
+pub fn run_captured_quiet(
+    cmd: &mut Command,
+    timeout: Duration,
+    quiet: Duration,
+) -> Result<Captured> {
+    capture(cmd, timeout, None, Some(quiet), &mut |_| {})
+}
+
+fn capture(
+    cmd: &mut Command,
+    timeout: Duration,
+    stop_at: Option<&str>,
+    quiet: Option<Duration>,
+    watch: &mut dyn FnMut(&str),
+) -> Result<Captured> {
     let start = Instant::now();
+    let (mut seen_len, mut grew) = (0, start);
+    let mut stalled = false;
     let mut watched = start;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -134,7 +160,14 @@ pub fn run_captured_watching(
             watched = Instant::now();
         }
         timed_out = !seen && start.elapsed() > timeout;
-        if seen || timed_out {
+        if let Some(q) = quiet {
+            let len = out.lock().expect("output lock").len();
+            if len != seen_len {
+                (seen_len, grew) = (len, Instant::now());
+            }
+            stalled = grew.elapsed() > q;
+        }
+        if seen || timed_out || stalled {
             // Our own child, by handle.
             let _ = child.kill();
             let _ = child.wait();
@@ -151,6 +184,7 @@ pub fn run_captured_watching(
         stderr,
         status,
         timed_out,
+        stalled,
         wall,
     })
 }
