@@ -54,6 +54,11 @@ pub struct ConformanceArgs {
     /// Also print every line of the raw kernel output.
     #[arg(long)]
     pub verbose: bool,
+    /// Write the kernel to this directory (`conformance.elf` and the raw
+    /// `conformance.bin`) and print how to run it with plain QEMU
+    /// (docs/conformance.md), instead of running it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["bios", "under", "kernel", "cost"])]
+    pub image: Option<PathBuf>,
 }
 
 fn resolve_one(name: &str) -> Result<Firmware> {
@@ -138,6 +143,9 @@ fn targets(a: &ConformanceArgs) -> Result<Vec<Target>> {
 
 pub fn run(a: ConformanceArgs) -> Result<()> {
     setup::ensure_host()?;
+    if let Some(dir) = &a.image {
+        return write_image(dir);
+    }
     let targets = targets(&a)?;
     let kernel = build_kernel()?;
     // Two firmwares under one hypervisor: name both parts.
@@ -164,6 +172,24 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
     for (t, rep) in targets.iter().zip(&reps) {
         require_pinned(t, rep, a.smp)?;
     }
+    Ok(())
+}
+
+/// The kernel as files of their own in `dir`, for anyone's QEMU: the ELF
+/// (loaded at its link address) and the raw image (loaded where QEMU puts
+/// a raw `-kernel`: the first 2 MiB boundary after the firmware).
+fn write_image(dir: &std::path::Path) -> Result<()> {
+    let elf = build_kernel()?;
+    let bin = crate::build::objcopy(&elf)?;
+    std::fs::create_dir_all(dir)?;
+    let (e, b) = (dir.join("conformance.elf"), dir.join("conformance.bin"));
+    std::fs::copy(&elf, &e)?;
+    std::fs::copy(&bin, &b)?;
+    println!("{}\n{}", e.display(), b.display());
+    println!(
+        "\nrun it (docs/conformance.md):\n  qemu-system-riscv64 -M virt -cpu rv64,sscofpmf=true -smp 1 -m 256M -nographic \\\n    -bios YOUR_FIRMWARE.bin -kernel {} -append \"rvpmu.format=text\"",
+        e.display()
+    );
     Ok(())
 }
 

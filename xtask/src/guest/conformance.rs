@@ -982,17 +982,33 @@ pub fn suite_skipping(
     dtb: Option<&Path>,
     known: &[&str],
 ) -> Result<Report> {
+    suite_with(target, kernel, smp, verbose, dtb, known, &[])
+}
+
+/// [`suite_skipping`] with more options on the kernel command line
+/// (`rvpmu.format=json`, `rvpmu.only=...`).
+pub fn suite_with(
+    target: &Target,
+    kernel: &Path,
+    smp: u32,
+    verbose: bool,
+    dtb: Option<&Path>,
+    known: &[&str],
+    options: &[&str],
+) -> Result<Report> {
     let mut skip: Vec<String> = known.iter().map(|s| s.to_string()).collect();
     loop {
         step(&format!(
-            "conformance suite on {} (-smp {smp})",
-            target.name(true)
+            "conformance suite on {} (-smp {smp}{}{})",
+            target.name(true),
+            if options.is_empty() { "" } else { ", " },
+            options.join(" ")
         ));
-        let append = if skip.is_empty() {
-            String::new()
-        } else {
-            format!("rvpmu.skip={}", skip.join(","))
-        };
+        let mut words: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        if !skip.is_empty() {
+            words.push(format!("rvpmu.skip={}", skip.join(",")));
+        }
+        let append = words.join(" ");
         let cap = boot(target, kernel, smp, &append, dtb)?;
         if verbose {
             println!("{}", cap.text);
