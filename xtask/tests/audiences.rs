@@ -113,3 +113,34 @@ fn the_wire_format_depends_on_sbi_spec_alone() {
     );
     assert!(r.contains("sbi-spec"));
 }
+
+/// The conformance kernel takes from `rvpmu-sbi` only its S-mode client
+/// (the `ecall`) and `SbiRet`: no event table or codec the engine also
+/// uses, so every number it judges with comes from `sbi-spec` and its own
+/// tables (`crates/conformance/src/spec.rs`).
+#[test]
+fn the_suite_judges_with_its_own_tables() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/conformance/src");
+    let mut used = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("crates/conformance/src") {
+        let path = entry.expect("a directory entry").path();
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (i, _) in code.match_indices("rvpmu_sbi::") {
+                let rest = &code[i + "rvpmu_sbi::".len()..];
+                let item: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if item != "client" && item != "SbiRet" {
+                    used.push(format!("{}:{}: rvpmu_sbi::{item}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        used.is_empty(),
+        "the conformance kernel uses rvpmu-sbi beyond its client: {used:#?}"
+    );
+}

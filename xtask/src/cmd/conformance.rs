@@ -15,7 +15,6 @@ use crate::guest::kvm::KvmHost;
 use crate::host::setup;
 use crate::qemu::Firmware;
 use anyhow::{bail, Result};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -32,7 +31,9 @@ pub struct ConformanceArgs {
     /// Run the kernel as the guest of a hypervisor on the firmware:
     /// `rvpmu-hv` (VS-mode guest of crates/rvpmu-hv, one hart), `kvm`
     /// (a KVM guest of Linux booted as the KVM host, see --kernel), or
-    /// both joined by a comma (side by side, one firmware).
+    /// `none` (on the firmware itself), several joined by commas (side
+    /// by side, each on every firmware of --bios, or, written `HV:FW`,
+    /// on the firmware FW of --bios only: `none,rvpmu-hv:ours`).
     #[arg(long)]
     pub under: Option<String>,
     /// The KVM host's Linux with `--under kvm` (default 7.2): on 7.2 and
@@ -54,6 +55,10 @@ pub struct ConformanceArgs {
     /// Also print every line of the raw kernel output.
     #[arg(long)]
     pub verbose: bool,
+    /// Also write the side-by-side table as Markdown to this file (check
+    /// x implementation, the spec's words where the answers differ).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Write the kernel to this directory (`conformance.elf` and the raw
     /// `conformance.bin`) and print how to run it with plain QEMU
     /// (docs/conformance.md), instead of running it.
@@ -91,54 +96,77 @@ fn resolve(bios: &str) -> Result<Vec<Firmware>> {
             }
         });
     }
-    let fws = bios
-        .split(',')
-        .map(resolve_one)
-        .collect::<Result<Vec<_>>>()?;
-    if fws.len() > 2 {
-        bail!("--bios takes at most two firmwares");
-    }
-    Ok(fws)
+    bios.split(',').map(resolve_one).collect()
 }
 
-/// The hypervisors of `--under`, each with what it needs built; KVM's
-/// host runs `kernel` (7.2 if `None`), which only KVM takes.
-fn hypervisors(under: Option<&str>, kernel: Option<Version>) -> Result<Vec<Under>> {
+/// The hypervisors of `--under`, each with what it needs built and the
+/// firmware it is limited to (`HV:FW`), if any; KVM's host runs `kernel`
+/// (7.2 if `None`), which only KVM takes.
+fn hypervisors(under: Option<&str>, kernel: Option<Version>) -> Result<Vec<(Under, Option<&str>)>> {
     let list = under.unwrap_or_default();
-    if kernel.is_some() && !list.split(',').any(|h| h == "kvm") {
+    let items: Vec<(&str, Option<&str>)> = list
+        .split(',')
+        .map(|h| match h.split_once(':') {
+            Some((h, fw)) => (h, Some(fw)),
+            None => (h, None),
+        })
+        .collect();
+    if kernel.is_some() && !items.iter().any(|(h, _)| *h == "kvm") {
         bail!("--kernel is the KVM host's Linux: it goes with --under kvm");
     }
     if under.is_none() {
-        return Ok(vec![Under::Firmware]);
+        return Ok(vec![(Under::Firmware, None)]);
     }
-    list.split(',')
-        .map(|h| match h {
-            "rvpmu-hv" => Ok(Under::RvpmuHv(hv::build()?.hypervisor)),
-            "kvm" => Ok(Under::Kvm(Rc::new(KvmHost::build(
-                kernel.unwrap_or(Version::V7_2),
-            )?))),
-            other => bail!("--under {other}: no such hypervisor (use rvpmu-hv or kvm)"),
+    items
+        .into_iter()
+        .map(|(h, fw)| {
+            let u = match h {
+                "none" => Under::Firmware,
+                "rvpmu-hv" => Under::RvpmuHv(hv::build()?.hypervisor),
+                "kvm" => Under::Kvm(Rc::new(KvmHost::build(kernel.unwrap_or(Version::V7_2))?)),
+                other => {
+                    bail!("--under {other}: no such hypervisor (use none, rvpmu-hv or kvm)")
+                }
+            };
+            Ok((u, fw))
         })
         .collect()
 }
 
-/// Every firmware under every hypervisor: at most two targets.
+/// Every firmware under every hypervisor (a hypervisor given as `HV:FW`
+/// on that firmware only); at most two for the cost probes.
 fn targets(a: &ConformanceArgs) -> Result<Vec<Target>> {
     let default_bios = if a.under.is_some() { "ours" } else { "both" };
     let fws = resolve(a.bios.as_deref().unwrap_or(default_bios))?;
-    let unders = hypervisors(a.under.as_deref(), a.kernel)?;
-    if fws.len() * unders.len() > 2 {
-        bail!("at most two runs side by side: two firmwares under one hypervisor, or one firmware under two");
+    let bios_names: Vec<&str> = a
+        .bios
+        .as_deref()
+        .unwrap_or(default_bios)
+        .split(',')
+        .collect();
+    let mut out = Vec::new();
+    for (under, only) in hypervisors(a.under.as_deref(), a.kernel)? {
+        let on: Vec<&Firmware> = match only {
+            None => fws.iter().collect(),
+            Some(name) => {
+                let Some(i) = bios_names.iter().position(|b| *b == name) else {
+                    bail!(
+                        "--under ...:{name}: {name} is not one of --bios {}",
+                        bios_names.join(",")
+                    );
+                };
+                vec![&fws[i]]
+            }
+        };
+        out.extend(on.into_iter().map(|fw| Target {
+            fw: fw.clone(),
+            under: under.clone(),
+        }));
     }
-    Ok(unders
-        .iter()
-        .flat_map(|u| {
-            fws.iter().map(|fw| Target {
-                fw: fw.clone(),
-                under: u.clone(),
-            })
-        })
-        .collect())
+    if a.cost && out.len() > 2 {
+        bail!("--cost: at most two runs side by side: two firmwares under one hypervisor, or one firmware under two");
+    }
+    Ok(out)
 }
 
 pub fn run(a: ConformanceArgs) -> Result<()> {
@@ -148,8 +176,8 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
     }
     let targets = targets(&a)?;
     let kernel = build_kernel()?;
-    // Two firmwares under one hypervisor: name both parts.
-    let with_fw = targets.len() == 2 && targets[0].fw.name != targets[1].fw.name;
+    // Several firmwares under a hypervisor: name both parts.
+    let with_fw = targets.iter().any(|t| t.fw.name != targets[0].fw.name);
     let names: Vec<String> = targets.iter().map(|t| t.name(with_fw)).collect();
     if a.cost {
         if a.smp != 1 {
@@ -166,8 +194,13 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
         }
         reps.push(rep);
     }
-    if targets.len() == 2 {
-        print_side_by_side((&names[0], &reps[0]), (&names[1], &reps[1]));
+    if targets.len() >= 2 {
+        let cols: Vec<(&str, &Report)> = names.iter().map(String::as_str).zip(&reps).collect();
+        print_side_by_side(&cols);
+        if let Some(path) = &a.markdown {
+            std::fs::write(path, markdown(&cols, a.smp))?;
+            println!("wrote {}", path.display());
+        }
     }
     for (t, rep) in targets.iter().zip(&reps) {
         require_pinned(t, rep, a.smp)?;
@@ -332,66 +365,150 @@ fn run_costs(targets: &[Target], names: &[String], kernel: &std::path::Path) -> 
     Ok(())
 }
 
-/// Side-by-side table; where the answers differ, the line names the target
-/// whose answer the spec supports (the check's expectation is the spec's).
-fn print_side_by_side(a: (&str, &Report), b: (&str, &Report)) {
-    let bmap: BTreeMap<&str, &Check> = b.1.checks.iter().map(|c| (c.id.as_str(), c)).collect();
-    let w =
-        a.1.checks
-            .iter()
-            .map(|c| c.id.len())
-            .max()
-            .unwrap_or(0)
-            .max(34);
-    let wa = a.0.len().max(6);
-    let wb = b.0.len().max(6);
-    println!(
-        "\n{:<w$} {:<wa$} {:<wb$}  where they differ",
-        "check", a.0, b.0
-    );
-    let mut differ = 0;
-    for ca in &a.1.checks {
-        let cb = bmap.get(ca.id.as_str());
-        let sb = cb.map_or("-", |c| c.status.label());
-        let mut note = String::new();
-        if let Some(cb) = cb {
-            if ca.status != cb.status || ca.actual != cb.actual {
-                differ += 1;
-                let good: Vec<&str> = [(a.0, ca), (b.0, *cb)]
-                    .iter()
-                    .filter(|(_, c)| c.status != Status::Fail)
-                    .map(|(n, _)| *n)
-                    .collect();
-                let verdict = match good.len() {
-                    2 => "both allowed by the spec".to_string(),
-                    1 => format!("spec supports {}", good[0]),
-                    _ => "neither matches the spec".to_string(),
-                };
-                let _ = write!(
-                    note,
-                    "{}: {} | {}: {} | spec: {} -> {verdict}",
-                    a.0, ca.actual, b.0, cb.actual, ca.expected
-                );
+/// The rows of a side-by-side table: every check of the first report in
+/// its order, then those only the others have.
+fn rows<'a>(cols: &[(&str, &'a Report)]) -> Vec<&'a str> {
+    let mut ids: Vec<&str> = Vec::new();
+    for (_, r) in cols {
+        for c in &r.checks {
+            if !ids.contains(&c.id.as_str()) {
+                ids.push(&c.id);
             }
         }
-        println!(
-            "{:<w$} {:<wa$} {:<wb$}  {note}",
-            ca.id,
-            ca.status.label(),
-            sb
+    }
+    ids
+}
+
+/// One row: each column's check (if it ran there), and whether the
+/// answers differ (verdict or actual answer).
+fn row<'a>(cols: &[(&str, &'a Report)], id: &str) -> (Vec<Option<&'a Check>>, bool) {
+    let cells: Vec<Option<&Check>> = cols
+        .iter()
+        .map(|(_, r)| r.checks.iter().find(|c| c.id == id))
+        .collect();
+    let first = cells.iter().flatten().next();
+    let differ = cells.iter().any(|c| match (c, first) {
+        (Some(c), Some(f)) => c.status != f.status || c.actual != f.actual,
+        _ => true,
+    });
+    (cells, differ)
+}
+
+/// Where the answers differ: who the spec supports, and each answer.
+fn differ_note(cols: &[(&str, &Report)], cells: &[Option<&Check>]) -> String {
+    let spec = cells
+        .iter()
+        .flatten()
+        .next()
+        .map_or("", |c| c.expected.as_str());
+    let good: Vec<&str> = cols
+        .iter()
+        .zip(cells)
+        .filter(|(_, c)| c.is_some_and(|c| c.status != Status::Fail))
+        .map(|((n, _), _)| *n)
+        .collect();
+    let verdict = match good.len() {
+        0 => "neither matches the spec".to_string(),
+        n if n == cols.len() => "all allowed by the spec".to_string(),
+        _ => format!("spec supports {}", good.join(", ")),
+    };
+    let answers: Vec<String> = cols
+        .iter()
+        .zip(cells)
+        .map(|((n, _), c)| format!("{n}: {}", c.map_or("-", |c| c.actual.as_str())))
+        .collect();
+    format!("{} | spec: {spec} -> {verdict}", answers.join(" | "))
+}
+
+/// Side-by-side table; where the answers differ, the line names the
+/// targets whose answer the spec supports (the check's expectation is
+/// the spec's).
+fn print_side_by_side(cols: &[(&str, &Report)]) {
+    let ids = rows(cols);
+    let w = ids.iter().map(|i| i.len()).max().unwrap_or(0).max(34);
+    let widths: Vec<usize> = cols.iter().map(|(n, _)| n.len().max(6)).collect();
+    let mut head = format!("\n{:<w$}", "check");
+    for ((n, _), wi) in cols.iter().zip(&widths) {
+        let _ = write!(head, " {n:<wi$}");
+    }
+    println!("{head}  where they differ");
+    let mut differ = 0;
+    for id in &ids {
+        let (cells, d) = row(cols, id);
+        let mut line = format!("{id:<w$}");
+        for (c, wi) in cells.iter().zip(&widths) {
+            let _ = write!(line, " {:<wi$}", c.map_or("-", |c| c.status.label()));
+        }
+        if d {
+            differ += 1;
+            let _ = write!(line, "  {}", differ_note(cols, &cells));
+        }
+        println!("{line}");
+    }
+    let totals: Vec<String> = cols
+        .iter()
+        .map(|(n, r)| {
+            format!(
+                "{n}: {} passed, {} failed, {} N/A",
+                r.passed(),
+                r.failed(),
+                r.na()
+            )
+        })
+        .collect();
+    println!(
+        "\n{} | {differ} checks answered differently",
+        totals.join(" | ")
+    );
+}
+
+/// The side-by-side table as Markdown: a row per check, a column per
+/// target, and where the verdicts differ the spec's words (the check's
+/// expectation) and each answer.
+fn markdown(cols: &[(&str, &Report)], smp: u32) -> String {
+    let esc = |t: &str| t.replace('|', "\\|");
+    let mut md = String::new();
+    let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+    let _ = writeln!(
+        md,
+        "| check (-smp {smp}) | {} | the spec, where the answers differ |",
+        names.join(" | ")
+    );
+    let _ = writeln!(md, "| --- |{} --- |", " :-: |".repeat(cols.len()));
+    for id in rows(cols) {
+        let (cells, d) = row(cols, id);
+        let verdicts: Vec<&str> = cells
+            .iter()
+            .map(|c| c.map_or("-", |c| c.status.label()))
+            .collect();
+        let note = if d {
+            let spec = cells
+                .iter()
+                .flatten()
+                .next()
+                .map_or("", |c| c.expected.as_str());
+            let answers: Vec<String> = names
+                .iter()
+                .zip(&cells)
+                .map(|(n, c)| format!("{n}: {}", c.map_or("-", |c| c.actual.as_str())))
+                .collect();
+            esc(&format!("{spec} (answers: {})", answers.join("; ")))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(md, "| `{id}` | {} | {note} |", verdicts.join(" | "));
+    }
+    let _ = writeln!(md);
+    for (n, r) in cols {
+        let _ = writeln!(
+            md,
+            "- {n}: {} passed, {} failed, {} N/A",
+            r.passed(),
+            r.failed(),
+            r.na()
         );
     }
-    println!(
-        "\n{}: {} passed, {} failed, {} N/A | {}: {} passed, {} failed, {} N/A | {differ} checks answered differently",
-        a.0,
-        a.1.passed(),
-        a.1.failed(),
-        a.1.na(),
-        b.0,
-        b.1.passed(),
-        b.1.failed(),
-        b.1.na()
-    );
+    md
 }
 
 fn print_report(name: &str, t: &Target, smp: u32, rep: &Report) {

@@ -661,6 +661,12 @@ fn run_all(kernels: &[Version]) -> Result<()> {
             perf_kept.push((kernel, fw.name.clone(), p));
             kept.push(k);
         }
+        // Debian trixie's OpenSBI 1.6, the newer peer, on the default
+        // kernel: the same checks as 1.5.1 (lacks reported, not failed),
+        // without the KVM part.
+        if kernel == Version::V7_2 {
+            peer_1_6(&guest, &d, &mut report, &mut cells, &mut perf_kept);
+        }
         if let Some(fw) = &ours {
             match shell::test(&guest, fw, d.alu) {
                 Ok(0) => report.passed += 1,
@@ -725,8 +731,71 @@ fn run_all(kernels: &[Version]) -> Result<()> {
     Ok(())
 }
 
+/// The checks of [`suite`] and [`perf::suite`] on Debian trixie's
+/// OpenSBI 1.6 (a peer: [`Firmware::is_opensbi`]), their counts as a row
+/// of the kernels x firmwares table.
+fn peer_1_6(
+    guest: &Guest,
+    d: &Derived,
+    report: &mut Report,
+    cells: &mut Vec<(Version, String, u32, usize, usize)>,
+    perf_kept: &mut Vec<(Version, String, perf::Kept)>,
+) {
+    let fw = match Firmware::opensbi_1_6("OpenSBI 1.6") {
+        Ok(fw) => fw,
+        Err(e) => {
+            let label = format!("[{} OpenSBI 1.6] firmware available", guest.version);
+            print_check(
+                &label,
+                Verdict::Fail { context: None },
+                "Debian trixie's opensbi, unpacked (cargo xtask conformance --bios opensbi-1.6)",
+                &format!("{e:#}"),
+            );
+            report.failed.push(label);
+            return;
+        }
+    };
+    let before = (report.passed, report.failed.len(), report.lacks.len());
+    suite(guest, d, &fw, report);
+    let p = perf::suite(guest, &fw, report);
+    cells.push((
+        guest.version,
+        fw.name.clone(),
+        report.passed - before.0,
+        report.failed.len() - before.1,
+        report.lacks.len() - before.2,
+    ));
+    perf_kept.push((guest.version, fw.name.clone(), p));
+}
+
 #[cfg(test)]
 mod tests {
+    /// The Linux e2e checks on OpenSBI 1.6 alone (Linux 7.2):
+    /// `cargo test -p xtask opensbi_1_6_e2e -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn opensbi_1_6_e2e() {
+        use super::*;
+        let guest = Guest::build(Version::V7_2).unwrap();
+        let elf = &guest.initramfs.init_elf;
+        let d = Derived {
+            alu: loop_body_instructions(elf, "rvpmu_alu_loop").unwrap(),
+            walk: loop_body_instructions(elf, "rvpmu_page_walk").unwrap(),
+        };
+        let mut report = Report {
+            passed: 0,
+            failed: Vec::new(),
+            lacks: Vec::new(),
+        };
+        let (mut cells, mut kept) = (Vec::new(), Vec::new());
+        peer_1_6(&guest, &d, &mut report, &mut cells, &mut kept);
+        println!(
+            "{cells:?}\nlacks: {:#?}\nfailed: {:#?}",
+            report.lacks, report.failed
+        );
+        assert!(report.failed.is_empty());
+    }
+
     /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
     /// kernels): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
     #[test]
