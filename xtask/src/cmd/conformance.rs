@@ -56,7 +56,7 @@ pub struct ConformanceArgs {
     #[arg(long)]
     pub verbose: bool,
     /// Also write the side-by-side table as Markdown to this file (check
-    /// x implementation, the spec's words where the answers differ).
+    /// x implementation, the spec's words where the verdicts differ).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Write the kernel to this directory (`conformance.elf` and the raw
@@ -471,17 +471,17 @@ fn markdown(cols: &[(&str, &Report)], smp: u32) -> String {
     let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
     let _ = writeln!(
         md,
-        "| check (-smp {smp}) | {} | the spec, where the answers differ |",
+        "| check (-smp {smp}) | {} | the spec, where the verdicts differ |",
         names.join(" | ")
     );
     let _ = writeln!(md, "| --- |{} --- |", " :-: |".repeat(cols.len()));
     for id in rows(cols) {
-        let (cells, d) = row(cols, id);
+        let (cells, _) = row(cols, id);
         let verdicts: Vec<&str> = cells
             .iter()
             .map(|c| c.map_or("-", |c| c.status.label()))
             .collect();
-        let note = if d {
+        let note = if verdicts.iter().any(|v| *v != verdicts[0]) {
             let spec = cells
                 .iter()
                 .flatten()

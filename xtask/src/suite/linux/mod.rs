@@ -1,5 +1,5 @@
 //! The end-to-end checks: boots of our firmware and of Debian's OpenSBI
-//! 1.5.1 under icount, each check printed as one line. Expectations come
+//! 1.5.1 (and, on Linux 7.2, Debian trixie's OpenSBI 1.6) under icount, each check printed as one line. Expectations come
 //! from derivations stated next to each check (the workload's disassembly,
 //! QEMU virt's counter layout, the number of calls the guest makes), never
 //! from earlier output.
