@@ -189,6 +189,7 @@ pub fn run(s: &mut Suite<'_>, env: &Env) {
     snapshot(s, &p, env);
     event_info(s, &p, env);
     sta(s, env);
+    crate::reserved::run(s, p.hpm_set(), p.fw_set(), env.slot);
     crate::params::run(s);
 }
 

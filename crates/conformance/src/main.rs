@@ -29,7 +29,8 @@
 //! | `report` | `sbi` |
 //! | `mem` | `rt` |
 //! | `params` | `sbi`, `rt`, `report` |
-//! | `checks` | `spec`, `sbi`, `rt`, `report`, `mem`, `params` |
+//! | `reserved` | `sbi`, `report`, `mem` |
+//! | `checks` | `spec`, `sbi`, `rt`, `report`, `mem`, `params`, `reserved` |
 //! | `cost` | `spec`, `sbi`, `mem`, `checks` |
 //! | `kernel` | `sbi`, `rt`, `report`, `params`, `checks`, `cost` |
 #![cfg_attr(target_os = "none", no_std, no_main)]
@@ -53,6 +54,8 @@ mod mem;
 mod params;
 #[cfg(target_os = "none")]
 mod report;
+#[cfg(target_os = "none")]
+mod reserved;
 #[cfg(target_os = "none")]
 mod rt;
 #[cfg(target_os = "none")]

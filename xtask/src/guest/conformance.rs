@@ -240,6 +240,18 @@ pub const KVM_FAIL: &[(&str, &str)] = &[
         "ctr_cfg_match: reserved config_flags not checked",
     ),
     (
+        "pmu.cfg.flag.each_reserved",
+        "ctr_cfg_match: reserved config_flags not checked",
+    ),
+    (
+        "pmu.start.flag.each_reserved",
+        "ctr_start: reserved start_flags not checked",
+    ),
+    (
+        "pmu.stop.flag.each_reserved",
+        "ctr_stop: reserved stop_flags not checked",
+    ),
+    (
         "pmu.cfg.filter.vuinh",
         "kvm_pmu_get_fixed_pmc_index: cycles is counter 0 outside the set",
     ),
@@ -460,6 +472,10 @@ pub const KVM_FAIL: &[(&str, &str)] = &[
         "kvm_sbi_sta_steal_time_set_shmem: flags truncated to 32 bits",
     ),
     (
+        "sta.flags.each_reserved",
+        "kvm_sbi_sta_steal_time_set_shmem: flags truncated to 32 bits",
+    ),
+    (
         "sta.fw_addr",
         "not KVM's: 0x80000000 is the guest's own RAM",
     ),
@@ -501,6 +517,9 @@ pub const KVM_FIXES: &[(&str, &[&str])] = &[
             "pmu.start.flag.bit2",
             "pmu.start.flag.bit63",
             "pmu.start.continue",
+            "pmu.cfg.flag.each_reserved",
+            "pmu.start.flag.each_reserved",
+            "pmu.stop.flag.each_reserved",
         ],
     ),
     (
@@ -587,7 +606,7 @@ pub const KVM_FIXES: &[(&str, &[&str])] = &[
     ),
     (
         "0018-RISC-V-KVM-Read-all-bits-of-the-SBI-STA-set_shmem-fl.patch",
-        &["sta.flags63"],
+        &["sta.flags63", "sta.flags.each_reserved"],
     ),
     (
         "0019-RISC-V-KVM-Reject-reserved-SBI-SRST-reset-types-and-.patch",
