@@ -26,6 +26,9 @@ pub struct Env {
 const FW_ADDR: usize = 0x8000_0000;
 /// The virt UART: device registers, not memory.
 const MMIO_ADDR: usize = 0x1000_0000;
+/// QEMU virt's boot ROM (the reset vector and the firmware's dynamic info
+/// live there): read-only memory, not in the device tree's `/memory`.
+const ROM_ADDR: usize = 0x1000;
 const ALL_ONES: usize = usize::MAX;
 /// Either way of refusing a reserved or undefined value: the error tables
 /// list INVALID_PARAM for bad parameters and NOT_SUPPORTED for events no
@@ -1196,7 +1199,7 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         errs(set, &[SUCCESS, NOT_SUPPORTED])
     });
     let absent = "PMU snapshot is absent; FID 7 \"is an optional function\", so every call answers NOT_SUPPORTED";
-    let rejects: [ShmemReject; 10] = [
+    let rejects: [ShmemReject; 12] = [
         ("flags1", shm.addr(), 0, 1, INVALID_PARAM, "Table 17 INVALID_PARAM: \"The flags parameter is not zero\" (1)"),
         ("flags63", shm.addr(), 0, 1 << 63, INVALID_PARAM, "Table 17 INVALID_PARAM: flags bit 63"),
         ("align8", shm.addr() + 8, 0, 0, INVALID_PARAM, "Table 17 INVALID_PARAM: shmem_phys_lo not 4096-byte aligned (+8)"),
@@ -1207,6 +1210,8 @@ fn snapshot(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
         ("past_ram", env.ram_end, 0, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: the page at the end of RAM is not memory"),
         ("hi1", shm.addr(), 1, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: shmem_phys_hi 1 (an address above 2^64 that no memory backs)"),
         ("hi_ones", shm.addr(), ALL_ONES, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: hi all-ones with a normal lo is not the disable form"),
+        ("rom", ROM_ADDR, 0, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: \"not writable\": 0x1000, QEMU virt's boot ROM, is read-only"),
+        ("top", ALL_ONES & !0xfff, 0, 0, INVALID_ADDRESS, "Table 17 INVALID_ADDRESS: the last page below 2^64 (0xfffffffffffff000, ending at the top of the address space) is not memory"),
     ];
     shmem_rejects(
         s,
@@ -1394,7 +1399,7 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
     let absent = "event info absent: Table 19 allows NOT_SUPPORTED, then every call answers it";
     // (name, shmem_phys_lo, shmem_phys_hi, num_entries, flags, allowed, what)
     type Case<'a> = (&'a str, usize, usize, usize, usize, &'a [isize], &'a str);
-    let cases: [Case<'_>; 8] = [
+    let cases: [Case<'_>; 10] = [
         (
             "flags1",
             shm.addr(),
@@ -1466,6 +1471,24 @@ fn event_info(s: &mut Suite<'_>, p: &Pmu, env: &Env) {
             0,
             &[INVALID_ADDRESS],
             "Table 19 INVALID_ADDRESS: a 32-byte area whose second entry lies past the end of RAM",
+        ),
+        (
+            "rom",
+            ROM_ADDR,
+            0,
+            1,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: \"not writable\": 0x1000, QEMU virt's boot ROM, is read-only",
+        ),
+        (
+            "wrap",
+            ALL_ONES & !0xf,
+            0,
+            2,
+            0,
+            &[INVALID_ADDRESS],
+            "Table 19 INVALID_ADDRESS: two entries from 0xfffffffffffffff0: the area wraps past 2^64 to address 0",
         ),
     ];
     for (name, lo, hi, num, flags, want, what) in cases {
@@ -1589,7 +1612,7 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
     let pr = sbi::probe_extension(sbi::eid::STA);
     let sup = pr.ok() && pr.value != 0;
     let absent = "STA extension absent (probe_extension 0): SBI extensions are optional, so every call answers NOT_SUPPORTED";
-    let cases: [ShmemReject; 10] = [
+    let cases: [ShmemReject; 12] = [
         ("flags1", shm.addr(), 0, 1, INVALID_PARAM, "STA Table 2 INVALID_PARAM: \"The flags parameter is not zero\" (1)"),
         ("flags63", shm.addr(), 0, 1 << 63, INVALID_PARAM, "STA Table 2 INVALID_PARAM: flags bit 63"),
         ("align32", shm.addr() + 32, 0, 0, INVALID_PARAM, "STA Table 2 INVALID_PARAM: \"shmem_phys_lo is not 64-byte aligned\" (+32)"),
@@ -1600,6 +1623,8 @@ fn sta(s: &mut Suite<'_>, env: &Env) {
         ("past_ram", env.ram_end, 0, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: the end of RAM"),
         ("hi1", shm.addr(), 1, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: shmem_phys_hi 1 (above 2^64)"),
         ("hi_ones", shm.addr(), ALL_ONES, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: hi all-ones with a normal lo is not the disable form"),
+        ("rom", ROM_ADDR, 0, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: \"not writable\": 0x1000, QEMU virt's boot ROM, is read-only"),
+        ("top", ALL_ONES & !0x3f, 0, 0, INVALID_ADDRESS, "STA Table 2 INVALID_ADDRESS: the last 64 bytes below 2^64 (0xffffffffffffffc0) are not memory"),
     ];
     shmem_rejects(s, "sta", &cases, sup, absent, sbi::sta_set_shmem);
     let na = || Verdict::na("STA extension absent (probe_extension 0)");

@@ -456,6 +456,10 @@ pub const KVM_FAIL: &[(&str, &str)] = &[
         "event_info: an unreadable area answers FAILED",
     ),
     (
+        "pmu.evinfo.wrap",
+        "event_info: an unreadable area answers FAILED",
+    ),
+    (
         "pmu.evinfo.reserved20",
         "event_info: reserved event_idx bits not checked",
     ),
@@ -596,6 +600,7 @@ pub const KVM_FIXES: &[(&str, &[&str])] = &[
             "pmu.evinfo.mmio",
             "pmu.evinfo.past_ram",
             "pmu.evinfo.size_overflow",
+            "pmu.evinfo.wrap",
             "pmu.evinfo.reserved20",
             "pmu.evinfo.reserved31",
         ],
