@@ -22,7 +22,8 @@ use std::rc::Rc;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// Firmware at the bottom: `ours`, `opensbi`, `both` (ours and
+    /// Firmware at the bottom: `ours`, `opensbi`, `rustsbi-fw` (the
+    /// RustSBI-based firmware of crates/rustsbi-fw), `both` (ours and
     /// OpenSBI side by side), the path of a raw -bios image, or two of
     /// these joined by a comma (side by side). Default: `both` with the
     /// kernel on the firmware directly, `ours` under a hypervisor.
@@ -59,10 +60,13 @@ fn resolve_one(name: &str) -> Result<Firmware> {
     match name {
         "ours" => ours(),
         "opensbi" => opensbi(),
+        crate::build::firmware::RUSTSBI_FW => crate::build::firmware::rustsbi(),
         path => {
             let image = PathBuf::from(path);
             if !image.is_file() {
-                bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
+                bail!(
+                    "--bios {path}: no such file (use ours, opensbi, rustsbi-fw, both or a path)"
+                );
             }
             Ok(Firmware {
                 name: path.into(),
