@@ -517,7 +517,7 @@ extern "C" fn main(hart: usize, dtb: usize, boot: bool) -> ! {
     };
     // SAFETY: M-mode; `present` names only the counters this hart has.
     let hw = unsafe { CsrHpm::new(present) };
-    let _ = PERF.install(Hart::new(Pmu::new(cfg, hw, b.ram, present)));
+    let _ = PERF.install(Hart::new(Pmu::new(cfg, hw), b.ram));
     MIE.write(MIP_MSIP);
     if boot {
         HARTS[hart].status.store(hart_state::STARTED, Release);

@@ -792,7 +792,7 @@ impl EventMap {
     /// `Ok(None)` when there is no such node. Counters are not checked
     /// against the hart (use [`PmuProps::find`] and
     /// [`EventMap::load_props`] with `present_counters` for that). `fdt`
-    /// comes from [`crate::dtb::open`], which checks the blob and removes
+    /// comes from `rvpmu_dtb::open`, which checks the blob and removes
     /// its NOP tokens first.
     pub fn from_fdt(fdt: &fdt::Fdt<'_>) -> Result<Option<EventMap>, DtError> {
         let Some(props) = PmuProps::find(fdt) else {

@@ -38,9 +38,8 @@
 //! # let cfg = PmuConfig { map: &MAP, isa: IsaFeatures { sscofpmf: true, ..Default::default() },
 //! #     fw_events: FwEventSet::without_h(), snapshot: true, alias_window: false };
 //! # let hw = SimHart::qemu_virt();
-//! # let present = hw.present();
-//! let engine = rvpmu::Pmu::new(cfg, hw, BufMemory::virt(), present);
-//! PERF.install(Hart::new(engine)).unwrap();
+//! let engine = rvpmu::Pmu::new(cfg, hw);
+//! PERF.install(Hart::new(engine, BufMemory::virt())).unwrap();
 //!
 //! // The trap handler: the adapter first (it keeps event_get_info, FID 8,
 //! // which rustsbi's `Pmu` trait has no method for), then rustsbi.
@@ -88,32 +87,35 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 use sbi_spec::pmu::shmem_size::SIZE as SNAPSHOT_SIZE;
 
-/// One hart's engine and steal-time record.
+/// One hart's engine, steal-time record, and the supervisor's memory as
+/// the hart sees it (handed to the engine on each call).
 pub struct Hart<'a, H: Hpm, M: SupervisorMemory> {
-    /// The PMU engine (owns the hart's counters and the supervisor memory
-    /// it reaches).
-    pub pmu: Pmu<'a, H, M>,
+    /// The PMU engine (owns the hart's counter backend).
+    pub pmu: Pmu<'a, H>,
     /// The STA record of the hart.
     pub sta: StealTime,
+    /// The supervisor's memory.
+    pub mem: M,
 }
 
 impl<'a, H: Hpm, M: SupervisorMemory> Hart<'a, H, M> {
-    /// A hart with its engine and no STA record registered.
-    pub fn new(pmu: Pmu<'a, H, M>) -> Self {
+    /// A hart with its engine and memory, no STA record registered.
+    pub fn new(pmu: Pmu<'a, H>, mem: M) -> Self {
         Hart {
             pmu,
             sta: StealTime::new(),
+            mem,
         }
     }
 
     /// One PMU call, decoded by the engine.
     fn pmu_call(&mut self, function: usize, a: [usize; 6]) -> SbiRet {
-        ecall::pmu(&mut self.pmu, function, a)
+        ecall::pmu(&mut self.pmu, &mut self.mem, function, a)
     }
 
     /// One STA call, decoded by the engine.
     fn sta_call(&mut self, function: usize, a: [usize; 6]) -> SbiRet {
-        ecall::sta(&mut self.sta, self.pmu.mem_mut(), function, a)
+        ecall::sta(&mut self.sta, &mut self.mem, function, a)
     }
 }
 

@@ -65,8 +65,8 @@ fn ecall_direct(
     a: [usize; 6],
 ) -> SbiRet {
     match eid {
-        EID_PMU => ecall::pmu(&mut h.pmu, fid, a),
-        EID_STA => ecall::sta(&mut h.sta, h.pmu.mem_mut(), fid, a),
+        EID_PMU => ecall::pmu(&mut h.pmu, &mut h.mem, fid, a),
+        EID_STA => ecall::sta(&mut h.sta, &mut h.mem, fid, a),
         _ => unreachable!(),
     }
 }
@@ -209,8 +209,9 @@ fn run_a_little(h: &mut Hart<'static, SimHart, BufMemory>) {
 }
 
 fn hart() -> Hart<'static, SimHart, BufMemory> {
-    let mut h = Hart::new(qemu());
-    put_event_info(h.pmu.mem_mut());
+    let P { pmu, mem } = qemu();
+    let mut h = Hart::new(pmu, mem);
+    put_event_info(&mut h.mem);
     h
 }
 
@@ -233,7 +234,7 @@ fn every_call_is_answered_as_the_engine_answers_it() {
         assert_eq!(got, want, "call {n}: EID {eid:#x} FID {fid:#x} {a:x?}");
     }
     perf.with(|h| {
-        let (m, t) = (h.pmu.mem(), twin.pmu.mem());
+        let (m, t) = (&h.mem, &twin.mem);
         for at in [SNAP, EVINFO, STA & !0xfff] {
             assert_eq!(m.peek(at, 4096), t.peek(at, 4096), "memory at {at:#x}");
         }
@@ -253,7 +254,7 @@ fn every_call_is_answered_as_the_engine_answers_it() {
         assert_eq!(h.pmu.allocated_mask(), twin.pmu.allocated_mask());
         assert_eq!(h.sta, twin.sta);
         assert_eq!(
-            h.pmu.mem().faults.get(),
+            h.mem.faults.get(),
             0,
             "no access outside the supervisor's memory"
         );
@@ -316,7 +317,7 @@ fn event_get_info_is_kept_by_the_adapter_not_by_rustsbi() {
         .with(|h| {
             (0..4)
                 .map(|i| {
-                    let b = h.pmu.mem().peek(EVINFO + 16 * i + 4, 4);
+                    let b = h.mem.peek(EVINFO + 16 * i + 4, 4);
                     u32::from_le_bytes(b.try_into().unwrap())
                 })
                 .collect()

@@ -570,7 +570,11 @@ fn snapshot_bug_check(s: &mut Suite, out: &Outcome, want: u64) {
 pub fn test(kernels: &[Version]) -> Result<()> {
     if std::env::var_os("TMP_ONLY_RUSTSBI").is_some() {
         let guest = Guest::build(Version::V7_2)?;
-        let mut report = Report { passed: 0, failed: Vec::new(), lacks: Vec::new() };
+        let mut report = Report {
+            passed: 0,
+            failed: Vec::new(),
+            lacks: Vec::new(),
+        };
         perf::rustsbi_fw(&guest, &firmware::rustsbi()?, &mut report);
         println!("passed {} failed {:?}", report.passed, report.failed);
         return Ok(());
