@@ -362,7 +362,8 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 
 // ---- traps ----
 
-/// The registers of the interrupted code, x0..x31 (`x[10]` is a0).
+/// The registers of the interrupted code, at their numbers (`x[10]` is
+/// a0); only those the trap vector saves are meaningful.
 #[repr(C)]
 struct Frame {
     x: [usize; 32],
@@ -408,9 +409,12 @@ extern "C" fn trap(f: &mut Frame) {
     }
 }
 
-// The trap vector: the interrupted registers go to a frame at the top of
-// the hart's stack (mscratch holds it while S-mode runs), `trap` runs
-// below it. M-mode runs with interrupts off, so traps never nest.
+// The trap vector: the interrupted registers a call may clobber (ra,
+// t0-t6, a0-a7) go to a frame at the top of the hart's stack (mscratch
+// holds it while S-mode runs), `trap` runs below it; `trap` is an
+// extern "C" function, so the ABI keeps sp, s0-s11 for us, and the
+// firmware never writes gp or tp. M-mode runs with interrupts off, so
+// traps never nest.
 core::arch::global_asm!(
     ".section .text",
     ".balign 4",
@@ -418,12 +422,12 @@ core::arch::global_asm!(
     "trap_vector:",
     "   csrrw sp, mscratch, sp",
     "   addi sp, sp, -256",
-    ".irp n, 1,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+    ".irp n, 1,5,6,7,10,11,12,13,14,15,16,17,28,29,30,31",
     "   sd x\\n, \\n*8(sp)",
     ".endr",
     "   mv a0, sp",
     "   call {trap}",
-    ".irp n, 1,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+    ".irp n, 1,5,6,7,10,11,12,13,14,15,16,17,28,29,30,31",
     "   ld x\\n, \\n*8(sp)",
     ".endr",
     "   addi sp, sp, 256",
