@@ -1,15 +1,17 @@
 //! The whole firmware: entry, platform, the SBI extensions, traps.
 #![cfg(target_os = "none")]
 
+use core::cell::UnsafeCell;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use rustsbi::{HartMask, Physical, RustSBI, SbiRet};
+use rvpmu::dt::{platform_quirk_of, EventMap, PmuProps};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::csr::CsrHpm;
 use rvpmu::mem::{PhysMemory, Ranges, SupervisorMemory};
 use rvpmu::rustsbi::{Hart, RustSbiPmu};
-use rvpmu::{dt::EventMap, Pmu, PmuConfig};
+use rvpmu::{Pmu, PmuConfig};
 use rvpmu_rt::csr::{self, *};
 use rvpmu_rt::exit;
 use sbi_spec::{hsm::hart_state, srst};
@@ -34,13 +36,31 @@ struct Board {
     sstc: bool,
     /// Supervisor RAM: the memory node minus the firmware.
     ram: PhysMemory,
-    map: EventMap,
+    /// Whether the DT's `riscv,pmu` node was rejected (the map is empty).
+    map_rejected: bool,
 }
 
 static BOARD: spin::Once<Board> = spin::Once::new();
 
 fn board() -> &'static Board {
     BOARD.wait()
+}
+
+/// The event map of the `riscv,pmu` node (about 25 KiB: loaded in place,
+/// not moved through a stack), written by the boot hart in `read_board`
+/// before `BOARD` is published, only read after.
+struct MapCell(UnsafeCell<EventMap>);
+
+// SAFETY: the one `&mut` (in `read_board`, inside `BOARD.call_once`) ends
+// before `BOARD` is published; every `&` is taken after (`event_map`).
+unsafe impl Sync for MapCell {}
+
+static MAP: MapCell = MapCell(UnsafeCell::new(EventMap::empty()));
+
+fn event_map() -> &'static EventMap {
+    board();
+    // SAFETY: `BOARD` is published, so nothing writes the map any more.
+    unsafe { &*MAP.0.get() }
 }
 
 fn hart_id() -> usize {
@@ -491,8 +511,11 @@ fn stack_top(hart: usize) -> usize {
 }
 
 extern "C" fn main(hart: usize, dtb: usize, boot: bool) -> ! {
-    if boot {
-        BOARD.call_once(|| read_board(dtb));
+    if boot && BOARD.call_once(|| read_board(dtb)).map_rejected {
+        let _ = writeln!(
+            Uart,
+            "rustsbi-fw: riscv,pmu node rejected: only cycles and instructions count"
+        );
     }
     let b = board();
     if b.harts >> hart & 1 == 0 {
@@ -509,7 +532,7 @@ extern "C" fn main(hart: usize, dtb: usize, boot: bool) -> ! {
     let present = present_counters();
     MCOUNTEREN.write(0xffff_ffff);
     let cfg = PmuConfig {
-        map: &b.map,
+        map: event_map(),
         isa: b.isa,
         fw_events: if b.isa.h {
             FwEventSet::all_standard()
@@ -621,10 +644,14 @@ fn read_board(dtb: usize) -> Board {
     let mut ranges = Ranges::new();
     ranges.add_ram(base, size);
     ranges.exclude(FW_BASE, FW_SIZE);
-    let map = match EventMap::from_fdt(&fdt) {
-        Ok(map) => map.unwrap_or(EventMap::empty()),
-        Err(_) => EventMap::empty(),
-    };
+    // SAFETY: the boot hart, once, before `BOARD` is published (see
+    // `MapCell`).
+    let map = unsafe { &mut *MAP.0.get() };
+    let map_rejected =
+        PmuProps::find(&fdt).is_some_and(|p| map.load_props(p, Some(present_counters())).is_err());
+    if platform_quirk_of(&fdt).is_some_and(|q| q.one_counter_per_event) {
+        map.set_one_counter_per_event(true);
+    }
     let board = Board {
         uart: reg(&["ns16550a", "ns16550"], 0).unwrap_or(0x1000_0000),
         msip: reg(&["riscv,aclint-mswi", "sifive,clint0", "riscv,clint0"], 0).unwrap_or(0x200_0000),
@@ -641,7 +668,7 @@ fn read_board(dtb: usize) -> Board {
         // SAFETY: the memory node minus the firmware: plain M-mode
         // accesses, no Rust object there.
         ram: unsafe { PhysMemory::new(ranges) },
-        map,
+        map_rejected,
     };
     let reg_at = fdt
         .all_nodes()

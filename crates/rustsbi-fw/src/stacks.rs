@@ -4,6 +4,6 @@
 /// Harts the firmware serves; harts with a larger `mhartid` park.
 pub const MAX_HARTS: usize = 8;
 
-/// Bytes of M-mode stack per hart (the boot hart builds the ~25 KiB event
-/// map on its stack).
-pub const STACK_SIZE: usize = 0x10000;
+/// Bytes of M-mode stack per hart (the event map is loaded in place, not
+/// on a stack).
+pub const STACK_SIZE: usize = 0x4000;
