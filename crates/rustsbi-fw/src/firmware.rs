@@ -69,7 +69,7 @@ fn hart_id() -> usize {
 
 // ---- the SBI implementation ----
 
-type Perf = RustSbiPmu<'static, CsrHpm, PhysMemory, MAX_HARTS>;
+type Perf = RustSbiPmu<Pmu<'static, CsrHpm>, PhysMemory, MAX_HARTS>;
 static PERF: Perf = RustSbiPmu::new(hart_id);
 
 #[derive(RustSBI)]

@@ -32,7 +32,7 @@
 //! | `hart` | `counter`, `dt`, `hw`, `mem`, `snapshot` |
 //! | `ecall` | `counter`, `hart`, `hw`, `mem`, `snapshot`, `sta` |
 //! | `sim` | `counter`, `hw`, `mem` |
-//! | `rustsbi` | `ecall`, `hart`, `hw`, `mem`, `sta` |
+//! | `rustsbi` | `ecall`, `mem`, `sta` |
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 

@@ -26,7 +26,7 @@
 //!     sta: &'a Perf,
 //!     info: Info,
 //! }
-//! type Perf = RustSbiPmu<'static, SimHart, BufMemory, 4>;
+//! type Perf = RustSbiPmu<rvpmu::Pmu<'static, SimHart>, BufMemory, 4>;
 //!
 //! // The id of the executing hart (a firmware reads mhartid).
 //! fn hart_id() -> usize { 0 }
@@ -76,10 +76,8 @@
 //! ([`crate::ecall`]) and leaves every other call (`None`) to rustsbi:
 //! a firmware calls it before its derived `handle_ecall`.
 
-use crate::ecall::{self, SbiRet, EID_PMU, EID_STA};
+use crate::ecall::{self, PmuExtension, SbiRet, EID_PMU, EID_STA};
 use crate::event::FwEvent;
-use crate::hart::Pmu;
-use crate::hw::Hpm;
 use crate::mem::SupervisorMemory;
 use crate::sta::StealTime;
 use ::rustsbi::SharedPtr;
@@ -87,20 +85,21 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 use sbi_spec::pmu::shmem_size::SIZE as SNAPSHOT_SIZE;
 
-/// One hart's engine, steal-time record, and the supervisor's memory as
-/// the hart sees it (handed to the engine on each call).
-pub struct Hart<'a, H: Hpm, M: SupervisorMemory> {
-    /// The PMU engine (owns the hart's counter backend).
-    pub pmu: Pmu<'a, H>,
+/// One hart's PMU (the engine, [`crate::Pmu`], or anything else behind
+/// the engine's dispatch seam [`PmuExtension`]), steal-time record, and
+/// the supervisor's memory as the hart sees it (handed to each call).
+pub struct Hart<P: PmuExtension<M>, M: SupervisorMemory> {
+    /// The PMU.
+    pub pmu: P,
     /// The STA record of the hart.
     pub sta: StealTime,
     /// The supervisor's memory.
     pub mem: M,
 }
 
-impl<'a, H: Hpm, M: SupervisorMemory> Hart<'a, H, M> {
-    /// A hart with its engine and memory, no STA record registered.
-    pub fn new(pmu: Pmu<'a, H>, mem: M) -> Self {
+impl<P: PmuExtension<M>, M: SupervisorMemory> Hart<P, M> {
+    /// A hart with its PMU and memory, no STA record registered.
+    pub fn new(pmu: P, mem: M) -> Self {
         Hart {
             pmu,
             sta: StealTime::new(),
@@ -110,7 +109,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Hart<'a, H, M> {
 
     /// One PMU call, decoded by the engine.
     fn pmu_call(&mut self, function: usize, a: [usize; 6]) -> SbiRet {
-        ecall::pmu(&mut self.pmu, &mut self.mem, function, a)
+        self.pmu.call(&mut self.mem, function, a)
     }
 
     /// One STA call, decoded by the engine.
@@ -145,8 +144,8 @@ struct Slot<T> {
 
 /// The engines of up to `N` harts, served through rustsbi's `Pmu` and
 /// `Sta` traits (see the module documentation).
-pub struct RustSbiPmu<'a, H: Hpm, M: SupervisorMemory, const N: usize> {
-    slots: [Slot<Hart<'a, H, M>>; N],
+pub struct RustSbiPmu<P: PmuExtension<M>, M: SupervisorMemory, const N: usize> {
+    slots: [Slot<Hart<P, M>>; N],
     hart_id: fn() -> usize,
 }
 
@@ -154,12 +153,12 @@ pub struct RustSbiPmu<'a, H: Hpm, M: SupervisorMemory, const N: usize> {
 // slot's flag (taken with an atomic swap, Acquire; given back with a
 // Release store) for as long as the one `&mut` it makes lives; the value
 // may be used from the hart that takes the flag, hence `Send`.
-unsafe impl<H: Hpm + Send, M: SupervisorMemory + Send, const N: usize> Sync
-    for RustSbiPmu<'_, H, M, N>
+unsafe impl<P: PmuExtension<M> + Send, M: SupervisorMemory + Send, const N: usize> Sync
+    for RustSbiPmu<P, M, N>
 {
 }
 
-impl<'a, H: Hpm, M: SupervisorMemory, const N: usize> RustSbiPmu<'a, H, M, N> {
+impl<P: PmuExtension<M>, M: SupervisorMemory, const N: usize> RustSbiPmu<P, M, N> {
     /// No engine in any slot. `hart_id` returns the id of the executing
     /// hart (M-mode: `mhartid`), the index of its slot.
     pub const fn new(hart_id: fn() -> usize) -> Self {
@@ -176,7 +175,7 @@ impl<'a, H: Hpm, M: SupervisorMemory, const N: usize> RustSbiPmu<'a, H, M, N> {
 
     /// Run `f` on the executing hart's slot, its value `None` until
     /// [`Self::install`].
-    fn slot<R>(&self, f: impl FnOnce(&mut Option<Hart<'a, H, M>>) -> R) -> Result<R, SlotError> {
+    fn slot<R>(&self, f: impl FnOnce(&mut Option<Hart<P, M>>) -> R) -> Result<R, SlotError> {
         let slot = self
             .slots
             .get((self.hart_id)())
@@ -195,14 +194,14 @@ impl<'a, H: Hpm, M: SupervisorMemory, const N: usize> RustSbiPmu<'a, H, M, N> {
     /// Put the executing hart's engine in its slot (replacing any), at
     /// the hart's boot: building an engine programs the executing hart's
     /// counters.
-    pub fn install(&self, hart: Hart<'a, H, M>) -> Result<(), SlotError> {
+    pub fn install(&self, hart: Hart<P, M>) -> Result<(), SlotError> {
         self.slot(|s| *s = Some(hart))
     }
 
     /// Run `f` on the executing hart's engine: for what a firmware does
     /// besides answering calls (recording firmware events other than
     /// with [`Self::record`], accounting steal time).
-    pub fn with<R>(&self, f: impl FnOnce(&mut Hart<'a, H, M>) -> R) -> Result<R, SlotError> {
+    pub fn with<R>(&self, f: impl FnOnce(&mut Hart<P, M>) -> R) -> Result<R, SlotError> {
         self.slot(|s| s.as_mut().map(f))?.ok_or(SlotError::NoEngine)
     }
 
@@ -239,11 +238,18 @@ impl<'a, H: Hpm, M: SupervisorMemory, const N: usize> RustSbiPmu<'a, H, M, N> {
     }
 }
 
-impl<H: Hpm, M: SupervisorMemory, const N: usize> ::rustsbi::Pmu for RustSbiPmu<'_, H, M, N> {
+impl<P: PmuExtension<M>, M: SupervisorMemory, const N: usize> ::rustsbi::Pmu
+    for RustSbiPmu<P, M, N>
+{
     fn num_counters(&self) -> usize {
         // The trait's answer is always SUCCESS: a hart without an engine
         // has no counters.
-        self.with(|h| h.pmu.num_counters()).unwrap_or(0)
+        let r = self.pmu_call(sbi_spec::pmu::NUM_COUNTERS, [0; 6]);
+        if r.error == 0 {
+            r.value
+        } else {
+            0
+        }
     }
     fn counter_get_info(&self, counter_idx: usize) -> SbiRet {
         self.pmu_call(
@@ -284,7 +290,9 @@ impl<H: Hpm, M: SupervisorMemory, const N: usize> ::rustsbi::Pmu for RustSbiPmu<
     }
 }
 
-impl<H: Hpm, M: SupervisorMemory, const N: usize> ::rustsbi::Sta for RustSbiPmu<'_, H, M, N> {
+impl<P: PmuExtension<M>, M: SupervisorMemory, const N: usize> ::rustsbi::Sta
+    for RustSbiPmu<P, M, N>
+{
     fn set_shmem(&self, shmem: SharedPtr<[u8; 64]>, flags: usize) -> SbiRet {
         let a = [shmem.phys_addr_lo(), shmem.phys_addr_hi(), flags, 0, 0, 0];
         self.sta_call(sbi_spec::sta::SET_SHMEM, a)

@@ -12,6 +12,7 @@ use rvpmu::ecall::{self, SbiRet, EID_PMU, EID_STA};
 use rvpmu::event::FwEvent;
 use rvpmu::rustsbi::{Hart, RustSbiPmu, SlotError};
 use rvpmu::sim::{BufMemory, Mode, SimHart, SIM_CYCLES};
+use rvpmu::Pmu;
 use std::cell::Cell;
 
 thread_local! {
@@ -27,7 +28,7 @@ fn on_hart(id: usize) {
     HART.with(|h| h.set(id));
 }
 
-type Perf = RustSbiPmu<'static, SimHart, BufMemory, 2>;
+type Perf = RustSbiPmu<Pmu<'static, SimHart>, BufMemory, 2>;
 
 struct Info;
 impl rustsbi::EnvInfo for Info {
@@ -59,7 +60,7 @@ fn ecall_through(fw: &Firmware<'_>, eid: usize, fid: usize, a: [usize; 6]) -> Sb
 
 /// The engine's own answer, on the twin.
 fn ecall_direct(
-    h: &mut Hart<'static, SimHart, BufMemory>,
+    h: &mut Hart<Pmu<'static, SimHart>, BufMemory>,
     eid: usize,
     fid: usize,
     a: [usize; 6],
@@ -202,13 +203,13 @@ fn put_event_info(mem: &mut BufMemory) {
 }
 
 /// Between calls the hart runs: cycles in S and U, and firmware events.
-fn run_a_little(h: &mut Hart<'static, SimHart, BufMemory>) {
+fn run_a_little(h: &mut Hart<Pmu<'static, SimHart>, BufMemory>) {
     h.pmu.hw_mut().tick(Mode::S, SIM_CYCLES, 1000);
     h.pmu.hw_mut().tick(Mode::U, SIM_CYCLES, 500);
     h.pmu.record(FwEvent::SetTimer);
 }
 
-fn hart() -> Hart<'static, SimHart, BufMemory> {
+fn hart() -> Hart<Pmu<'static, SimHart>, BufMemory> {
     let P { pmu, mem } = qemu();
     let mut h = Hart::new(pmu, mem);
     put_event_info(&mut h.mem);
