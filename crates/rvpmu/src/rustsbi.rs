@@ -61,8 +61,8 @@
 //! engine is never made twice at once, whatever the caller does: the
 //! flag is always free on a firmware whose harts only touch their own
 //! slots and whose M-mode traps do not nest, and a call that finds it
-//! taken (a wrong `hart_id`, or an `Hpm` backend calling back into the
-//! adapter) answers SBI_ERR_FAILED instead. A hart whose slot holds no
+//! taken (a wrong `hart_id`, or a counter backend or memory calling back
+//! into the adapter) answers SBI_ERR_FAILED instead. A hart whose slot holds no
 //! engine answers NOT_SUPPORTED.
 //!
 //! # Event info (FID 8) and the function ids rustsbi passes on
@@ -88,6 +88,7 @@ use sbi_spec::pmu::shmem_size::SIZE as SNAPSHOT_SIZE;
 /// One hart's PMU (the engine, [`crate::Pmu`], or anything else behind
 /// the engine's dispatch seam [`PmuExtension`]), steal-time record, and
 /// the supervisor's memory as the hart sees it (handed to each call).
+#[non_exhaustive]
 pub struct Hart<P: PmuExtension<M>, M: SupervisorMemory> {
     /// The PMU.
     pub pmu: P,
@@ -120,6 +121,7 @@ impl<P: PmuExtension<M>, M: SupervisorMemory> Hart<P, M> {
 
 /// Why a hart's slot could not be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SlotError {
     /// The hart id is not below `N`, or (for calls) its slot holds no engine.
     NoEngine,
