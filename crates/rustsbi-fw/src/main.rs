@@ -16,8 +16,10 @@
 //! own 2 MiB from the supervisor by moving the start of the device tree's
 //! memory node past it.
 //!
-//! Bare-metal crate: built for riscv64gc-unknown-none-elf by `cargo xtask
-//! firmware --rustsbi`; on the host it is an empty stub.
+//! Bare-metal crate: xtask builds it for riscv64gc-unknown-none-elf
+//! (`cargo xtask run --bios rustsbi-fw`, `cargo xtask conformance --bios
+//! rustsbi-fw`); on the host it is an empty stub. docs/rustsbi.md says how
+//! it embeds rvpmu and what proves it.
 //!
 //! ## Layering
 //!
@@ -28,7 +30,9 @@
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!("this is a bare-metal program; build it with `cargo xtask firmware --rustsbi`");
+    eprintln!(
+        "this is a bare-metal program; `cargo xtask run --bios rustsbi-fw` builds and boots it"
+    );
 }
 
 mod firmware;
