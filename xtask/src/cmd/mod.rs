@@ -11,6 +11,7 @@ pub mod hv;
 pub mod run;
 pub mod shell;
 
+use crate::build::firmware::RUSTSBI_BIOS;
 use crate::qemu::Firmware;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -27,10 +28,11 @@ fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
     match bios {
         Some(p) if p.as_os_str() == "opensbi" => Ok(Firmware::opensbi()),
         Some(p) if p.as_os_str() == "opensbi-1.6" => Firmware::opensbi_1_6("OpenSBI 1.6"),
+        Some(p) if p.as_os_str() == RUSTSBI_BIOS => crate::build::firmware::rustsbi(),
         Some(p) => {
             if !p.is_file() {
                 bail!(
-                    "--bios {}: no such file (give a raw firmware image, `opensbi` or `opensbi-1.6`)",
+                    "--bios {}: no such file (give a raw firmware image, `opensbi`, `opensbi-1.6` or `rustsbi`)",
                     p.display()
                 );
             }

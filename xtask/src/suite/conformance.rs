@@ -1,17 +1,20 @@
 //! The conformance suite: our firmware must pass everything with 1 and 2
 //! harts (no failure, no N/A), and its JSON lines say what its text lines
-//! say; the OpenSBI peers (Debian's 1.5.1, trixie's 1.6) are reported
-//! only, but their runs must reach every check on every hart, the checks
-//! that hang OpenSBI 1.6 included; the kernel reads a tree with NOP
-//! tokens; in a KVM guest KVM must fail exactly its pinned deviations, on
-//! 7.2 and on 7.2-fixed (one nested boot each).
+//! say; rustsbi-fw (the RustSBI-based firmware) must fail exactly its
+//! pinned checks, none of them the PMU's or STA's; the OpenSBI peers
+//! (Debian's 1.5.1, trixie's 1.6) are reported only, but their runs must
+//! reach every check on every hart, the checks that hang OpenSBI 1.6
+//! included; the kernel reads a tree with NOP tokens; in a KVM guest KVM
+//! must fail exactly its pinned deviations, on 7.2 and on 7.2-fixed (one
+//! nested boot each).
 
 use crate::build::conformance::build_kernel;
 use crate::build::dt::with_nop_tokens;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
     consistent, kvm_fail_ids, kvm_skip, opensbi, opensbi_1_6, ours, print_not_passed,
-    require_all_passed, suite, suite_skipping, suite_with, unpinned, Report, Status, Target, Under,
+    require_all_passed, rustsbi_fw_unpinned, suite, suite_skipping, suite_with, unpinned, Report,
+    Status, Target, Under,
 };
 use crate::guest::kvm::KvmHost;
 use crate::host::{root, step};
@@ -29,7 +32,8 @@ pub fn test() -> Result<()> {
     kvm(&kernel)
 }
 
-/// The kernel directly on the firmwares: ours, OpenSBI 1.5.1, OpenSBI 1.6.
+/// The kernel directly on the firmwares: ours, rustsbi-fw, OpenSBI 1.5.1,
+/// OpenSBI 1.6.
 fn firmwares(kernel: &Path) -> Result<()> {
     let kernel = kernel.to_path_buf();
     let mut reference: Vec<Option<Report>> = vec![None, None];
@@ -59,6 +63,7 @@ fn firmwares(kernel: &Path) -> Result<()> {
             eprintln!();
         }
     }
+    rustsbi_fw(&kernel)?;
     let fw = Target::firmware(opensbi()?);
     let rep = suite(&fw, &kernel, 1, false, None)?;
     consistent(&rep)?;
@@ -148,6 +153,30 @@ fn json_lines(fw: &Target, kernel: &Path, text: Option<&Report>) -> Result<()> {
         "ours -smp 2, rvpmu.format=json: the same {} verdicts as the text lines",
         rep.checks.len()
     );
+    Ok(())
+}
+
+/// rustsbi-fw with 1 and 2 harts: exactly its pinned failures and N/As
+/// (`guest::conformance::RUSTSBI_FW_FAIL`, all rustsbi's dispatch), so
+/// every PMU, snapshot, event_get_info and STA check passes through the
+/// adapter.
+fn rustsbi_fw(kernel: &Path) -> Result<()> {
+    let fw = crate::build::firmware::rustsbi()?;
+    for smp in [1, 2] {
+        let rep = suite(&Target::firmware(fw.clone()), kernel, smp, false, None)?;
+        consistent(&rep)?;
+        if let Some(d) = rustsbi_fw_unpinned(&rep, smp) {
+            print_not_passed(&rep);
+            bail!("rustsbi-fw -smp {smp} differs from its pinned results: {d}");
+        }
+        println!(
+            "rustsbi-fw -smp {smp}: {} passed, {} failed, {} N/A of {} checks (as pinned: rustsbi's dispatch)",
+            rep.passed(),
+            rep.failed(),
+            rep.na(),
+            rep.checks.len()
+        );
+    }
     Ok(())
 }
 
