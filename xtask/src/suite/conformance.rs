@@ -79,10 +79,10 @@ fn firmwares(kernel: &Path) -> Result<()> {
     peer_1_6(&kernel, &reference)
 }
 
-/// Debian trixie's OpenSBI 1.6, reported at -smp 1 and 2: two of its
-/// checks crash the firmware in M-mode and hang the hart
-/// (docs/conformance.md, "OpenSBI and event_get_info"), so each run is
-/// repeated without them; it must still reach every check on every
+/// Debian trixie's OpenSBI 1.6, reported at -smp 1 and 2: some of its
+/// event_get_info checks crash the firmware in M-mode and hang the hart
+/// (docs/conformance.md, "OpenSBI and event_get_info"), so the run is
+/// repeated without each; it must still reach every check on every
 /// hart, and the kernel's summary must count the skipped ones.
 fn peer_1_6(kernel: &Path, reference: &[Option<Report>]) -> Result<()> {
     let fw = Target::firmware(opensbi_1_6()?);
