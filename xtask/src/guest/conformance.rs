@@ -39,8 +39,9 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 /// hung (QEMU is stopped, the check announced last is blamed). Under
 /// icount a run's quiet stretches are fixed instruction counts, so their
 /// wall time only varies with the host's speed: docs/conformance.md
-/// ("Hangs and crashes") gives the longest stretch of full runs on every peer and how
-/// to measure it, and this limit is more than ten times that.
+/// ("Hangs and crashes") gives the longest stretch of full runs on every
+/// peer and how to measure it, and this limit is more than ten times
+/// that.
 pub const QUIET: Duration = Duration::from_secs(5);
 
 /// How many hanging checks one suite run may skip before giving up.
