@@ -10,7 +10,6 @@ use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, VsState, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::mem::SupervisorMemory;
-use rvpmu::supervisor::sbi;
 use rvpmu::Pmu;
 use rvpmu_hv::bundle::Bundle;
 use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
@@ -26,6 +25,7 @@ use rvpmu_rt::csr::{
     HSTATUS_SPV, HSTATUS_SPVP, HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW, IRQ_LCOF, SSTATUS_FS,
     SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP, VS_INTERRUPTS,
 };
+use rvpmu_sbi::client::sbi;
 use sbi_spec::{dbcn, srst};
 
 /// VMID of guest 0 (guest g has `FIRST_VMID + g`).
@@ -90,7 +90,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     // SAFETY: a1 from the firmware points at the host DTB, which stays in
     // place (the firmware reserved it) and only this hart touches
     // (`open_at` removes NOP tokens in place; the firmware's copy has none).
-    let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+    let fdt = match unsafe { rvpmu_dtb::open_at(dtb as *mut u8) } {
         Ok(f) => f,
         Err(e) => {
             hvprintln!("host {e}");

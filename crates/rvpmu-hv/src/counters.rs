@@ -5,10 +5,10 @@
 //! every counter through to S-mode (HS here), so the reads never trap.
 #![cfg(target_os = "none")]
 
-use rvpmu::supervisor::Ecall;
 use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::vpmu::{HostCounters, HostHpm};
 use rvpmu_rt::csr::{self, COUNTEREN_CY_TM_IR};
+use rvpmu_sbi::client::Ecall;
 
 /// The guest's PMU: the engine over these counters (through the host
 /// firmware), its shared memory guest-physical.

@@ -1,7 +1,7 @@
 //! The guest's virtual PMU: the `rvpmu` engine (the same one rvpmu-fw
 //! runs) over [`HostHpm`], an [`Hpm`] backend whose "CSRs" are host
 //! counters asked for through the host firmware's own SBI PMU extension
-//! (`rvpmu::supervisor`).
+//! (`rvpmu_sbi::client`).
 //!
 //! - **Indices.** Guest counter `i` (3..=31) is host counter `i`: rvpmu-fw's
 //!   logical index of a hardware counter is its CSR offset, so the CSR the
@@ -31,17 +31,18 @@
 //!   counter: stop then start with the value. Reads are the CSRs
 //!   (`HostCounters`), never a call.
 
-use rvpmu::counter::{CounterInfo, CSR_CYCLE};
+use rvpmu::counter::CSR_CYCLE;
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::{bits, Hpm};
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::snapshot;
-use rvpmu::supervisor::{
+use rvpmu::CounterInfo;
+use rvpmu::PmuConfig;
+use rvpmu_sbi::client::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
-use rvpmu::PmuConfig;
 
 /// HPM counters (3..=31).
 pub const HPM_COUNTERS: u32 = !0b111;

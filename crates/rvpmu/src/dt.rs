@@ -515,13 +515,12 @@ pub struct CounterList(pub u32);
 
 impl fmt::Display for CounterList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = crate::text::Text::<100>::new();
         let bits = self.0;
         if bits == 0 {
-            let _ = fmt::Write::write_str(&mut buf, "none");
+            return f.write_str("none");
         }
         let mut i = 0u32;
-        let mut first = true;
+        let mut sep = "";
         while i < 32 {
             if bits & (1 << i) == 0 {
                 i += 1;
@@ -532,15 +531,14 @@ impl fmt::Display for CounterList {
                 i += 1;
             }
             let end = i - 1;
-            let sep = if first { "" } else { "," };
-            first = false;
-            let _ = match end - start {
-                0 => fmt::write(&mut buf, format_args!("{sep}{start}")),
-                1 => fmt::write(&mut buf, format_args!("{sep}{start},{end}")),
-                _ => fmt::write(&mut buf, format_args!("{sep}{start}-{end}")),
-            };
+            match end - start {
+                0 => write!(f, "{sep}{start}")?,
+                1 => write!(f, "{sep}{start},{end}")?,
+                _ => write!(f, "{sep}{start}-{end}")?,
+            }
+            sep = ",";
         }
-        f.pad(buf.as_str())
+        Ok(())
     }
 }
 

@@ -28,28 +28,6 @@ use crate::Error;
 pub use sbi_spec::binary::SbiRet;
 use sbi_spec::pmu as fid;
 
-/// The SBI specification version the engine implements: 3.0, as BASE's
-/// get_spec_version encodes it (major << 24 | minor).
-pub const SPEC_VERSION: usize = 3 << 24;
-
-/// BASE's get_impl_version of an implementation whose version is
-/// `major.minor.patch` (decimal strings, as cargo's `CARGO_PKG_VERSION_*`):
-/// major << 16 | minor << 8 | patch. Shared by the firmware and the
-/// hypervisor, which answer BASE themselves.
-pub const fn impl_version(major: &str, minor: &str, patch: &str) -> usize {
-    const fn num(s: &str) -> usize {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let mut v = 0;
-        while i < b.len() {
-            v = v * 10 + (b[i] - b'0') as usize;
-            i += 1;
-        }
-        v
-    }
-    num(major) << 16 | num(minor) << 8 | num(patch)
-}
-
 /// EID of the PMU extension ("PMU").
 pub const EID_PMU: usize = sbi_spec::pmu::EID_PMU;
 /// EID of the STA extension ("STA").
@@ -321,14 +299,4 @@ fn sta_set_shmem<M: SupervisorMemory + ?Sized>(
     }
     let area = StaArea::parse(lo, hi)?;
     sta.set_shmem(mem, area).map(|_| 0)
-}
-
-#[cfg(test)]
-mod version_tests {
-    #[test]
-    fn impl_version_packs_decimal_parts() {
-        assert_eq!(super::impl_version("0", "1", "0"), 0x100);
-        assert_eq!(super::impl_version("12", "34", "5"), 12 << 16 | 34 << 8 | 5);
-        assert_eq!(super::SPEC_VERSION, 0x0300_0000);
-    }
 }

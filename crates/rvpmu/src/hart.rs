@@ -9,14 +9,14 @@
 //! canonical logical indices (see [`crate::counter`]).
 
 use crate::counter::{
-    BitIter, Counter, CounterInfo, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
+    BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
 use crate::dt::EventMap;
 use crate::event::{code_of, kind, type_of, Cache, Event, FwEvent, General, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::SupervisorMemory;
 use crate::snapshot::{self, event_info, SnapshotArea, SNAPSHOT_SIZE};
-use crate::Error;
+use crate::{CounterInfo, Error};
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
 
 /// What counter_start gives the counters it starts: `start_flags` and

@@ -1,17 +1,17 @@
 //! The supervisor-side typed API driving the engine in-process (the
 //! transport is the engine's own ecall dispatch instead of `ecall`).
 
-use rvpmu::counter::CounterInfo;
 use rvpmu::dt::{EventMap, RangeRow};
 use rvpmu::ecall::{self, SbiRet, EID_PMU, EID_STA};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::IsaFeatures;
 use rvpmu::sim::{BufMemory, SimHart};
 use rvpmu::sta::StealTime;
-use rvpmu::supervisor::{
+use rvpmu::CounterInfo;
+use rvpmu::{Error, Pmu};
+use rvpmu_sbi::client::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
-use rvpmu::{Error, Pmu};
 
 mod common;
 

@@ -86,8 +86,8 @@ fn lint() -> Result<()> {
     ];
     let steps = [
         (
-            "clippy -D warnings, host, all targets: rvpmu, hpmtrace, hpmtrace-cli, \
-             e2e-init (unit tests), xtask"
+            "clippy -D warnings, host, all targets: rvpmu-sbi, rvpmu-dtb, rvpmu, hpmtrace, \
+             hpmtrace-cli, e2e-init (unit tests), xtask"
                 .to_string(),
             vec![
                 clippy(None, &host_all, &[]),
@@ -109,14 +109,18 @@ fn lint() -> Result<()> {
             // The firmware's profile; conformance builds with --release,
             // which has the same cfgs (no debug assertions).
             format!(
-                "clippy -D warnings, {BARE_TARGET}: rvpmu (no_std), rvpmu-rt, rvpmu-fw \
-                 (firmware, sbi-check), rvpmu-hv (hypervisor, vs-check), conformance"
+                "clippy -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu (no_std), rvpmu-rt, rvpmu-fw, \
+                 rvpmu-hv, conformance, sbi-check, vs-check"
             ),
             vec![clippy(
                 Some(BARE_TARGET),
                 &[
                     "--profile",
                     "fw",
+                    "-p",
+                    "rvpmu-sbi",
+                    "-p",
+                    "rvpmu-dtb",
                     "-p",
                     "rvpmu",
                     "-p",
@@ -127,6 +131,10 @@ fn lint() -> Result<()> {
                     "rvpmu-hv",
                     "-p",
                     "conformance",
+                    "-p",
+                    "sbi-check",
+                    "-p",
+                    "vs-check",
                 ],
                 &[],
             )],
@@ -161,16 +169,26 @@ fn lint() -> Result<()> {
         // library, and its documentation would overwrite the library's
         // (cargo issue 6313).
         (
-            "rustdoc -D warnings, host: rvpmu, rvpmu-hv, hpmtrace, xtask".to_string(),
-            vec![rustdoc(None, &["rvpmu", "rvpmu-hv", "hpmtrace", "xtask"])],
+            "rustdoc -D warnings, host: rvpmu-sbi, rvpmu-dtb, rvpmu, rvpmu-hv, hpmtrace, xtask"
+                .to_string(),
+            vec![rustdoc(None, &["rvpmu-sbi", "rvpmu-dtb", "rvpmu", "rvpmu-hv", "hpmtrace", "xtask"])],
         ),
         (
             format!(
-                "rustdoc -D warnings, {BARE_TARGET}: rvpmu, rvpmu-rt, rvpmu-fw, rvpmu-hv, conformance"
+                "rustdoc -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu, rvpmu-rt, rvpmu-fw, \
+                 rvpmu-hv, conformance"
             ),
             vec![rustdoc(
                 Some(BARE_TARGET),
-                &["rvpmu", "rvpmu-rt", "rvpmu-fw", "rvpmu-hv", "conformance"],
+                &[
+                    "rvpmu-sbi",
+                    "rvpmu-dtb",
+                    "rvpmu",
+                    "rvpmu-rt",
+                    "rvpmu-fw",
+                    "rvpmu-hv",
+                    "conformance",
+                ],
             )],
         ),
         (

@@ -1,7 +1,8 @@
-//! Opening a flattened device tree blob: every reader of a DTB in this
-//! project (the firmware, the hypervisor, the S-mode kernels, bare-metal
-//! hpmtrace, `cargo xtask dt-check`) gets its [`fdt::Fdt`] from [`open`] or
-//! [`open_at`].
+//! # rvpmu-dtb: opening a flattened device tree blob, checked
+//!
+//! Every reader of a DTB in this project (the firmware, the hypervisor, the
+//! S-mode kernels, bare-metal hpmtrace, `cargo xtask dt-check`) gets its
+//! [`fdt::Fdt`] from [`open`] or [`open_at`].
 //!
 //! [`open`] checks the whole blob against the Devicetree Specification
 //! v0.4, chapter 5 ("Flattened Devicetree (DTB) Format"): the header
@@ -41,6 +42,15 @@
 //! The rewrite needs the blob writable. The firmware patches the DTB in RAM
 //! anyway, and the stages after it find it already without NOP tokens, so
 //! for them [`open`] only reads.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `format` | |
+
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
 
 use core::fmt;
 
