@@ -17,7 +17,8 @@ use sbi_spec::binary::{
 use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 
 /// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
-/// path takes it back from `ecall_fast` in those registers).
+/// path takes it back from `pmu_fast`, `base_ext` and `other_ext` in those
+/// registers).
 pub type Ret = SbiRet;
 
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
@@ -47,16 +48,34 @@ macro_rules! sbi_fn {
     };
 }
 
-sbi_fn!(
-    /// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
-    /// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
-    /// answer goes back in a0/a1; the entry code advances mepc. Only what the
-    /// C ABI lets this function clobber was saved, so nothing here may need
-    /// the trap frame (see `entry.rs`).
-    pub ecall_fast,
-    |a, fid, eid| dispatch(a, fid, eid)
-);
-
+/// The trap entry's fast path for an S-mode PMU call: a0..a4 and the FID
+/// (a6) in their registers, the hart's engine in a5 (no PMU function takes
+/// a5), the answer back in a0/a1; the entry code advances mepc. Only what
+/// the C ABI lets this function clobber was saved, so nothing here may
+/// need the trap frame (see `entry.rs`); so for `base_ext` and
+/// `other_ext`, which the entry calls for BASE and every other non-legacy
+/// EID.
+///
+/// # Safety
+///
+/// Called by the trap entry only, once per trap, with `pmu` the calling
+/// hart's engine (`HartRoot::hart`'s `HartLocal` holds it at offset 0),
+/// not otherwise borrowed during the trap.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn pmu_fast(
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    pmu: *mut HartPmu,
+    fid: usize,
+) -> SbiRet {
+    // SAFETY: the caller's contract: this hart's engine, borrowed once for
+    // this trap.
+    let pmu = unsafe { &mut *pmu };
+    rvpmu::ecall::pmu(pmu, fid, [a0, a1, a2, a3, a4, 0])
+}
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
 /// calls; any other EID is answered as on the fast path).
 pub fn ecall(f: &mut TrapFrame) {
@@ -113,9 +132,10 @@ fn other_extension(eid: usize) -> Option<Extension> {
 }
 
 sbi_fn!(
-    /// Every extension but PMU: `ecall_fast`'s signature, the EID included.
+    /// Every extension but PMU, the EID (a7) included: the trap entry's
+    /// fast path for the non-legacy EIDs but PMU and BASE.
     #[inline(never)]
-    other_ext,
+    pub other_ext,
     |a, fid, eid| {
         let [a0, a1, a2, a3, a4, a5] = a;
         other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
@@ -124,7 +144,7 @@ sbi_fn!(
 
 // Each extension that needs the hart's state borrows it here, once per
 // call: these functions are where an ecall's trap is served (the fast path
-// reaches them from `ecall_fast`, the full path from `ecall`).
+// reaches them from the trap entry, the full path from `ecall`).
 sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
@@ -135,7 +155,11 @@ sbi_fn!(sta_ext, |a, fid| {
     let perf = &mut unsafe { this_hart() }.perf;
     rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
 });
-sbi_fn!(base_ext, |a, fid| base_call(fid, a[0]));
+sbi_fn!(
+    /// BASE: the trap entry's fast path for it.
+    pub base_ext,
+    |a, fid| base_call(fid, a[0])
+);
 sbi_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
         return err(RET_ERR_NOT_SUPPORTED);

@@ -84,13 +84,14 @@ pub mod csr {
         }
     }
 
-    // Each CSR number must be an immediate, so an access by index enters a
-    // table of `csrr`/`csrw` + return pairs (8 bytes each, no compressed
-    // instructions) at 8 * index. The routines touch only a0, t0 and ra,
-    // and the inline asm that calls them says so: the engine keeps its
-    // values in registers across an access (a Rust call would clobber all
-    // caller-saved registers and cost spills), and the index's low five
-    // bits select the entry, so no index can jump outside a table.
+    // Each CSR number must be an immediate, so an access by index jumps
+    // into a table of `csrr`/`csrw` + return pairs (8 bytes each, no
+    // compressed instructions) at 8 * index, linking in t0 (the entry
+    // returns through it), not ra. The inline asm that enters a table
+    // computes the entry itself and touches only a0 and t0, and says so: the engine keeps its values in registers across an access
+    // (a Rust call would clobber all caller-saved registers and cost
+    // spills), and the index's low five bits select the entry, so no index
+    // can jump outside a table.
     macro_rules! csr_table {
         ($name:literal, $op:literal) => {
             csr_table!($name, $op, "");
@@ -103,17 +104,9 @@ pub mod csr {
                 ".balign 8",
                 concat!(".globl ", $name),
                 concat!($name, ":"),
-                "   andi a0, a0, 31",
-                "   slli a0, a0, 3",
-                "1: auipc t0, %pcrel_hi(2f)",
-                "   addi t0, t0, %pcrel_lo(1b)",
-                "   add t0, t0, a0",
-                "   jr t0",
-                ".balign 8",
-                "2:",
                 ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
                 concat!("   ", $op, "\\n", $tail),
-                "   jalr zero, 0(ra)",
+                "   jalr zero, 0(t0)",
                 ".endr",
                 ".option pop",
                 ".popsection",
@@ -126,19 +119,36 @@ pub mod csr {
     csr_table!("rvpmu_csrr_event", "csrr a0, 0x320 + ");
     csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", a1");
 
+    /// The instructions that enter table `$table` at the entry of index
+    /// a0 (its low five bits), linking in t0: the entry returns to the
+    /// next instruction.
+    macro_rules! enter_table {
+        ($table:literal) => {
+            concat!(
+                "andi a0, a0, 31\n",
+                "slli a0, a0, 3\n",
+                "1: auipc t0, %pcrel_hi(",
+                $table,
+                ")\n",
+                "addi t0, t0, %pcrel_lo(1b)\n",
+                "add t0, t0, a0\n",
+                "jalr t0, 0(t0)",
+            )
+        };
+    }
+
     macro_rules! csr_read_fn {
         ($fn_name:ident, $table:literal) => {
             #[inline(always)]
             fn $fn_name(i: usize) -> u64 {
                 let v: u64;
                 // SAFETY: M-mode CSR read through the table (see above);
-                // the asm names every register the routine touches.
+                // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        concat!("call ", $table),
+                        enter_table!($table),
                         inlateout("a0") i as u64 => v,
                         out("t0") _,
-                        out("ra") _,
                         options(nostack),
                     )
                 };
@@ -151,14 +161,13 @@ pub mod csr {
             #[inline(always)]
             fn $fn_name(i: usize, v: u64) {
                 // SAFETY: M-mode CSR write through the table (see above);
-                // the asm names every register the routine touches.
+                // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        concat!("call ", $table),
+                        enter_table!($table),
                         inlateout("a0") i => _,
                         in("a1") v,
                         out("t0") _,
-                        out("ra") _,
                         options(nostack),
                     )
                 };
