@@ -675,7 +675,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_event_reg(&mut self, i: usize, reg: u64) {
         if i >= 3 {
             self.hw.write_event(i, reg & !bits::OF);
@@ -684,7 +684,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_value(&mut self, c: usize, v: u64) {
         match self.layout.kind(c) {
             Counter::Hw(i) => self.hw.write_counter(i as usize, v),
@@ -700,7 +700,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_one(&mut self, c: usize) {
         match self.layout.kind(c) {
             Counter::Hw(i) => {
@@ -877,7 +877,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     }
 
     /// Drop the counter-to-event mapping of a stopped counter.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, c: usize) {
         self.allocated &= !(1 << c);
         match self.layout.kind(c) {

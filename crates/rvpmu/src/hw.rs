@@ -88,10 +88,11 @@ pub mod csr {
     // into a table of `csrr`/`csrw` + return pairs (8 bytes each, no
     // compressed instructions) at 8 * index, linking in t0 (the entry
     // returns through it), not ra. The inline asm that enters a table
-    // computes the entry itself and touches only a0 and t0, and says so: the engine keeps its values in registers across an access
-    // (a Rust call would clobber all caller-saved registers and cost
-    // spills), and the index's low five bits select the entry, so no index
-    // can jump outside a table.
+    // computes the entry itself and touches only t0, t1 and one scratch
+    // register, and says so: the engine keeps its values in registers
+    // across an access (a Rust call would clobber all caller-saved
+    // registers and cost spills), and the index's low five bits select
+    // the entry, so no index can jump outside a table.
     macro_rules! csr_table {
         ($name:literal, $op:literal) => {
             csr_table!($name, $op, "");
@@ -114,24 +115,26 @@ pub mod csr {
         };
     }
     // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
-    csr_table!("rvpmu_csrr_counter", "csrr a0, 0xB00 + ");
-    csr_table!("rvpmu_csrw_counter", "csrw 0xB00 + ", ", a1");
-    csr_table!("rvpmu_csrr_event", "csrr a0, 0x320 + ");
-    csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", a1");
+    // The value read or written is in t1 (a temporary no argument or
+    // answer lives in, so the caller's values stay where they are).
+    csr_table!("rvpmu_csrr_counter", "csrr t1, 0xB00 + ");
+    csr_table!("rvpmu_csrw_counter", "csrw 0xB00 + ", ", t1");
+    csr_table!("rvpmu_csrr_event", "csrr t1, 0x320 + ");
+    csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", t1");
 
     /// The instructions that enter table `$table` at the entry of index
-    /// a0 (its low five bits), linking in t0: the entry returns to the
-    /// next instruction.
+    /// `{i}` (its low five bits, through the scratch register `{x}`),
+    /// linking in t0: the entry returns to the next instruction.
     macro_rules! enter_table {
         ($table:literal) => {
             concat!(
-                "andi a0, a0, 31\n",
-                "slli a0, a0, 3\n",
+                "andi {x}, {i}, 31\n",
+                "slli {x}, {x}, 3\n",
                 "1: auipc t0, %pcrel_hi(",
                 $table,
                 ")\n",
                 "addi t0, t0, %pcrel_lo(1b)\n",
-                "add t0, t0, a0\n",
+                "add t0, t0, {x}\n",
                 "jalr t0, 0(t0)",
             )
         };
@@ -147,8 +150,10 @@ pub mod csr {
                 unsafe {
                     core::arch::asm!(
                         enter_table!($table),
-                        inlateout("a0") i as u64 => v,
+                        i = in(reg) i,
+                        x = out(reg) _,
                         out("t0") _,
+                        lateout("t1") v,
                         options(nostack),
                     )
                 };
@@ -165,9 +170,10 @@ pub mod csr {
                 unsafe {
                     core::arch::asm!(
                         enter_table!($table),
-                        inlateout("a0") i => _,
-                        in("a1") v,
+                        i = in(reg) i,
+                        x = out(reg) _,
                         out("t0") _,
+                        in("t1") v,
                         options(nostack),
                     )
                 };
