@@ -113,22 +113,42 @@ fn dispatch(a: [usize; 6], fid: usize, eid: usize) -> SbiRet {
     }
 }
 
+/// Slots of [`EXTENSIONS`]: an EID's slot is its low four bits, which
+/// differ for every extension served (the table's construction checks it).
+const EXT_SLOTS: usize = 16;
+
 /// The one table of the extensions this firmware serves besides PMU (and
-/// the legacy EIDs 0-8, served by the trap entry): dispatch and
-/// probe_extension ([`Firmware::probe`]) both read it.
+/// the legacy EIDs 0-8, served by the trap entry), each in the slot of its
+/// EID: dispatch and probe_extension ([`Firmware::probe`]) both read it,
+/// with one load and one compare for any EID. An empty slot holds EID 0,
+/// which no lookup can match: 0's slot is BASE's.
+static EXTENSIONS: [(usize, Extension); EXT_SLOTS] = {
+    let served: [(usize, Extension); 8] = [
+        (time::EID_TIME, time_ext),
+        (spi::EID_SPI, spi_ext),
+        (rfnc::EID_RFNC, rfnc_ext),
+        (base::EID_BASE, base_ext),
+        (rvpmu::ecall::EID_STA, sta_ext),
+        (hsm::EID_HSM, hsm_ext),
+        (srst::EID_SRST, srst_ext),
+        (dbcn::EID_DBCN, dbcn_ext),
+    ];
+    let mut table: [(usize, Extension); EXT_SLOTS] = [(0, unsupported_ext); EXT_SLOTS];
+    assert!(base::EID_BASE % EXT_SLOTS == 0);
+    let mut i = 0;
+    while i < served.len() {
+        let slot = served[i].0 % EXT_SLOTS;
+        assert!(table[slot].0 == 0, "two extensions share a slot");
+        table[slot] = served[i];
+        i += 1;
+    }
+    table
+};
+
 #[inline(always)]
 fn other_extension(eid: usize) -> Option<Extension> {
-    Some(match eid {
-        time::EID_TIME => time_ext,
-        spi::EID_SPI => spi_ext,
-        rfnc::EID_RFNC => rfnc_ext,
-        base::EID_BASE => base_ext,
-        rvpmu::ecall::EID_STA => sta_ext,
-        hsm::EID_HSM => hsm_ext,
-        srst::EID_SRST => srst_ext,
-        dbcn::EID_DBCN => dbcn_ext,
-        _ => return None,
-    })
+    let (served, ext) = EXTENSIONS[eid % EXT_SLOTS];
+    (served == eid).then_some(ext)
 }
 
 sbi_fn!(
