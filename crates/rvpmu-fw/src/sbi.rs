@@ -134,7 +134,7 @@ static EXTENSIONS: [(usize, Extension); EXT_SLOTS] = {
         (dbcn::EID_DBCN, dbcn_ext),
     ];
     let mut table: [(usize, Extension); EXT_SLOTS] = [(0, unsupported_ext); EXT_SLOTS];
-    assert!(base::EID_BASE % EXT_SLOTS == 0);
+    assert!(base::EID_BASE.is_multiple_of(EXT_SLOTS));
     let mut i = 0;
     while i < served.len() {
         let slot = served[i].0 % EXT_SLOTS;
