@@ -165,6 +165,9 @@ pub fn run(slot: usize, method: Method) {
             [UNKNOWN_EID, 0, 0, 0, 0, 0],
         ),
         ("time.set_timer", eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
+        // A PMU function SBI 3.0 does not define (FID 9; it lists 0-8):
+        // the trap's round trip, dispatch included, with no work.
+        ("pmu.fid.unknown", eid::PMU, 9, [0; 6]),
         ("pmu.num_counters", eid::PMU, NUM_COUNTERS, [0; 6]),
         (
             "pmu.counter_get_info",
