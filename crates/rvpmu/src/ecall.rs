@@ -253,7 +253,8 @@ pmu_fn!(
 );
 /// FIDs 3 and 4 in two paths each, reached by a tail call: with the
 /// snapshot flag (INIT_SNAPSHOT, TAKE_SNAPSHOT), whose memory accesses are
-/// calls, and without it, which then makes none and saves no registers.
+/// calls, and without it, which then makes none (no return address to
+/// save).
 /// Both give the answers of [`Pmu::counter_start`] / [`Pmu::counter_stop`].
 #[inline(never)]
 extern "C" fn counter_start<H: Hpm, M: SupervisorMemory>(

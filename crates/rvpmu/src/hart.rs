@@ -737,7 +737,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// counter_start without INIT_SNAPSHOT: every stopped member of `set`
     /// gets `value` (None: keeps its value) and starts. No calls (CSR
-    /// accesses are inline asm), so no callee-saved registers.
+    /// accesses are inline asm), so no return address to save.
     #[inline(always)]
     pub(crate) fn start_plain(
         &mut self,
