@@ -1,8 +1,6 @@
-//! # rvpmu-dtb: opening a flattened device tree blob, checked
+#![doc = include_str!("../README.md")]
 //!
-//! Every reader of a DTB in this project (the firmware, the hypervisor, the
-//! S-mode kernels, bare-metal hpmtrace, `cargo xtask dt-check`) gets its
-//! [`fdt::Fdt`] from [`open`] or [`open_at`].
+//! ## What is checked, and why
 //!
 //! [`open`] checks the whole blob against the Devicetree Specification
 //! v0.4, chapter 5 ("Flattened Devicetree (DTB) Format"): the header
@@ -115,6 +113,7 @@ use format::*;
 
 /// The blocks of a DTB, for errors and layout checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Block {
     /// The 40-byte header.
     Header,
@@ -139,6 +138,7 @@ impl fmt::Display for Block {
 
 /// What is wrong with a blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Problem {
     /// A null pointer instead of a blob.
     Null,

@@ -71,8 +71,8 @@ macro_rules! frame_slots {
 // registers a call may clobber are saved (sp, ra, t0-t6, a2-a7; a0/a1
 // carry the answer), in their frame slots (t0 stays in `scratch`), and
 // mscratch points back at the frame as on the full path. A PMU call gets
-// the hart's engine in a5 (no PMU function takes a5): `HartRoot::hart`
-// points at the hart's `HartLocal`, whose engine is at offset 0. Legacy
+// the hart's PMU state in a5 (no PMU function takes a5): `HartRoot::hart`
+// points at the hart's `HartLocal`, whose `HartPerf` is at offset 0. Legacy
 // calls need the full frame (a fault reading a hart mask is redirected to
 // S-mode), as do all other traps. Guarded accesses (which take the frame,
 // and whose faults reuse `scratch`) are never made on the fast path.

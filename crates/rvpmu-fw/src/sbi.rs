@@ -6,7 +6,7 @@ use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
 use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
-use crate::pmu::HartPmu;
+use crate::pmu::{HartPerf, HartPmu};
 use rvpmu::mem::{PhysMemory, SupervisorMemory};
 use rvpmu_rt::base::{self as rt_base, err, ok, Base, MachineId};
 use rvpmu_rt::csr::{self, MIP_SSIP};
@@ -49,17 +49,17 @@ macro_rules! sbi_fn {
 }
 
 /// The trap entry's fast path for an S-mode PMU call: a0..a4 and the FID
-/// (a6) in their registers, the hart's engine in a5 (no PMU function takes
-/// a5), the answer back in a0/a1; the entry code advances mepc. Only what
-/// the C ABI lets this function clobber was saved, so nothing here may
-/// need the trap frame (see `entry.rs`); so for `base_ext` and
+/// (a6) in their registers, the hart's PMU state in a5 (no PMU function
+/// takes a5), the answer back in a0/a1; the entry code advances mepc. Only
+/// what the C ABI lets this function clobber was saved, so nothing here
+/// may need the trap frame (see `entry.rs`); so for `base_ext` and
 /// `other_ext`, which the entry calls for BASE and every other non-legacy
 /// EID.
 ///
 /// # Safety
 ///
-/// Called by the trap entry only, once per trap, with `pmu` the calling
-/// hart's engine (`HartRoot::hart`'s `HartLocal` holds it at offset 0),
+/// Called by the trap entry only, once per trap, with `perf` the calling
+/// hart's PMU state (`HartRoot::hart`'s `HartLocal` holds it at offset 0),
 /// not otherwise borrowed during the trap.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn pmu_fast(
@@ -68,13 +68,13 @@ pub unsafe extern "C" fn pmu_fast(
     a2: usize,
     a3: usize,
     a4: usize,
-    pmu: *mut HartPmu,
+    perf: *mut HartPerf,
     fid: usize,
 ) -> SbiRet {
-    // SAFETY: the caller's contract: this hart's engine, borrowed once for
-    // this trap.
-    let pmu = unsafe { &mut *pmu };
-    rvpmu::ecall::pmu(pmu, fid, [a0, a1, a2, a3, a4, 0])
+    // SAFETY: the caller's contract: this hart's PMU state, borrowed once
+    // for this trap.
+    let perf = unsafe { &mut *perf };
+    rvpmu::ecall::pmu(&mut perf.pmu, &mut perf.mem, fid, [a0, a1, a2, a3, a4, 0])
 }
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
 /// calls; any other EID is answered as on the fast path).
@@ -167,13 +167,13 @@ sbi_fn!(
 // reaches them from the trap entry, the full path from `ecall`).
 sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
-    let hart = unsafe { this_hart() };
-    rvpmu::ecall::pmu(&mut hart.perf.pmu, fid, a)
+    let perf = &mut unsafe { this_hart() }.perf;
+    rvpmu::ecall::pmu(&mut perf.pmu, &mut perf.mem, fid, a)
 });
 sbi_fn!(sta_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let perf = &mut unsafe { this_hart() }.perf;
-    rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
+    rvpmu::ecall::sta(&mut perf.sta, &mut perf.mem, fid, a)
 });
 sbi_fn!(
     /// BASE: the trap entry's fast path for it.
@@ -214,7 +214,7 @@ sbi_fn!(srst_ext, |a, fid| {
 sbi_fn!(dbcn_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
-    dbcn_call(hart.ready, hart.perf.pmu.mem_mut(), fid, a)
+    dbcn_call(hart.ready, &mut hart.perf.mem, fid, a)
 });
 sbi_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 

@@ -10,7 +10,7 @@
 //! - [`base`]: the SBI BASE answers of the programs that serve SBI, and
 //!   their answers' two shapes (`ok`, `err`);
 //! - [`tally`]: the test kernels' count of checks made and failed;
-//! - [`text`]: a fixed-capacity string for formatting without an allocator;
+//! - [`text`](mod@text): a fixed-capacity string for formatting without an allocator;
 //! - `link` (host only): the linker scripts, for the build scripts;
 //! - `runtime`, `console` (riscv64gc-unknown-none-elf only): the S-mode
 //!   test kernels' entry, stacks, SMP bring-up, trap vector, power-off

@@ -1,16 +1,4 @@
-//! # rvpmu-sbi: the SBI PMU and STA wire format, and an S-mode client
-//!
-//! What both sides of an SBI call agree on, and nothing else: the error
-//! codes ([`Error`]), the `event_idx` / `event_data` codec ([`event`]), the
-//! `counter_info` word ([`counter_info`]), and the supervisor's typed calls
-//! ([`client`]). It depends on `sbi-spec` only, which supplies every number
-//! the spec assigns (extension and function ids, event codes, flags).
-//!
-//! Two audiences use it. An S-mode program (a kernel, a test kernel, a
-//! bare-metal tracer) calls its SBI implementation through [`client`] and
-//! decodes the answers with the codecs; it never links an SBI
-//! implementation. The engine, `rvpmu`, decodes what supervisors pass in
-//! with the same codecs, so the two sides cannot drift apart.
+#![doc = include_str!("../README.md")]
 //!
 //! ## Layering
 //!
@@ -43,6 +31,7 @@ pub use sbi_spec::binary::SbiRet;
 /// take more instructions and its image grows (docs/engine.md, "sbi-spec",
 /// has the figures).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// SBI_ERR_FAILED (-1)
     Failed,

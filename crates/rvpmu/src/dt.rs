@@ -182,6 +182,7 @@ impl RawRow {
 
 /// The three properties of the binding, and this project's boolean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Property {
     /// `riscv,event-to-mhpmevent`
     EventToMhpmevent,
@@ -278,6 +279,7 @@ impl fmt::Display for Place {
 
 /// Why a node was refused. See the module documentation for the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reason {
     /// The property length is not a multiple of 4 bytes.
     PartialCell {
@@ -497,6 +499,7 @@ impl std::error::Error for DtError {}
 
 /// Why an accepted row can never take effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WarningKind {
     /// A selector for a general/cache code SBI 3.0 does not define.
     UndefinedEvent {
@@ -832,7 +835,7 @@ impl EventMap {
     /// `Ok(None)` when there is no such node. Counters are not checked
     /// against the hart (use [`PmuProps::find`] and
     /// [`EventMap::load_props`] with `present_counters` for that). `fdt`
-    /// comes from [`crate::dtb::open`], which checks the blob and removes
+    /// comes from `rvpmu_dtb::open`, which checks the blob and removes
     /// its NOP tokens first.
     pub fn from_fdt(fdt: &fdt::Fdt<'_>) -> Result<Option<EventMap>, DtError> {
         let Some(props) = PmuProps::find(fdt) else {

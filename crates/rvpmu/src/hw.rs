@@ -24,6 +24,10 @@ pub mod bits {
 
 /// Access to one hart's performance-counter CSRs.
 pub trait Hpm {
+    /// Which counters exist: bit `i` for CSR offset `i` (0 `mcycle`, 2
+    /// `minstret`, 3..=31 `mhpmcounterN`; bit 1, `time`, is ignored). The
+    /// engine reads it once, when it is built.
+    fn present(&self) -> u32;
     /// Read `mcycle` (0), `minstret` (2) or `mhpmcounterN` (3..=31).
     fn read_counter(&self, i: usize) -> u64;
     /// Write a counter (same indices as `read_counter`).
@@ -59,8 +63,10 @@ pub trait Hpm {
     }
 }
 
-/// The real CSRs of the executing hart (riscv64 M-mode only).
-#[cfg(target_arch = "riscv64")]
+/// The real CSRs of the executing hart: the M-mode backend (feature
+/// `csr`; it exists on riscv64 only, so that a workspace that enables it
+/// for its firmware still builds its host tools).
+#[cfg(all(feature = "csr", target_arch = "riscv64"))]
 pub mod csr {
     use super::Hpm;
 
@@ -78,10 +84,6 @@ pub mod csr {
         pub const unsafe fn new(present: u32) -> CsrHpm {
             CsrHpm { present }
         }
-        /// The counters this hart has.
-        pub fn present(&self) -> u32 {
-            self.present
-        }
     }
 
     // Each CSR number must be an immediate, so an access by index jumps
@@ -92,47 +94,49 @@ pub mod csr {
     // register, and says so: the engine keeps its values in registers
     // across an access (a Rust call would clobber all caller-saved
     // registers and cost spills), and the index's low five bits select
-    // the entry, so no index can jump outside a table.
+    // the entry, so no index can jump outside a table. Each table is a
+    // naked function reached through a `sym` operand, so its symbol is
+    // Rust's mangled name: two copies of this crate in one link do not
+    // clash.
     macro_rules! csr_table {
-        ($name:literal, $op:literal) => {
+        ($name:ident, $op:literal) => {
             csr_table!($name, $op, "");
         };
-        ($name:literal, $op:literal, $tail:literal) => {
-            core::arch::global_asm!(
-                ".pushsection .text.rvpmu_csr_table, \"ax\"",
-                ".option push",
-                ".option norvc",
-                ".balign 8",
-                concat!(".globl ", $name),
-                concat!($name, ":"),
-                ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
-                concat!("   ", $op, "\\n", $tail),
-                "   jalr zero, 0(t0)",
-                ".endr",
-                ".option pop",
-                ".popsection",
-            );
+        ($name:ident, $op:literal, $tail:literal) => {
+            /// A CSR access table, entry 0 at its first instruction;
+            /// entered only through the inline asm of the accessors below
+            /// (`enter_table!`), linking in t0, the value in t1.
+            #[unsafe(naked)]
+            unsafe extern "C" fn $name() {
+                core::arch::naked_asm!(
+                    ".option push",
+                    ".option norvc",
+                    ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+                    concat!("   ", $op, "\\n", $tail),
+                    "   jalr zero, 0(t0)",
+                    ".endr",
+                    ".option pop",
+                );
+            }
         };
     }
     // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
     // The value read or written is in t1 (a temporary no argument or
     // answer lives in, so the caller's values stay where they are).
-    csr_table!("rvpmu_csrr_counter", "csrr t1, 0xB00 + ");
-    csr_table!("rvpmu_csrw_counter", "csrw 0xB00 + ", ", t1");
-    csr_table!("rvpmu_csrr_event", "csrr t1, 0x320 + ");
-    csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", t1");
+    csr_table!(csrr_counter, "csrr t1, 0xB00 + ");
+    csr_table!(csrw_counter, "csrw 0xB00 + ", ", t1");
+    csr_table!(csrr_event, "csrr t1, 0x320 + ");
+    csr_table!(csrw_event, "csrw 0x320 + ", ", t1");
 
-    /// The instructions that enter table `$table` at the entry of index
+    /// The instructions that enter table `{table}` at the entry of index
     /// `{i}` (its low five bits, through the scratch register `{x}`),
     /// linking in t0: the entry returns to the next instruction.
     macro_rules! enter_table {
-        ($table:literal) => {
+        () => {
             concat!(
                 "andi {x}, {i}, 31\n",
                 "slli {x}, {x}, 3\n",
-                "1: auipc t0, %pcrel_hi(",
-                $table,
-                ")\n",
+                "1: auipc t0, %pcrel_hi({table})\n",
                 "addi t0, t0, %pcrel_lo(1b)\n",
                 "add t0, t0, {x}\n",
                 "jalr t0, 0(t0)",
@@ -141,7 +145,7 @@ pub mod csr {
     }
 
     macro_rules! csr_read_fn {
-        ($fn_name:ident, $table:literal) => {
+        ($fn_name:ident, $table:ident) => {
             #[inline(always)]
             fn $fn_name(i: usize) -> u64 {
                 let v: u64;
@@ -149,7 +153,8 @@ pub mod csr {
                 // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        enter_table!($table),
+                        enter_table!(),
+                        table = sym $table,
                         i = in(reg) i,
                         x = out(reg) _,
                         out("t0") _,
@@ -162,14 +167,15 @@ pub mod csr {
         };
     }
     macro_rules! csr_write_fn {
-        ($fn_name:ident, $table:literal) => {
+        ($fn_name:ident, $table:ident) => {
             #[inline(always)]
             fn $fn_name(i: usize, v: u64) {
                 // SAFETY: M-mode CSR write through the table (see above);
                 // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        enter_table!($table),
+                        enter_table!(),
+                        table = sym $table,
                         i = in(reg) i,
                         x = out(reg) _,
                         out("t0") _,
@@ -180,12 +186,15 @@ pub mod csr {
             }
         };
     }
-    csr_read_fn!(read_mcounter, "rvpmu_csrr_counter");
-    csr_write_fn!(write_mcounter, "rvpmu_csrw_counter");
-    csr_read_fn!(read_mevent, "rvpmu_csrr_event");
-    csr_write_fn!(write_mevent, "rvpmu_csrw_event");
+    csr_read_fn!(read_mcounter, csrr_counter);
+    csr_write_fn!(write_mcounter, csrw_counter);
+    csr_read_fn!(read_mevent, csrr_event);
+    csr_write_fn!(write_mevent, csrw_event);
 
     impl Hpm for CsrHpm {
+        fn present(&self) -> u32 {
+            self.present
+        }
         fn read_counter(&self, i: usize) -> u64 {
             read_mcounter(i)
         }

@@ -1,16 +1,13 @@
-//! # rvpmu: the SBI PMU (SBI 3.0) and STA engine
+#![doc = include_str!("../README.md")]
 //!
-//! A `no_std`, allocation-free implementation of the RISC-V SBI Performance
-//! Monitoring Unit extension (EID 0x504D55, all nine functions) and the
-//! Steal-time Accounting extension (EID 0x535441), configured from the
-//! `riscv,pmu` device-tree binding.
+//! ## Shape
 //!
 //! Data flows one way: raw registers are decoded once at the edge
 //! ([`ecall`]) into typed values ([`event::Event`], [`counter::CounterSet`],
 //! flags), the per-hart engine ([`Pmu`]) applies the spec's semantics and
-//! talks to two small seams: [`hw::Hpm`] (the hart's counter CSRs) and
-//! [`mem::SupervisorMemory`] (the supervisor's physical memory). Firmware
-//! implements them with CSRs and physical accesses; tests use the `sim` module (feature `sim`).
+//! talks to two small seams: [`hw::Hpm`] (the hart's counters, owned by
+//! the engine) and [`mem::SupervisorMemory`] (the supervisor's memory,
+//! handed to each call).
 //!
 //! ## Layering
 //!
@@ -20,8 +17,8 @@
 //! ([`hart`]) and the SBI call edge ([`ecall`]); `sim` implements the
 //! seams for tests. The wire format both sides of a call share (the SBI
 //! [`Error`] codes, the [`event`] codec, [`CounterInfo`]) comes from the
-//! `rvpmu-sbi` crate and is re-exported here; so is that crate's S-mode
-//! client, which supervisors use and the engine does not.
+//! `rvpmu-sbi` crate and is re-exported here; that crate's S-mode client
+//! is for supervisors, and the engine does not use it.
 //!
 //! | module | uses |
 //! |---|---|

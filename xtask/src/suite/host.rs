@@ -1,6 +1,8 @@
 //! The host tests: `cargo test` of the workspace, the warning gate
-//! (clippy and rustdoc, host and targets), rvpmu for the bare target, and
-//! the loom model of the STA sequence protocol.
+//! (clippy and rustdoc, host and targets; clippy's `incompatible_msrv`
+//! holds the standard library to the declared `rust-version`), the
+//! published crates' dry-run publish, rvpmu for the bare target, and the
+//! loom model of the STA sequence protocol.
 
 use crate::host::{cargo, root, run as run_cmd, step};
 use crate::host::{BARE_TARGET, LINUX_TARGET};
@@ -18,6 +20,26 @@ pub fn run() -> Result<()> {
         "conformance",
     ]))?;
     lint()?;
+    // Each published crate packaged (only the files its `include` names)
+    // and built from its package against the others' packages, as
+    // crates.io would; nothing is uploaded. The working tree is what is
+    // tested, committed or not.
+    step("the published crates package and build (cargo publish --dry-run)");
+    run_cmd(cargo().args([
+        "publish",
+        "--dry-run",
+        "--allow-dirty",
+        "-p",
+        "rvpmu-sbi",
+        "-p",
+        "rvpmu-dtb",
+        "-p",
+        "rvpmu",
+        "-p",
+        "hpmtrace",
+        "-p",
+        "hpmtrace-cli",
+    ]))?;
     step(&format!(
         "rvpmu builds for {BARE_TARGET} (no_std, no allocator)"
     ));
