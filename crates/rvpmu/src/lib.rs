@@ -15,7 +15,8 @@
 //! [`counter`]), the device tree ([`dt`] reads the binding), the
 //! shared-memory areas ([`snapshot`], [`sta`]), the per-hart engine
 //! ([`hart`]) and the SBI call edge ([`ecall`]); `sim` implements the
-//! seams for tests. The wire format both sides of a call share (the SBI
+//! seams for tests; `rustsbi` (feature `rustsbi`) serves the engines
+//! through crates.io `rustsbi`'s traits. The wire format both sides of a call share (the SBI
 //! [`Error`] codes, the [`event`] codec, [`CounterInfo`]) comes from the
 //! `rvpmu-sbi` crate and is re-exported here; that crate's S-mode client
 //! is for supervisors, and the engine does not use it.
@@ -31,6 +32,7 @@
 //! | `hart` | `counter`, `dt`, `hw`, `mem`, `snapshot` |
 //! | `ecall` | `counter`, `dt`, `hart`, `hw`, `mem`, `snapshot`, `sta` |
 //! | `sim` | `counter`, `hw`, `mem` |
+//! | `rustsbi` | `ecall`, `mem`, `sta` |
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
@@ -40,6 +42,8 @@ pub mod ecall;
 pub mod hart;
 pub mod hw;
 pub mod mem;
+#[cfg(feature = "rustsbi")]
+pub mod rustsbi;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod snapshot;

@@ -1,5 +1,6 @@
-//! The M-mode firmware (crates/rvpmu-fw): the raw `-bios` image and the
-//! `sbi-check` S-mode payload its tests boot.
+//! The M-mode firmwares: rvpmu-fw (crates/rvpmu-fw) and the RustSBI-based
+//! rustsbi-fw (crates/rustsbi-fw), their raw `-bios` images, and the
+//! `sbi-check` S-mode payload rvpmu-fw's tests boot.
 
 use super::{bare_dir, objcopy, FW_PROFILE};
 use crate::host::BARE_TARGET;
@@ -33,10 +34,16 @@ fn cargo_build(bin: &str) -> Result<PathBuf> {
 
 /// Build the firmware and return the path of the raw `-bios` image.
 pub fn build() -> Result<PathBuf> {
+    build_image("rvpmu-fw")
+}
+
+/// Build firmware `bin` (its crate and binary name) and return the path
+/// of its raw `-bios` image.
+fn build_image(bin: &str) -> Result<PathBuf> {
     step(&format!(
-        "building the firmware (rvpmu-fw, {BARE_TARGET}, profile {FW_PROFILE})"
+        "building the firmware ({bin}, {BARE_TARGET}, profile {FW_PROFILE})"
     ));
-    let elf = cargo_build("rvpmu-fw")?;
+    let elf = cargo_build(bin)?;
     let bin = objcopy(&elf)?;
     let size = std::fs::metadata(&bin)?.len();
     if size == 0 || size >= MAX_IMAGE {
@@ -55,6 +62,18 @@ pub fn ours(name: &str) -> Result<Firmware> {
         path: build()?,
     })
 }
+
+/// The RustSBI-based firmware (crates/rustsbi-fw), built, under its
+/// `--bios` name.
+pub fn rustsbi() -> Result<Firmware> {
+    Ok(Firmware {
+        name: RUSTSBI_FW.into(),
+        path: build_image(RUSTSBI_FW)?,
+    })
+}
+
+/// rustsbi-fw's crate, binary and `--bios` name.
+pub const RUSTSBI_FW: &str = "rustsbi-fw";
 
 /// The S-mode payload that checks the firmware's SBI calls (ELF, -kernel).
 pub fn build_payload() -> Result<PathBuf> {

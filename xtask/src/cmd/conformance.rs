@@ -7,8 +7,8 @@ use crate::build::conformance::build_kernel;
 use crate::build::hv;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
-    consistent, costs, kvm_fail_ids, opensbi, ours, require_all_passed, suite, unpinned, Check,
-    CostMethod, Report, Status, Target, Under,
+    consistent, costs, kvm_fail_ids, opensbi, ours, require_all_passed, rustsbi_fw_unpinned, suite,
+    unpinned, Check, CostMethod, Report, Status, Target, Under,
 };
 use crate::guest::hvcheck::{CONFORMANCE_FAIL, CONFORMANCE_NA};
 use crate::guest::kvm::KvmHost;
@@ -22,7 +22,8 @@ use std::rc::Rc;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// Firmware at the bottom: `ours`, `opensbi`, `both` (ours and
+    /// Firmware at the bottom: `ours`, `opensbi`, `rustsbi-fw` (the
+    /// RustSBI-based firmware of crates/rustsbi-fw), `both` (ours and
     /// OpenSBI side by side), the path of a raw -bios image, or two of
     /// these joined by a comma (side by side). Default: `both` with the
     /// kernel on the firmware directly, `ours` under a hypervisor.
@@ -59,10 +60,13 @@ fn resolve_one(name: &str) -> Result<Firmware> {
     match name {
         "ours" => ours(),
         "opensbi" => opensbi(),
+        crate::build::firmware::RUSTSBI_FW => crate::build::firmware::rustsbi(),
         path => {
             let image = PathBuf::from(path);
             if !image.is_file() {
-                bail!("--bios {path}: no such file (use ours, opensbi, both or a path)");
+                bail!(
+                    "--bios {path}: no such file (use ours, opensbi, rustsbi-fw, both or a path)"
+                );
             }
             Ok(Firmware {
                 name: path.into(),
@@ -163,7 +167,8 @@ pub fn run(a: ConformanceArgs) -> Result<()> {
     Ok(())
 }
 
-/// Our firmware must pass everything; rvpmu-hv on it must show exactly
+/// Our firmware must pass everything; rustsbi-fw exactly its pinned
+/// failures and N/As (`guest::conformance::RUSTSBI_FW_FAIL`); rvpmu-hv on it must show exactly
 /// its documented failures and N/As (docs/hypervisor.md, "Conformance in
 /// a guest"), KVM (on any firmware) exactly its pinned deviations on its
 /// host's Linux ("KVM's SBI judged by the suite"; 7.2-fixed: those the
@@ -172,6 +177,9 @@ fn require_pinned(t: &Target, rep: &Report, smp: u32) -> Result<()> {
     let ours = t.fw.name == "ours";
     let off = match &t.under {
         Under::Firmware if ours => return require_all_passed(rep, smp),
+        Under::Firmware if t.fw.name == crate::build::firmware::RUSTSBI_FW => {
+            rustsbi_fw_unpinned(rep, smp)
+        }
         Under::RvpmuHv(_) if ours && smp == 1 => unpinned(rep, CONFORMANCE_FAIL, CONFORMANCE_NA),
         Under::Kvm(host) if smp == 1 => {
             kvm_fail_ids(host.version).and_then(|pinned| unpinned(rep, &pinned, &[]))

@@ -28,7 +28,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub smp: u32,
     /// Firmware image for -bios (default: ours; `opensbi` for Debian's
-    /// OpenSBI 1.5.1).
+    /// OpenSBI 1.5.1, `rustsbi-fw` for the RustSBI-based firmware).
     #[arg(long)]
     pub bios: Option<std::path::PathBuf>,
     /// Steal time to inject, in percent (1-90; 0 = off): our firmware's

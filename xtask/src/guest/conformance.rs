@@ -583,6 +583,58 @@ pub const KVM_FIXES: &[(&str, &[&str])] = &[
 /// nested boot.
 pub const KVM_SKIP: &[&str] = &["srst.reason.upper32.reserved"];
 
+/// The checks rustsbi-fw (crates/rustsbi-fw, the RustSBI-based
+/// firmware) fails on each hart, all in crates.io rustsbi 0.4.1's
+/// dispatch, before any trait method runs: `_rustsbi_hsm` and
+/// `_rustsbi_reset` answer INVALID_PARAM (`u32::try_from`) for a 32-bit
+/// parameter with any of bits 32..63 set, where the spec says the
+/// parameter "is 32 bits wide" and the firmware "only uses 32 bit data".
+/// These are hart_suspend's suspend_type (per hart) and, once at the end,
+/// system_reset's reset_type and reset_reason ([`RUSTSBI_FW_FAIL_ONCE`]).
+/// None is the PMU's or STA's: those go through rvpmu's adapter.
+pub const RUSTSBI_FW_FAIL: &[&str] = &[
+    "hsm.suspend.upper32.retentive",
+    "hsm.suspend.upper32.non_retentive",
+    "hsm.suspend.upper32.reserved",
+    "hsm.suspend.upper32.reserved_non_retentive",
+    "hsm.suspend.upper32.platform",
+];
+
+/// rustsbi-fw's failed check that runs once, on the last hart: see
+/// [`RUSTSBI_FW_FAIL`].
+pub const RUSTSBI_FW_FAIL_ONCE: &[&str] = &["srst.upper32.shutdown"];
+
+/// rustsbi-fw's N/A check on each hart: rustsbi's probe_extension knows
+/// no legacy extension, so the legacy console the firmware serves probes
+/// as absent (0) and the suite leaves its check out.
+pub const RUSTSBI_FW_NA: &[&str] = &["legacy.putchar.upper"];
+
+/// [`unpinned`] for rustsbi-fw at `smp` harts.
+pub fn rustsbi_fw_unpinned(rep: &Report, smp: u32) -> Option<String> {
+    let (fail, na) = rustsbi_fw_pinned(smp);
+    let fail: Vec<&str> = fail.iter().map(String::as_str).collect();
+    let na: Vec<&str> = na.iter().map(String::as_str).collect();
+    unpinned(rep, &fail, &na)
+}
+
+/// The (failed, N/A) check ids rustsbi-fw is pinned to at `smp` harts:
+/// hart N > 0 runs the per-hart checks again as `hN.<id>`.
+fn rustsbi_fw_pinned(smp: u32) -> (Vec<String>, Vec<String>) {
+    let per_hart = |ids: &[&str]| -> Vec<String> {
+        (0..smp)
+            .flat_map(|h| {
+                ids.iter().map(move |id| match h {
+                    0 => id.to_string(),
+                    h => format!("h{h}.{id}"),
+                })
+            })
+            .collect()
+    };
+    let mut fail = per_hart(RUSTSBI_FW_FAIL);
+    fail.extend(RUSTSBI_FW_FAIL_ONCE.iter().map(|id| id.to_string()));
+    (fail, per_hart(RUSTSBI_FW_NA))
+}
+
 /// Whether the KVM of `host` has the KVM patches of the series.
 fn has_kvm_fixes(host: Version) -> bool {
     host == Version::V7_2_FIXED

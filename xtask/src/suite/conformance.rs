@@ -1,5 +1,7 @@
 //! The conformance suite: our firmware must pass everything with 1 and 2
-//! harts (no failure, no N/A); OpenSBI is reported only; in a KVM guest
+//! harts (no failure, no N/A); rustsbi-fw (the RustSBI-based firmware)
+//! must fail exactly its pinned checks, none of them the PMU's or STA's;
+//! OpenSBI is reported only; in a KVM guest
 //! KVM must fail exactly its pinned deviations, on 7.2 and on 7.2-fixed
 //! (one nested boot each).
 
@@ -7,8 +9,8 @@ use crate::build::conformance::build_kernel;
 use crate::build::dt::with_nop_tokens;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
-    consistent, kvm_fail_ids, kvm_skip, opensbi, ours, print_not_passed, require_all_passed, suite,
-    suite_skipping, unpinned, Report, Status, Target, Under,
+    consistent, kvm_fail_ids, kvm_skip, opensbi, ours, print_not_passed, require_all_passed,
+    rustsbi_fw_unpinned, suite, suite_skipping, unpinned, Report, Status, Target, Under,
 };
 use crate::guest::kvm::KvmHost;
 use crate::host::{root, step};
@@ -45,6 +47,7 @@ pub fn test() -> Result<()> {
             eprintln!();
         }
     }
+    rustsbi_fw(&kernel)?;
     let fw = Target::firmware(opensbi()?);
     let rep = suite(&fw, &kernel, 1, false, None)?;
     consistent(&rep)?;
@@ -57,6 +60,30 @@ pub fn test() -> Result<()> {
     );
     reads_nop_tokens(&fw, &kernel, &rep)?;
     kvm(&kernel)
+}
+
+/// rustsbi-fw with 1 and 2 harts: exactly its pinned failures and N/As
+/// (`guest::conformance::RUSTSBI_FW_FAIL`, all rustsbi's dispatch), so
+/// every PMU, snapshot, event_get_info and STA check passes through the
+/// adapter.
+fn rustsbi_fw(kernel: &Path) -> Result<()> {
+    let fw = crate::build::firmware::rustsbi()?;
+    for smp in [1, 2] {
+        let rep = suite(&Target::firmware(fw.clone()), kernel, smp, false, None)?;
+        consistent(&rep)?;
+        if let Some(d) = rustsbi_fw_unpinned(&rep, smp) {
+            print_not_passed(&rep);
+            bail!("rustsbi-fw -smp {smp} differs from its pinned results: {d}");
+        }
+        println!(
+            "rustsbi-fw -smp {smp}: {} passed, {} failed, {} N/A of {} checks (as pinned: rustsbi's dispatch)",
+            rep.passed(),
+            rep.failed(),
+            rep.na(),
+            rep.checks.len()
+        );
+    }
+    Ok(())
 }
 
 /// KVM's SBI judged by the suite: the kernel in a KVM guest of Linux 7.2

@@ -132,7 +132,7 @@ fn lint() -> Result<()> {
             // which has the same cfgs (no debug assertions).
             format!(
                 "clippy -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu (no_std), rvpmu-rt, rvpmu-fw, \
-                 rvpmu-hv, conformance, sbi-check, vs-check"
+                 rustsbi-fw, rvpmu-hv, conformance, sbi-check, vs-check"
             ),
             vec![clippy(
                 Some(BARE_TARGET),
@@ -149,6 +149,8 @@ fn lint() -> Result<()> {
                     "rvpmu-rt",
                     "-p",
                     "rvpmu-fw",
+                    "-p",
+                    "rustsbi-fw",
                     "-p",
                     "rvpmu-hv",
                     "-p",
@@ -198,7 +200,7 @@ fn lint() -> Result<()> {
         (
             format!(
                 "rustdoc -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu, rvpmu-rt, rvpmu-fw, \
-                 rvpmu-hv, conformance"
+                 rustsbi-fw, rvpmu-hv, conformance"
             ),
             vec![rustdoc(
                 Some(BARE_TARGET),
@@ -208,6 +210,7 @@ fn lint() -> Result<()> {
                     "rvpmu",
                     "rvpmu-rt",
                     "rvpmu-fw",
+                    "rustsbi-fw",
                     "rvpmu-hv",
                     "conformance",
                 ],

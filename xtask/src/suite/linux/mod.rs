@@ -568,6 +568,17 @@ fn snapshot_bug_check(s: &mut Suite, out: &Outcome, want: u64) {
 
 /// Linux-in-QEMU end-to-end tests on `kernels`.
 pub fn test(kernels: &[Version]) -> Result<()> {
+    if std::env::var_os("TMP_ONLY_RUSTSBI").is_some() {
+        let guest = Guest::build(Version::V7_2)?;
+        let mut report = Report {
+            passed: 0,
+            failed: Vec::new(),
+            lacks: Vec::new(),
+        };
+        perf::rustsbi_fw(&guest, &firmware::rustsbi()?, &mut report);
+        println!("passed {} failed {:?}", report.passed, report.failed);
+        return Ok(());
+    }
     run_all(kernels)
 }
 
@@ -660,6 +671,31 @@ fn run_all(kernels: &[Version]) -> Result<()> {
             ));
             perf_kept.push((kernel, fw.name.clone(), p));
             kept.push(k);
+        }
+        // The RustSBI-based firmware, on the default kernel: counting and
+        // sampling through rustsbi's dispatch and rvpmu's adapter.
+        if kernel == Version::V7_2 {
+            let before = (report.passed, report.failed.len(), report.lacks.len());
+            match firmware::rustsbi() {
+                Ok(fw) => perf::rustsbi_fw(&guest, &fw, &mut report),
+                Err(e) => {
+                    let label = format!("[{}] firmware builds", firmware::RUSTSBI_FW);
+                    print_check(
+                        &label,
+                        Verdict::Fail { context: None },
+                        "crate::build::firmware::rustsbi() gives a -bios image",
+                        &format!("{e:#}"),
+                    );
+                    report.failed.push(label);
+                }
+            }
+            cells.push((
+                kernel,
+                firmware::RUSTSBI_FW.to_string(),
+                report.passed - before.0,
+                report.failed.len() - before.1,
+                report.lacks.len() - before.2,
+            ));
         }
         if let Some(fw) = &ours {
             match shell::test(&guest, fw, d.alu) {

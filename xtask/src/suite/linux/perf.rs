@@ -534,6 +534,87 @@ fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Opt
     s.judge_boot(label, Chosen::NONE, None, PLAN_MODE, TIMEOUT_S, booted)
 }
 
+/// rustsbi-fw, the RustSBI-based firmware (crates/rustsbi-fw), whose PMU
+/// is rvpmu's behind rustsbi's dispatch and the RustSBI adapter: one boot
+/// at -smp 1 with the exact counts and the sampling of [`suite`], judged
+/// the same way.
+pub fn rustsbi_fw(guest: &Guest, fw: &Firmware, report: &mut Report) {
+    let mut s = Suite {
+        kernel: guest.version,
+        fw,
+        report,
+    };
+    let elf = &guest.initramfs.init_elf;
+    let label = "rustsbi-fw perf -smp 1";
+    let (Ok(alu), Ok(hot)) = (
+        loop_body_instructions(elf, "rvpmu_alu_loop"),
+        loop_body_instructions(elf, "rvpmu_hot_a"),
+    ) else {
+        s.check(
+            &format!("{label}: workloads disassemble"),
+            false,
+            false,
+            "rvpmu_alu_loop and rvpmu_hot_a loops",
+            "not found",
+            None,
+        );
+        return;
+    };
+    let mut p = Plan::exact();
+    // Sampling first, as in `suite` (the QEMU overflow-timer bug).
+    p.cmd("record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
+    p.cmd(
+        "report",
+        "perf report -i /root/perf.data --stdio --sort symbol",
+    );
+    p.cmd("hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
+    for (name, n) in [("user", ALU_N), ("base", 2 * ALU_N)] {
+        p.cmd(
+            name,
+            &format!("perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu {n}"),
+        );
+    }
+    let Some(out) = boot(&mut s, guest, label, 1, &p) else {
+        return;
+    };
+    let r = results(&out);
+    let want = alu * ALU_N;
+    for ev in ["instructions:u", "cycles:u"] {
+        let (n, n2) = (value(&r, "user", ev), value(&r, "base", ev));
+        let got = n.zip(n2).map(|(n, n2)| n2 as i64 - n as i64);
+        s.check(
+            &format!(
+                "{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)",
+                2 * ALU_N
+            ),
+            got == Some(want as i64),
+            false,
+            &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
+            &format!("{n2:?} - {n:?} = {got:?}"),
+            Some(&out),
+        );
+    }
+    let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
+    let rep = find(&r, "report")
+        .map(|c| parse_report(&c.stdout))
+        .unwrap_or_default();
+    let base = value(&r, "hot-base", "cycles:u").unwrap_or(0);
+    let total = 4 * HOT_N * hot + base;
+    let periods = total / RECORD_PERIOD;
+    let (a, wa) = (
+        rep.share("rvpmu_hot_a"),
+        100.0 * (3 * HOT_N * hot) as f64 / total as f64,
+    );
+    s.check(
+        &format!("{label}: perf record -e cycles:u -c {RECORD_PERIOD}: samples = periods +-2, rvpmu_hot_a's share within 1 point"),
+        base > 0 && rec.is_some_and(|n| n.abs_diff(periods) <= 2) && rep.samples == rec && rep.lost == 0 && (a - wa).abs() <= 1.0,
+        false,
+        &format!("({hot} x 4 x {HOT_N} loop + {base} start-up) / {RECORD_PERIOD} = {periods} +-2, perf report agrees, 0 lost, {wa:.2}%"),
+        &format!("record {rec:?}, report {:?}, lost {}, {a:.2}%", rep.samples, rep.lost),
+        Some(&out),
+    );
+}
+
 /// For each firmware, the events perf finds supported must be the same on
 /// 6.12 (config_matching per event) and 7.2 (event_get_info on SBI 3.0):
 /// the firmware's two answers agree. Returns each check's label and
