@@ -16,16 +16,30 @@ use std::path::{Path, PathBuf};
 /// or under (docs/sbi-cost.md).
 const TARGET_RATIO: f64 = 1.0 / 3.0;
 
-/// The firmware ours is measured against, one column each, named as the
+/// What a firmware beside ours is in the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Another SBI implementation: ours is held to a third of the best.
+    Peer,
+    /// Our engine under another firmware (rustsbi-fw): shown beside the
+    /// peers, never a best peer (it is not another implementation).
+    OurEngine,
+}
+
+/// The firmware measured beside ours, one column each, named as the
 /// report shows them. One that is not available (not installed, not
 /// built) is left out with a warning; the others still run.
-fn peers() -> Vec<Result<Firmware>> {
-    vec![Firmware::opensbi_installed("OpenSBI 1.5.1")]
+fn others() -> Vec<(Result<Firmware>, Role)> {
+    vec![
+        (Firmware::opensbi_installed("OpenSBI 1.5.1"), Role::Peer),
+        (crate::build::firmware::rustsbi(), Role::OurEngine),
+    ]
 }
 
 /// One firmware's cost-probe run.
 struct Bench {
     fw: Firmware,
+    role: Role,
     costs: Vec<(String, u64, String)>,
     boot_instret: Option<u64>,
     image_bytes: u64,
@@ -41,11 +55,12 @@ impl Bench {
     }
 }
 
-fn bench_one(fw: Firmware, kernel: &Path) -> Result<Bench> {
+fn bench_one(fw: Firmware, role: Role, kernel: &Path) -> Result<Bench> {
     let rep = costs(&Target::firmware(fw.clone()), kernel, CostMethod::Instret)?;
     let image_bytes = std::fs::metadata(&fw.path)?.len();
     Ok(Bench {
         fw,
+        role,
         costs: rep.costs,
         boot_instret: rep.boot_instret,
         image_bytes,
@@ -62,17 +77,19 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
             path,
         })
     }) {
-        Ok(fw) => Some(bench_one(fw, &kernel)?),
+        Ok(fw) => Some(bench_one(fw, Role::Peer, &kernel)?),
         Err(e) => {
             eprintln!("*** OUR FIRMWARE IS NOT AVAILABLE ({e:#}); its column stays empty");
             None
         }
     };
     let mut peers_run = Vec::new();
-    for p in peers() {
-        match p {
-            Ok(fw) => peers_run.push(bench_one(fw, &kernel)?),
-            Err(e) => eprintln!("*** a peer firmware is not available ({e:#}); left out"),
+    for (fw, role) in others() {
+        match fw {
+            Ok(fw) => peers_run.push(bench_one(fw, role, &kernel)?),
+            Err(e) => {
+                eprintln!("*** a firmware to compare with is not available ({e:#}); left out")
+            }
         }
     }
     let (md, json) = report(ours.as_ref(), &peers_run);
@@ -90,14 +107,16 @@ pub fn sbi_cost(ours_image: Option<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// The best peer of one call: the cheapest peer whose answer is ours (or,
-/// without ours, SUCCESS): comparing a served call with a rejection would
-/// mislead. Its index in `peers` and its instructions.
+/// The best peer of one call: the cheapest peer (`Role::Peer`) whose
+/// answer is ours (or, without ours, SUCCESS): comparing a served call
+/// with a rejection would mislead. Its index in `peers` and its
+/// instructions.
 fn best_peer(ours: Option<(u64, &str)>, peers: &[Bench], call: &str) -> Option<(usize, u64)> {
     let answer = ours.map_or("SUCCESS", |o| o.1);
     peers
         .iter()
         .enumerate()
+        .filter(|(_, p)| p.role == Role::Peer)
         .filter_map(|(i, p)| p.call(call).map(|(n, a)| (i, n, a)))
         .filter(|&(_, n, a)| a == answer && n > 0)
         .min_by_key(|&(_, n, _)| n)
@@ -130,9 +149,16 @@ fn report(ours: Option<&Bench>, peers: &[Bench]) -> (String, Value) {
         md,
         "Instret delta around one ecall (firmware included), minus the empty bracket, minimum of 7 runs.\n\
          A call answered with an error (e.g. NOT_SUPPORTED) costs only the rejection; the answer is shown.\n\
-         Best peer: the cheapest peer answering as ours does; the target is ours / best <= 1/3.\n"
+         Best peer: the cheapest peer answering as ours does; the target is ours / best <= 1/3.\n\
+         A firmware running our engine (\"our engine\") is shown, never a best peer.\n"
     );
-    let peer_cols: String = peers.iter().map(|p| format!(" {} |", p.fw.name)).collect();
+    let peer_cols: String = peers
+        .iter()
+        .map(|p| match p.role {
+            Role::Peer => format!(" {} |", p.fw.name),
+            Role::OurEngine => format!(" {} (our engine) |", p.fw.name),
+        })
+        .collect();
     let _ = writeln!(md, "| call | ours |{peer_cols} best peer | ours / best |");
     let _ = writeln!(
         md,
@@ -212,6 +238,10 @@ fn report(ours: Option<&Bench>, peers: &[Bench]) -> (String, Value) {
             "image": b.fw.path.display().to_string(),
             "image_bytes": b.image_bytes,
             "boot_instret": b.boot_instret,
+            "role": match b.role {
+                Role::Peer => "peer",
+                Role::OurEngine => "our engine",
+            },
         })
     };
     let json = json!({
@@ -236,6 +266,7 @@ mod tests {
                 name: name.into(),
                 path: PathBuf::from(format!("/fw/{name}.bin")),
             },
+            role: Role::Peer,
             costs: costs
                 .iter()
                 .map(|(c, n, a)| (c.to_string(), *n, a.to_string()))
@@ -330,6 +361,21 @@ mod tests {
         );
         assert!(md.contains("0 of 0 calls"), "{md}");
         assert_eq!(json["firmware"]["ours"], Value::Null);
+    }
+
+    #[test]
+    fn our_engine_elsewhere_is_shown_but_never_the_best_peer() {
+        let ours = bench("ours", &[("c", 30, "SUCCESS")], Some(1));
+        let peer = bench("P", &[("c", 300, "SUCCESS")], None);
+        let mut ours_too = bench("R", &[("c", 50, "SUCCESS")], None);
+        ours_too.role = Role::OurEngine;
+        let (md, json) = report(Some(&ours), &[peer, ours_too]);
+        assert!(
+            md.contains("| call | ours | P | R (our engine) | best peer | ours / best |"),
+            "{md}"
+        );
+        assert!(md.contains("| c | 30 | 300 | 50 | P | 0.10 |"), "{md}");
+        assert_eq!(json["firmware"]["peers"][1]["role"], "our engine");
     }
 
     #[test]
