@@ -1,7 +1,7 @@
 //! The per-call SBI cost benchmark: the conformance kernel's cost probes
-//! (`rvpmu.bench`) on our firmware and on every peer firmware
-//! ([`peers`]), each call's figure beside the best peer's, written to
-//! target/bench/sbi.md and .json.
+//! (`rvpmu.bench`) on our firmware and on every firmware of [`others`]
+//! (the peers, and our engine under another firmware), each call's figure
+//! beside the best peer's, written to target/bench/sbi.md and .json.
 
 use crate::build::conformance::build_kernel;
 use crate::guest::conformance::{costs, ours, CostMethod, Target};
