@@ -17,7 +17,7 @@
 //! memory node past it.
 //!
 //! Bare-metal crate: xtask builds it for riscv64gc-unknown-none-elf
-//! (`cargo xtask run --bios rustsbi-fw`, `cargo xtask conformance --bios
+//! (`cargo xtask run --bios rustsbi`, `cargo xtask conformance --bios
 //! rustsbi-fw`); on the host it is an empty stub. docs/rustsbi.md says how
 //! it embeds rvpmu and what proves it.
 //!
@@ -30,9 +30,7 @@
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!(
-        "this is a bare-metal program; `cargo xtask run --bios rustsbi-fw` builds and boots it"
-    );
+    eprintln!("this is a bare-metal program; `cargo xtask run --bios rustsbi` builds and boots it");
 }
 
 mod firmware;

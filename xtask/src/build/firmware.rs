@@ -72,8 +72,10 @@ pub fn rustsbi() -> Result<Firmware> {
     })
 }
 
-/// rustsbi-fw's crate, binary and `--bios` name.
+/// rustsbi-fw's crate and binary name.
 pub const RUSTSBI_FW: &str = "rustsbi-fw";
+/// The `--bios` name that picks rustsbi-fw.
+pub const RUSTSBI_BIOS: &str = "rustsbi";
 
 /// The S-mode payload that checks the firmware's SBI calls (ELF, -kernel).
 pub fn build_payload() -> Result<PathBuf> {

@@ -22,7 +22,7 @@ use std::rc::Rc;
 
 #[derive(clap::Args)]
 pub struct ConformanceArgs {
-    /// Firmware at the bottom: `ours`, `opensbi`, `rustsbi-fw` (the
+    /// Firmware at the bottom: `ours`, `opensbi`, `rustsbi` (the
     /// RustSBI-based firmware of crates/rustsbi-fw), `both` (ours and
     /// OpenSBI side by side), the path of a raw -bios image, or two of
     /// these joined by a comma (side by side). Default: `both` with the
@@ -60,13 +60,11 @@ fn resolve_one(name: &str) -> Result<Firmware> {
     match name {
         "ours" => ours(),
         "opensbi" => opensbi(),
-        crate::build::firmware::RUSTSBI_FW => crate::build::firmware::rustsbi(),
+        crate::build::firmware::RUSTSBI_BIOS => crate::build::firmware::rustsbi(),
         path => {
             let image = PathBuf::from(path);
             if !image.is_file() {
-                bail!(
-                    "--bios {path}: no such file (use ours, opensbi, rustsbi-fw, both or a path)"
-                );
+                bail!("--bios {path}: no such file (use ours, opensbi, rustsbi, both or a path)");
             }
             Ok(Firmware {
                 name: path.into(),

@@ -11,7 +11,7 @@ pub mod hv;
 pub mod run;
 pub mod shell;
 
-use crate::build::firmware::RUSTSBI_FW;
+use crate::build::firmware::RUSTSBI_BIOS;
 use crate::qemu::Firmware;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -27,11 +27,11 @@ fn check_smp(smp: u32) -> Result<()> {
 fn chosen_firmware(bios: &Option<PathBuf>) -> Result<Firmware> {
     match bios {
         Some(p) if p.as_os_str() == "opensbi" => Ok(Firmware::opensbi()),
-        Some(p) if p.as_os_str() == RUSTSBI_FW => crate::build::firmware::rustsbi(),
+        Some(p) if p.as_os_str() == RUSTSBI_BIOS => crate::build::firmware::rustsbi(),
         Some(p) => {
             if !p.is_file() {
                 bail!(
-                    "--bios {}: no such file (give a raw firmware image, `opensbi` or `rustsbi-fw`)",
+                    "--bios {}: no such file (give a raw firmware image, `opensbi` or `rustsbi`)",
                     p.display()
                 );
             }
