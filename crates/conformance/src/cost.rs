@@ -31,6 +31,10 @@ use core::cell::Cell;
 
 const REPS: usize = 7;
 
+/// An EID no SBI specification defines (ASCII "XYZ"), for
+/// probe_extension's answer to an unknown extension.
+const UNKNOWN_EID: usize = 0x58_59_5A;
+
 /// Instructions per second of virtual time under QEMU `-icount
 /// shift=0` (2^0 ns per instruction).
 pub const INSTRUCTIONS_PER_SECOND: u64 = 1_000_000_000;
@@ -148,13 +152,23 @@ pub fn run(slot: usize, method: Method) {
 
     for (name, e, fid, a) in [
         ("base.get_spec_version", eid::BASE, 0, [0; 6]),
+        ("base.get_impl_id", eid::BASE, 1, [0; 6]),
         (
             "base.probe_extension",
             eid::BASE,
             3,
             [eid::PMU, 0, 0, 0, 0, 0],
         ),
+        (
+            "base.probe_extension.unknown",
+            eid::BASE,
+            3,
+            [UNKNOWN_EID, 0, 0, 0, 0, 0],
+        ),
         ("time.set_timer", eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
+        // A PMU function SBI 3.0 does not define (FID 9; it lists 0-8):
+        // the trap's round trip, dispatch included, with no work.
+        ("pmu.fid.unknown", eid::PMU, 9, [0; 6]),
         ("pmu.num_counters", eid::PMU, NUM_COUNTERS, [0; 6]),
         (
             "pmu.counter_get_info",
@@ -215,6 +229,14 @@ pub fn run(slot: usize, method: Method) {
     probes.measure(
         "pmu.counter_stop.reset",
         started_h,
+        || probes.counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
+        |_| {},
+    );
+    // RESET of a matched counter that was never started: ALREADY_STOPPED,
+    // and the mapping is still released.
+    probes.measure(
+        "pmu.counter_stop.reset.stopped",
+        || h.set(match_hw()),
         || probes.counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
         |_| {},
     );

@@ -1,5 +1,6 @@
 //! Reset entry and the trap vector: the assembly that enters the Rust code
-//! (`boot::fw_main`, `trap::trap_handler`, `sbi::ecall_fast`). The top of
+//! (`boot::fw_main`, `trap::trap_handler`, `sbi::pmu_fast`, `sbi::base_ext`,
+//! `sbi::other_ext`). The top of
 //! the module graph: nothing imports it. The routines the handlers call in
 //! assembly (guarded accesses, entering S-mode) are in `frame.rs`.
 #![cfg(target_os = "none")]
@@ -64,14 +65,39 @@ macro_rules! frame_slots {
 // access faults while its handler holds `&mut TrapFrame`.
 //
 // Fast path: an ecall from S-mode (mcause 9 is never raised by M-mode code)
-// with a non-legacy EID. `ecall_fast` is an extern "C" function, so the ABI
-// preserves sp, gp, tp and s0-s11 for us: only the registers a call may
-// clobber are saved (sp, ra, t0-t6, a2-a7; a0/a1 carry the answer), in
-// their frame slots (t0 stays in `scratch`), and mscratch points back at
-// the frame as on the full path. Legacy calls need the full frame (a fault
-// reading a hart mask is redirected to S-mode), as do all other traps.
-// Guarded accesses (which take the frame, and whose faults reuse
-// `scratch`) are never made on the fast path.
+// with a non-legacy EID, in three ways by EID: PMU (the calls perf makes
+// while it samples), BASE, and the others. The functions called are
+// extern "C", so the ABI preserves sp, gp, tp and s0-s11 for us: only the
+// registers a call may clobber are saved (sp, ra, t0-t6, a2-a7; a0/a1
+// carry the answer), in their frame slots (t0 stays in `scratch`), and
+// mscratch points back at the frame as on the full path. A PMU call gets
+// the hart's PMU state in a5 (no PMU function takes a5): `HartRoot::hart`
+// points at the hart's `HartLocal`, whose `HartPerf` is at offset 0. Legacy
+// calls need the full frame (a fault reading a hart mask is redirected to
+// S-mode), as do all other traps. Guarded accesses (which take the frame,
+// and whose faults reuse `scratch`) are never made on the fast path.
+macro_rules! fast_save {
+    () => {
+        concat!(
+            "   csrrw t0, mscratch, sp\n",
+            "   sd t0, 2*8(sp)\n",
+            frame_slots!("sd", 1, 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31),
+        )
+    };
+}
+macro_rules! fast_return {
+    () => {
+        concat!(
+            "   csrr t0, mepc\n",
+            "   addi t0, t0, 4\n",
+            "   csrw mepc, t0\n",
+            "   ld x1, 1*8(sp)\n",
+            "   ld x5, {scratch}(sp)\n",
+            frame_slots!("ld", 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31, 2),
+            "   mret\n",
+        )
+    };
+}
 core::arch::global_asm!(
     ".section .text",
     ".balign 4",
@@ -82,19 +108,22 @@ core::arch::global_asm!(
     "   csrr t0, mcause",
     "   addi t0, t0, -{ecall_s}",
     "   bnez t0, 1f",
-    "   li t0, {legacy_last}",
+    "   li t0, {eid_pmu}",
+    "   bne a7, t0, 7f",
+    fast_save!(),
+    "   ld a5, {hart}(sp)",
+    "   call {pmu_fast}",
+    fast_return!(),
+    "7: li t0, {eid_base}",
+    "   bne a7, t0, 8f",
+    fast_save!(),
+    "   call {base_fast}",
+    fast_return!(),
+    "8: li t0, {legacy_last}",
     "   bleu a7, t0, 1f",
-    "   csrrw t0, mscratch, sp",
-    "   sd t0, 2*8(sp)",
-    frame_slots!("sd", 1, 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31),
-    "   call {ecall_fast}",
-    "   csrr t0, mepc",
-    "   addi t0, t0, 4",
-    "   csrw mepc, t0",
-    "   ld x1, 1*8(sp)",
-    "   ld x5, {scratch}(sp)",
-    frame_slots!("ld", 6, 7, 12, 13, 14, 15, 16, 17, 28, 29, 30, 31, 2),
-    "   mret",
+    fast_save!(),
+    "   call {other_fast}",
+    fast_return!(),
     // Full path.
     "1: csrr t0, mstatus",
     "   srli t0, t0, 11",
@@ -142,7 +171,12 @@ core::arch::global_asm!(
     "   j 6b",
     trap_entry = sym trap_entry,
     handler = sym crate::trap::trap_handler,
-    ecall_fast = sym crate::sbi::ecall_fast,
+    pmu_fast = sym crate::sbi::pmu_fast,
+    base_fast = sym crate::sbi::base_ext,
+    other_fast = sym crate::sbi::other_ext,
+    eid_pmu = const rvpmu::ecall::EID_PMU,
+    eid_base = const sbi_spec::base::EID_BASE,
+    hart = const crate::frame::HART_OFFSET,
     ecall_s = const rvpmu_rt::csr::CAUSE_SUPERVISOR_ECALL,
     legacy_last = const crate::sbi::LEGACY_LAST_EID,
     fatal = sym crate::trap::m_mode_trap,

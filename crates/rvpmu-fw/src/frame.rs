@@ -41,6 +41,8 @@ pub struct HartRoot {
     /// in the middle of a handler, spills there too).
     pub scratch: usize,
 }
+/// Offset of `HartRoot::hart`, for the trap entry's PMU fast path.
+pub const HART_OFFSET: usize = offset_of!(HartRoot, hart);
 // The entry code hands mscratch to the handlers as their `&mut TrapFrame`.
 const _: () = assert!(offset_of!(HartRoot, frame) == 0);
 // `_start` clears the root a doubleword at a time, with one `addi`.

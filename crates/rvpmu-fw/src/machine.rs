@@ -141,8 +141,8 @@ impl Ready {
 /// but reached only through the hart's root beside its trap frame
 /// (`frame::HartRoot`, set once by `init_local`'s caller): one way to it,
 /// borrowed `&mut` once per trap (`frame::this_hart`) and passed down from
-/// there. `repr(C)` with `perf.pmu` first, so the SBI fast path reaches
-/// the engine at offset 0.
+/// there. `repr(C)` with `perf` first, so the SBI fast path reaches the
+/// hart's PMU state at offset 0.
 #[repr(C)]
 pub struct HartLocal {
     pub perf: HartPerf,

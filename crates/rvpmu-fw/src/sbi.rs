@@ -6,7 +6,7 @@ use crate::frame::{redirect, this_hart, TrapFrame, A0, A1};
 use crate::layout::MAX_HARTS;
 use crate::machine::{self, Fence, FenceKind, HartLocal, Ready};
 use crate::platform::Features;
-use crate::pmu::HartPmu;
+use crate::pmu::{HartPerf, HartPmu};
 use rvpmu::mem::{PhysMemory, SupervisorMemory};
 use rvpmu_rt::base::{self as rt_base, err, ok, Base, MachineId};
 use rvpmu_rt::csr::{self, MIP_SSIP};
@@ -17,7 +17,8 @@ use sbi_spec::binary::{
 use sbi_spec::{base, dbcn, hsm, legacy, rfnc, spi, srst, time};
 
 /// (error, value) as returned in a0/a1 (`repr(C)`: the trap entry's fast
-/// path takes it back from `ecall_fast` in those registers).
+/// path takes it back from `pmu_fast`, `base_ext` and `other_ext` in those
+/// registers).
 pub type Ret = SbiRet;
 
 /// The highest legacy (SBI v0.1) EID; these take the full-frame path.
@@ -47,16 +48,34 @@ macro_rules! sbi_fn {
     };
 }
 
-sbi_fn!(
-    /// The trap entry's fast path for an S-mode ecall with a non-legacy EID:
-    /// the arguments arrive in their registers (a6 = FID, a7 = EID) and the
-    /// answer goes back in a0/a1; the entry code advances mepc. Only what the
-    /// C ABI lets this function clobber was saved, so nothing here may need
-    /// the trap frame (see `entry.rs`).
-    pub ecall_fast,
-    |a, fid, eid| dispatch(a, fid, eid)
-);
-
+/// The trap entry's fast path for an S-mode PMU call: a0..a4 and the FID
+/// (a6) in their registers, the hart's PMU state in a5 (no PMU function
+/// takes a5), the answer back in a0/a1; the entry code advances mepc. Only
+/// what the C ABI lets this function clobber was saved, so nothing here
+/// may need the trap frame (see `entry.rs`); so for `base_ext` and
+/// `other_ext`, which the entry calls for BASE and every other non-legacy
+/// EID.
+///
+/// # Safety
+///
+/// Called by the trap entry only, once per trap, with `perf` the calling
+/// hart's PMU state (`HartRoot::hart`'s `HartLocal` holds it at offset 0),
+/// not otherwise borrowed during the trap.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn pmu_fast(
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    perf: *mut HartPerf,
+    fid: usize,
+) -> SbiRet {
+    // SAFETY: the caller's contract: this hart's PMU state, borrowed once
+    // for this trap.
+    let perf = unsafe { &mut *perf };
+    rvpmu::ecall::pmu(&mut perf.pmu, &mut perf.mem, fid, [a0, a1, a2, a3, a4, 0])
+}
 /// Handle an ecall from S-mode with the full trap frame saved (legacy
 /// calls; any other EID is answered as on the fast path).
 pub fn ecall(f: &mut TrapFrame) {
@@ -94,28 +113,49 @@ fn dispatch(a: [usize; 6], fid: usize, eid: usize) -> SbiRet {
     }
 }
 
+/// Slots of [`EXTENSIONS`]: an EID's slot is its low four bits, which
+/// differ for every extension served (the table's construction checks it).
+const EXT_SLOTS: usize = 16;
+
 /// The one table of the extensions this firmware serves besides PMU (and
-/// the legacy EIDs 0-8, served by the trap entry): dispatch and
-/// probe_extension ([`Firmware::probe`]) both read it.
+/// the legacy EIDs 0-8, served by the trap entry), each in the slot of its
+/// EID: dispatch and probe_extension ([`Firmware::probe`]) both read it,
+/// with one load and one compare for any EID. An empty slot holds EID 0,
+/// which no lookup can match: 0's slot is BASE's.
+static EXTENSIONS: [(usize, Extension); EXT_SLOTS] = {
+    let served: [(usize, Extension); 8] = [
+        (time::EID_TIME, time_ext),
+        (spi::EID_SPI, spi_ext),
+        (rfnc::EID_RFNC, rfnc_ext),
+        (base::EID_BASE, base_ext),
+        (rvpmu::ecall::EID_STA, sta_ext),
+        (hsm::EID_HSM, hsm_ext),
+        (srst::EID_SRST, srst_ext),
+        (dbcn::EID_DBCN, dbcn_ext),
+    ];
+    let mut table: [(usize, Extension); EXT_SLOTS] = [(0, unsupported_ext); EXT_SLOTS];
+    assert!(base::EID_BASE.is_multiple_of(EXT_SLOTS));
+    let mut i = 0;
+    while i < served.len() {
+        let slot = served[i].0 % EXT_SLOTS;
+        assert!(table[slot].0 == 0, "two extensions share a slot");
+        table[slot] = served[i];
+        i += 1;
+    }
+    table
+};
+
 #[inline(always)]
 fn other_extension(eid: usize) -> Option<Extension> {
-    Some(match eid {
-        time::EID_TIME => time_ext,
-        spi::EID_SPI => spi_ext,
-        rfnc::EID_RFNC => rfnc_ext,
-        base::EID_BASE => base_ext,
-        rvpmu::ecall::EID_STA => sta_ext,
-        hsm::EID_HSM => hsm_ext,
-        srst::EID_SRST => srst_ext,
-        dbcn::EID_DBCN => dbcn_ext,
-        _ => return None,
-    })
+    let (served, ext) = EXTENSIONS[eid % EXT_SLOTS];
+    (served == eid).then_some(ext)
 }
 
 sbi_fn!(
-    /// Every extension but PMU: `ecall_fast`'s signature, the EID included.
+    /// Every extension but PMU, the EID (a7) included: the trap entry's
+    /// fast path for the non-legacy EIDs but PMU and BASE.
     #[inline(never)]
-    other_ext,
+    pub other_ext,
     |a, fid, eid| {
         let [a0, a1, a2, a3, a4, a5] = a;
         other_extension(eid).unwrap_or(unsupported_ext)(a0, a1, a2, a3, a4, a5, fid)
@@ -124,7 +164,7 @@ sbi_fn!(
 
 // Each extension that needs the hart's state borrows it here, once per
 // call: these functions are where an ecall's trap is served (the fast path
-// reaches them from `ecall_fast`, the full path from `ecall`).
+// reaches them from the trap entry, the full path from `ecall`).
 sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let perf = &mut unsafe { this_hart() }.perf;
@@ -135,7 +175,11 @@ sbi_fn!(sta_ext, |a, fid| {
     let perf = &mut unsafe { this_hart() }.perf;
     rvpmu::ecall::sta(&mut perf.sta, &mut perf.mem, fid, a)
 });
-sbi_fn!(base_ext, |a, fid| base_call(fid, a[0]));
+sbi_fn!(
+    /// BASE: the trap entry's fast path for it.
+    pub base_ext,
+    |a, fid| base_call(fid, a[0])
+);
 sbi_fn!(time_ext, |a, fid| {
     if fid != time::SET_TIMER {
         return err(RET_ERR_NOT_SUPPORTED);

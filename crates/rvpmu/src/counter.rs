@@ -70,10 +70,45 @@ impl CounterSet {
         self.base + (c - self.cbase) as u64
     }
 
-    /// Iterate over `(relative bit j, canonical index)` pairs.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let cbase = self.cbase;
-        BitIter(self.mask).map(move |j| (j, cbase + j))
+    /// Iterate over `(relative bit j, canonical index)` pairs, lowest
+    /// first.
+    pub fn iter(&self) -> SetIter {
+        SetIter {
+            rest: self.mask,
+            j: 0,
+            cbase: self.cbase,
+        }
+    }
+}
+
+/// The members of a [`CounterSet`], lowest first, found by shifting the
+/// caller's mask: a step per bit up to the highest member, where a
+/// `trailing_zeros` without Zbb is a multiply, a table load and their
+/// constants per member. Callers name their counters from bit 0 of the
+/// mask (Linux passes one counter as base = index, mask = 1), so the
+/// shifts are few; 64 at most.
+#[derive(Clone, Copy)]
+pub struct SetIter {
+    rest: u64,
+    j: usize,
+    cbase: usize,
+}
+
+impl Iterator for SetIter {
+    type Item = (usize, usize);
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.rest == 0 {
+            return None;
+        }
+        while self.rest & 1 == 0 {
+            self.rest >>= 1;
+            self.j += 1;
+        }
+        let j = self.j;
+        self.rest >>= 1;
+        self.j += 1;
+        Some((j, self.cbase + j))
     }
 }
 

@@ -71,6 +71,46 @@ pub const MAX_ROWS: usize = 256;
 pub const SSCOFPMF_BITS: u64 = 0x3f << 58;
 
 const GENERAL_SLOTS: usize = General::ALL.len() + 1;
+
+/// Slots of a per-event table of the general and cache events, the events
+/// the map keeps a row of each ([`table_slot`]): general code `g` in slot
+/// `g` (1..=10), cache code `c` in slot [`CACHE_SLOT_BASE`] + `c`.
+pub const TABLE_SLOTS: usize = CACHE_SLOT_BASE + Cache::CODE_SPACE;
+/// Slot of cache code 0 in a per-event table.
+pub const CACHE_SLOT_BASE: usize = 16;
+const _: () = assert!(GENERAL_SLOTS <= CACHE_SLOT_BASE);
+
+/// The table slot of a well-formed general or cache event given as
+/// registers (`event_data` 0, which these types require); `None` for any
+/// other pair (other types, malformed codes or data, reserved bits), which
+/// [`Event::decode`] answers. Inline and table-free: a few compares.
+#[inline(always)]
+pub fn table_slot(event_idx: u64, event_data: u64) -> Option<usize> {
+    if event_data != 0 {
+        return None;
+    }
+    let code = event_idx as u16;
+    match event_idx >> 16 {
+        0 if General::from_code(code).is_some() => Some(code as usize),
+        // Cache code: id in bits 3 and up, op in bits 1-2 (see
+        // `Cache::from_code`, which this must agree with).
+        1 if ((code >> 3) as usize) < crate::event::CACHE_IDS.len()
+            && (((code >> 1) & 3) as usize) < crate::event::CACHE_OPS.len() =>
+        {
+            Some(CACHE_SLOT_BASE + code as usize)
+        }
+        _ => None,
+    }
+}
+
+/// The table slot of a general or cache event ([`table_slot`]).
+pub fn slot_of(ev: &Event) -> Option<usize> {
+    match *ev {
+        Event::General(g) => Some(g as usize),
+        Event::Cache(c) => Some(CACHE_SLOT_BASE + c.code() as usize),
+        _ => None,
+    }
+}
 const CYCLE_BIT: u32 = 1 << 0;
 const TIME_BIT: u32 = 1 << 1;
 const INSTRET_BIT: u32 = 1 << 2;
@@ -1149,11 +1189,22 @@ impl EventMap {
     /// (general/cache), or the raw event_data.
     pub fn selector(&self, ev: &Event) -> u64 {
         match *ev {
-            Event::General(g) => self.general_sel[g as usize].unwrap_or(ev.idx() as u64),
-            Event::Cache(c) => self.cache_sel[c.code() as usize].unwrap_or(ev.idx() as u64),
             Event::Raw(d) | Event::RawV2(d) => d,
-            _ => 0,
+            _ => slot_of(ev).map_or(0, |slot| self.table_selector(slot, ev.idx() as u64)),
         }
+    }
+
+    /// [`EventMap::selector`] of the general or cache event in table slot
+    /// `slot` ([`table_slot`]) whose `event_idx` is
+    /// `event_idx`, without a decoded event: two loads.
+    #[inline(always)]
+    pub fn table_selector(&self, slot: usize, event_idx: u64) -> u64 {
+        let row = if slot < CACHE_SLOT_BASE {
+            self.general_sel.get(slot)
+        } else {
+            self.cache_sel.get(slot - CACHE_SLOT_BASE)
+        };
+        row.copied().flatten().unwrap_or(event_idx)
     }
 
     /// Whether `ev`'s selector comes from a `riscv,event-to-mhpmevent` row.

@@ -18,8 +18,11 @@
 //! memory, read as such (`snapshot::event_info`).
 
 use crate::counter::CounterSet;
+use crate::dt::table_slot;
 use crate::event::{Event, FwEvent};
-use crate::hart::{CounterCfgFlags, CounterStartFlags, CounterStopFlags, InitialValue, Pmu};
+use crate::hart::{
+    CounterCfgFlags, CounterStartFlags, CounterStopFlags, HwEvent, InitialValue, Pmu,
+};
 use crate::hw::Hpm;
 use crate::mem::SupervisorMemory;
 use crate::snapshot::{event_info, SnapshotArea};
@@ -196,13 +199,15 @@ fn fw_code(event_idx: u64) -> u64 {
     FwEvent::from_event_idx(event_idx).map_or(u64::MAX, |e| e.code() as u64)
 }
 
-/// FID 2, in three paths, each its own function reached by a tail call:
+/// FID 2, in four paths, each its own function reached by a tail call:
 /// a standard firmware event without SKIP_MATCH (the common firmware
 /// case, [`Pmu::config_standard_fw`]), SKIP_MATCH (re-configuring in
 /// place, [`Pmu::config_in_place`]: the event is only checked, not
-/// decoded), and every other request. All three give the answers of
-/// [`Pmu::counter_config_matching`]; the reference model (tests/model.rs)
-/// drives them all.
+/// decoded), a general or cache event (its candidates and selector read
+/// from the engine's per-event table, [`Pmu::table_event`], then
+/// [`Pmu::config_hw`]), and every other request. All four give the
+/// answers of [`Pmu::counter_config_matching`]; the reference model
+/// (tests/model.rs) drives them all.
 #[inline(never)]
 extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
     base: u64,
@@ -218,10 +223,28 @@ extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
         config_matching_fw(base, mask, flags, fw_code(idx), data, pmu, mem)
     } else if flags & CounterCfgFlags::SKIP_MATCH.bits() as u64 != 0 {
         config_matching_in_place(base, mask, flags, idx, data, pmu, mem)
+    } else if let Some(slot) = table_slot(idx, data) {
+        let hw = pmu.table_event(slot, idx);
+        config_matching_hw(base, mask, flags, hw.candidates, hw.selector, pmu, mem)
     } else {
         config_matching_general(base, mask, flags, idx, data, pmu, mem)
     }
 }
+pmu_fn!(config_matching_hw, |base,
+                             mask,
+                             flags,
+                             candidates,
+                             selector,
+                             pmu,
+                             mem| {
+    let flags = cfg_flags(flags)?;
+    let set = counter_set(pmu, base, mask)?;
+    let hw = HwEvent {
+        candidates,
+        selector,
+    };
+    pmu.config_hw(&set, flags, hw)
+});
 pmu_fn!(config_matching_fw, |base,
                              mask,
                              flags,
@@ -261,15 +284,77 @@ pmu_fn!(
         pmu.config_match(&set, flags, ev)
     }
 );
-pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu, mem| {
+/// FIDs 3 and 4 in two paths each, reached by a tail call: with the
+/// snapshot flag (INIT_SNAPSHOT, TAKE_SNAPSHOT), whose memory accesses are
+/// calls, and without it, which then makes none (no return address to
+/// save).
+/// Both give the answers of [`Pmu::counter_start`] / [`Pmu::counter_stop`].
+#[inline(never)]
+extern "C" fn counter_start<H: Hpm, M: SupervisorMemory>(
+    base: u64,
+    mask: u64,
+    flags: u64,
+    value: u64,
+    a4: u64,
+    pmu: &mut Pmu<'_, H>,
+    mem: &mut M,
+) -> SbiRet {
+    if flags & CounterStartFlags::INIT_SNAPSHOT.bits() as u64 != 0 {
+        counter_start_any(base, mask, flags, value, a4, pmu, mem)
+    } else {
+        counter_start_plain(base, mask, flags, value, a4, pmu, mem)
+    }
+}
+pmu_fn!(counter_start_any, |base,
+                            mask,
+                            flags,
+                            value,
+                            a4,
+                            pmu,
+                            mem| {
     let value = InitialValue::from_flags(start_flags(flags)?, value)?;
     let set = counter_set(pmu, base, mask)?;
     pmu.counter_start(mem, &set, value).map(|_| 0)
 });
-pmu_fn!(counter_stop, |base, mask, flags, a3, a4, pmu, mem| {
+pmu_fn!(counter_start_plain, |base,
+                              mask,
+                              flags,
+                              value,
+                              a4,
+                              pmu,
+                              mem| {
+    let flags = start_flags(flags)?;
+    let set = counter_set(pmu, base, mask)?;
+    let value = flags
+        .contains(CounterStartFlags::INIT_VALUE)
+        .then_some(value);
+    pmu.start_plain(&set, value).map(|_| 0)
+});
+#[inline(never)]
+extern "C" fn counter_stop<H: Hpm, M: SupervisorMemory>(
+    base: u64,
+    mask: u64,
+    flags: u64,
+    a3: u64,
+    a4: u64,
+    pmu: &mut Pmu<'_, H>,
+    mem: &mut M,
+) -> SbiRet {
+    if flags & CounterStopFlags::TAKE_SNAPSHOT.bits() as u64 != 0 {
+        counter_stop_any(base, mask, flags, a3, a4, pmu, mem)
+    } else {
+        counter_stop_plain(base, mask, flags, a3, a4, pmu, mem)
+    }
+}
+pmu_fn!(counter_stop_any, |base, mask, flags, a3, a4, pmu, mem| {
     let flags = stop_flags(flags)?;
     let set = counter_set(pmu, base, mask)?;
     pmu.counter_stop(mem, &set, flags).map(|_| 0)
+});
+pmu_fn!(counter_stop_plain, |base, mask, flags, a3, a4, pmu, mem| {
+    let flags = stop_flags(flags)?;
+    let set = counter_set(pmu, base, mask)?;
+    pmu.stop_plain(&set, flags).map(|_| 0)
 });
 pmu_fn!(counter_fw_read, |idx, a1, a2, a3, a4, pmu, mem| {
     let (_, counter) = pmu.layout().resolve(idx)?;

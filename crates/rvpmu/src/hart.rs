@@ -11,8 +11,8 @@
 use crate::counter::{
     BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
-use crate::dt::EventMap;
-use crate::event::{code_of, kind, type_of, Cache, Event, FwEvent, General, FW_EVENT_COUNT};
+use crate::dt::{table_slot, EventMap, CACHE_SLOT_BASE, TABLE_SLOTS};
+use crate::event::{Cache, Event, FwEvent, General, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::SupervisorMemory;
 use crate::snapshot::{self, event_info, SnapshotArea, SNAPSHOT_SIZE};
@@ -155,47 +155,34 @@ impl FwSel {
     }
 }
 
-/// event_get_info's answers for the hardware general and cache events (bit
-/// = the event's code), the events Linux asks about, all in one call, at
-/// boot: [`Pmu::countable`] of each (a hardware event's is whether it has
-/// candidate counters), worked out at construction (neither the event map
-/// nor the counters change afterwards), so that an entry naming one costs
-/// a bit test.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct HwEventInfo {
-    general: u16,
-    cache: u64,
+/// A hardware event as config_matching maps it: the counters that can
+/// count it and the selector they get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HwEvent {
+    /// Hardware counters (canonical bitmap) able to count it:
+    /// [`Pmu::hw_candidates`].
+    pub(crate) candidates: u64,
+    /// Its mhpmevent selector ([`EventMap::selector`]).
+    pub(crate) selector: u64,
 }
 
-const _: () = assert!(General::ALL.len() < 16 && Cache::CODE_SPACE <= 64);
-
-impl HwEventInfo {
-    fn of<H: Hpm>(pmu: &Pmu<'_, H>) -> HwEventInfo {
-        let mut t = HwEventInfo::default();
-        for g in General::ALL {
-            if pmu.hw_candidates(&Event::General(g)) != 0 {
-                t.general |= 1 << g as u16;
-            }
-        }
-        for code in 0..Cache::CODE_SPACE as u16 {
-            if Cache::from_code(code).is_some_and(|c| pmu.hw_candidates(&Event::Cache(c)) != 0) {
-                t.cache |= 1 << code;
-            }
-        }
-        t
+/// counter_start's answer: ALREADY_STARTED if some member was counting.
+#[inline(always)]
+fn started(already: bool) -> Result<(), Error> {
+    if already {
+        Err(Error::AlreadyStarted)
+    } else {
+        Ok(())
     }
+}
 
-    /// Whether the event `event_idx` names is countable, when its type is
-    /// general or cache (whatever the entry's `event_data`, which these
-    /// types do not use); `None` for every other type.
-    #[inline(always)]
-    fn supported(&self, event_idx: u32) -> Option<bool> {
-        let code = code_of(event_idx) as u32;
-        match type_of(event_idx) {
-            t if t == kind::GENERAL as u32 => Some(code < 16 && self.general >> code & 1 != 0),
-            t if t == kind::CACHE as u32 => Some(code < 64 && self.cache >> code & 1 != 0),
-            _ => None,
-        }
+/// counter_stop's answer: ALREADY_STOPPED if some member was not counting.
+#[inline(always)]
+fn stopped(already: bool) -> Result<(), Error> {
+    if already {
+        Err(Error::AlreadyStopped)
+    } else {
+        Ok(())
     }
 }
 
@@ -226,7 +213,12 @@ pub struct Pmu<'a, H: Hpm> {
     fw_listen: [u16; FW_EVENT_COUNT],
     fw_running: u16,
     snapshot_shmem: Option<u64>,
-    hw_info: HwEventInfo,
+    /// [`Self::hw_candidates`] of every general and cache event, by table
+    /// slot ([`table_slot`]), worked out at construction
+    /// (neither the event map nor the counters change afterwards):
+    /// config_matching and event_get_info read these events' candidates
+    /// here, without the event map.
+    hw_table: [u32; TABLE_SLOTS],
 }
 
 impl<'a, H: Hpm> Pmu<'a, H> {
@@ -278,9 +270,17 @@ impl<'a, H: Hpm> Pmu<'a, H> {
             fw_listen: [0; FW_EVENT_COUNT],
             fw_running: 0,
             snapshot_shmem: None,
-            hw_info: HwEventInfo::default(),
+            hw_table: [0; TABLE_SLOTS],
         };
-        pmu.hw_info = HwEventInfo::of(&pmu);
+        for g in General::ALL {
+            pmu.hw_table[g as usize] = pmu.hw_candidates(&Event::General(g)) as u32;
+        }
+        for code in 0..Cache::CODE_SPACE as u16 {
+            if let Some(c) = Cache::from_code(code) {
+                pmu.hw_table[CACHE_SLOT_BASE + code as usize] =
+                    pmu.hw_candidates(&Event::Cache(c)) as u32;
+            }
+        }
         pmu
     }
 
@@ -518,40 +518,61 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         flags: CounterCfgFlags,
         ev: &Event,
     ) -> Result<u64, Error> {
-        let c = if ev.is_hardware() {
-            // Out of line: the event map lookups are calls, and the
-            // registers they need would otherwise be saved for every event.
-            self.match_hw(set, ev, flags)?
+        if ev.is_hardware() {
+            let hw = self.hw_event(ev);
+            self.config_hw(set, flags, hw)
         } else {
-            self.match_event::<false>(set, ev, flags)?
-        };
-        Ok(self.matched(set, c, flags))
+            let free = set.members() & !self.allocated & !self.started;
+            let candidates = if self.cfg.fw_events.contains(ev) {
+                free & self.layout.fw_mask()
+            } else {
+                0
+            };
+            if candidates == 0 {
+                return Err(Error::NotSupported);
+            }
+            let c = candidates.trailing_zeros() as usize;
+            self.allocated |= 1 << c;
+            if let Counter::Fw(f) = self.layout.kind(c) {
+                self.map_fw(f as usize, FwSel::of(ev));
+            }
+            Ok(self.matched(set, c, flags))
+        }
     }
 
-    /// `match_event` for hardware events.
-    #[inline(never)]
-    fn match_hw(
-        &mut self,
-        set: &CounterSet,
-        ev: &Event,
-        flags: CounterCfgFlags,
-    ) -> Result<usize, Error> {
-        self.match_event::<true>(set, ev, flags)
-    }
-
-    /// Find a free counter in `set` for `ev` and program it. `HW` is
-    /// `ev.is_hardware()`, known to the caller (so that each path is
-    /// compiled without the other).
+    /// The candidates and selector of hardware event `ev`.
     #[inline(always)]
-    fn match_event<const HW: bool>(
+    pub(crate) fn hw_event(&self, ev: &Event) -> HwEvent {
+        HwEvent {
+            candidates: self.hw_candidates(ev),
+            selector: self.cfg.map.selector(ev),
+        }
+    }
+
+    /// [`Self::hw_event`] of the general or cache event in table slot
+    /// `slot` ([`table_slot`]) whose `event_idx` is `event_idx`: two
+    /// loads, no decoded event.
+    #[inline(always)]
+    pub(crate) fn table_event(&self, slot: usize, event_idx: u64) -> HwEvent {
+        HwEvent {
+            candidates: self.hw_table.get(slot).map_or(0, |&c| c as u64),
+            selector: self.cfg.map.table_selector(slot, event_idx),
+        }
+    }
+
+    /// config_matching without SKIP_MATCH for hardware event `hw`: find a
+    /// free counter for it in `set`, program it, then CLEAR_VALUE and
+    /// AUTO_START. Nothing out of line (CSR accesses are inline asm).
+    #[inline(always)]
+    pub(crate) fn config_hw(
         &mut self,
         set: &CounterSet,
-        ev: &Event,
         flags: CounterCfgFlags,
-    ) -> Result<usize, Error> {
-        let c = self.find_counter::<HW>(set, ev, flags)?;
-        self.program(c, ev, flags);
-        Ok(c)
+        hw: HwEvent,
+    ) -> Result<u64, Error> {
+        let c = self.find_hw_counter(set, hw, flags)?;
+        self.program_hw(c, hw.selector, flags);
+        Ok(self.matched(set, c, flags))
     }
 
     /// The end of config_matching once counter `c` is chosen: CLEAR_VALUE,
@@ -567,36 +588,28 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         set.caller_index(c)
     }
 
-    /// The counter config_matching picks for `ev` in `set`.
+    /// The counter config_matching picks for hardware event `hw` in `set`.
     #[inline(always)]
-    fn find_counter<const HW: bool>(
+    fn find_hw_counter(
         &self,
         set: &CounterSet,
-        ev: &Event,
+        hw: HwEvent,
         flags: CounterCfgFlags,
     ) -> Result<usize, Error> {
-        debug_assert_eq!(HW, ev.is_hardware());
         let free = set.members() & !self.allocated & !self.started;
-        let candidates = if HW {
-            let mut m = free & self.hw_candidates(ev);
-            // One counter per event: a second HPM counter with this
-            // selector would read 0, so none is a candidate while one holds
-            // it (the fixed counters count on their own and stay). The
-            // first test is all the check costs while no HPM counter is
-            // configured, e.g. Linux's boot-time probing of every event.
-            if self.allocated & self.exclusive != 0 && self.selector_held(ev) {
-                m &= !self.exclusive;
-            }
-            if self.requested_inhibit(flags) != 0 {
-                // Never fall back to a counter that would ignore the filters.
-                m &= self.filterable();
-            }
-            m
-        } else if self.cfg.fw_events.contains(ev) {
-            free & self.layout.fw_mask()
-        } else {
-            0
-        };
+        let mut candidates = free & hw.candidates;
+        // One counter per event: a second HPM counter with this selector
+        // would read 0, so none is a candidate while one holds it (the
+        // fixed counters count on their own and stay). The first test is
+        // all the check costs while no HPM counter is configured, e.g.
+        // Linux's boot-time probing of every event.
+        if self.allocated & self.exclusive != 0 && self.selector_held(hw.selector) {
+            candidates &= !self.exclusive;
+        }
+        if self.requested_inhibit(flags) != 0 {
+            // Never fall back to a counter that would ignore the filters.
+            candidates &= self.filterable();
+        }
         if candidates == 0 {
             return Err(Error::NotSupported);
         }
@@ -612,34 +625,31 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     }
 
     /// Whether a configured HPM counter under the one-counter-per-event
-    /// rule holds the selector hardware event `ev` would get. Walks only
-    /// the configured ones (Linux holds a handful at most), reading their
-    /// selectors back from the programs kept for start. Inline: a call
-    /// would keep more registers live across it on every config_matching.
+    /// rule holds `selector`. Walks only the configured ones (Linux holds
+    /// a handful at most), reading their selectors back from the programs
+    /// kept for start.
     #[inline(always)]
-    fn selector_held(&self, ev: &Event) -> bool {
-        let key = self.cfg.map.selector(ev) & EVENT_SELECT;
+    fn selector_held(&self, selector: u64) -> bool {
+        let key = selector & EVENT_SELECT;
         BitIter(self.allocated & self.exclusive)
             .any(|i| self.programs[i % HW_SLOTS].event_reg & EVENT_SELECT == key)
     }
 
-    /// Map canonical counter `c` to `ev` (the counter is stopped).
+    /// Map hardware counter `c` (canonical index, stopped) to `selector`
+    /// with the filters `flags` ask for.
     #[inline(always)]
-    fn program(&mut self, c: usize, ev: &Event, flags: CounterCfgFlags) {
+    fn program_hw(&mut self, c: usize, selector: u64, flags: CounterCfgFlags) {
         self.allocated |= 1 << c;
-        match self.layout.kind(c) {
-            Counter::Hw(i) => {
-                let i = i as usize;
-                let mut reg = if i >= 3 { self.cfg.map.selector(ev) } else { 0 };
-                if self.can_filter(i) {
-                    // M-mode is always inhibited: firmware activity is not the
-                    // supervisor's to measure (the spec lets us override).
-                    reg |= self.requested_inhibit(flags) | bits::MINH;
-                }
-                self.programs[i] = HwProgram { event_reg: reg };
-                self.write_event_reg(i, reg);
+        if let Counter::Hw(i) = self.layout.kind(c) {
+            let i = i as usize;
+            let mut reg = if i >= 3 { selector } else { 0 };
+            if self.can_filter(i) {
+                // M-mode is always inhibited: firmware activity is not the
+                // supervisor's to measure (the spec lets us override).
+                reg |= self.requested_inhibit(flags) | bits::MINH;
             }
-            Counter::Fw(f) => self.map_fw(f as usize, FwSel::of(ev)),
+            self.programs[i % HW_SLOTS] = HwProgram { event_reg: reg };
+            self.write_event_reg(i, reg);
         }
     }
 
@@ -647,7 +657,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     #[inline(always)]
     fn map_fw(&mut self, f: usize, sel: FwSel) {
         self.unlisten(f);
-        self.fw_sel[f] = sel;
+        self.fw_sel[f % NUM_FW] = sel;
         if let FwSel::Standard(e) = sel {
             self.fw_listen[e as usize] |= 1 << f;
         }
@@ -655,12 +665,12 @@ impl<'a, H: Hpm> Pmu<'a, H> {
 
     #[inline(always)]
     fn unlisten(&mut self, f: usize) {
-        if let FwSel::Standard(e) = self.fw_sel[f] {
+        if let FwSel::Standard(e) = self.fw_sel[f % NUM_FW] {
             self.fw_listen[e as usize] &= !(1 << f);
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_event_reg(&mut self, i: usize, reg: u64) {
         if i >= 3 {
             self.hw.write_event(i, reg & !bits::OF);
@@ -669,11 +679,11 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_value(&mut self, c: usize, v: u64) {
         match self.layout.kind(c) {
             Counter::Hw(i) => self.hw.write_counter(i as usize, v),
-            Counter::Fw(f) => self.fw_value[f as usize] = v,
+            Counter::Fw(f) => self.fw_value[f as usize % NUM_FW] = v,
         }
     }
 
@@ -681,11 +691,11 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     fn read_value(&self, c: usize) -> u64 {
         match self.layout.kind(c) {
             Counter::Hw(i) => self.hw.read_counter(i as usize),
-            Counter::Fw(f) => self.fw_value[f as usize],
+            Counter::Fw(f) => self.fw_value[f as usize % NUM_FW],
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_one(&mut self, c: usize) {
         match self.layout.kind(c) {
             Counter::Hw(i) => {
@@ -694,7 +704,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
                 // the overflow interrupt can only follow the new value.
                 if self.cfg.isa.sscofpmf && i >= 3 {
                     self.hw
-                        .write_event(i, self.programs[i].event_reg & !bits::OF);
+                        .write_event(i, self.programs[i % HW_SLOTS].event_reg & !bits::OF);
                 }
                 self.started |= 1 << c;
                 self.hw.uninhibit(1 << i);
@@ -710,18 +720,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         self.fw_running |= 1 << f;
     }
 
-    #[inline]
-    fn stop_one(&mut self, c: usize) {
-        self.started &= !(1 << c);
-        match self.layout.kind(c) {
-            Counter::Hw(i) => {
-                self.hw.inhibit(1 << i);
-            }
-            Counter::Fw(f) => self.fw_running &= !(1 << f),
-        }
-    }
-
-    /// FID 3.
+    /// FID 3 (`mem`: where the snapshot area is read from).
     #[inline(always)]
     pub fn counter_start<M: SupervisorMemory + ?Sized>(
         &mut self,
@@ -729,24 +728,46 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         set: &CounterSet,
         value: InitialValue,
     ) -> Result<(), Error> {
+        match value {
+            InitialValue::Snapshot => self.start_from_snapshot(mem, set),
+            InitialValue::Value(v) => self.start_plain(set, Some(v)),
+            InitialValue::Current => self.start_plain(set, None),
+        }
+    }
+
+    /// counter_start without INIT_SNAPSHOT: every stopped member of `set`
+    /// gets `value` (None: keeps its value) and starts. No calls (CSR
+    /// accesses are inline asm), so no return address to save.
+    #[inline(always)]
+    pub(crate) fn start_plain(
+        &mut self,
+        set: &CounterSet,
+        value: Option<u64>,
+    ) -> Result<(), Error> {
         if set.members() & !self.configured_mask() != 0 {
             return Err(Error::InvalidParam);
         }
-        // The common paths make no calls (CSR accesses are inline asm), so
-        // they need no callee-saved registers; reading the snapshot does.
-        let already = match value {
-            InitialValue::Snapshot => {
-                let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
-                self.start_from_snapshot(mem, set, area)?
-            }
-            InitialValue::Value(v) => self.start_members(set, |_, _| Ok(Some(v)))?,
-            InitialValue::Current => self.start_members(set, |_, _| Ok(None))?,
-        };
-        if already {
-            Err(Error::AlreadyStarted)
-        } else {
-            Ok(())
+        started(self.start_members(set, |_, _| Ok(value))?)
+    }
+
+    /// counter_start with INIT_SNAPSHOT: each member's value from the
+    /// snapshot area.
+    #[inline(never)]
+    pub(crate) fn start_from_snapshot<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &M,
+        set: &CounterSet,
+    ) -> Result<(), Error> {
+        if set.members() & !self.configured_mask() != 0 {
+            return Err(Error::InvalidParam);
         }
+        let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
+        let already = self.start_members(set, |_, j| {
+            snapshot::read_value(mem, area, j)
+                .map(Some)
+                .map_err(|_| Error::Failed)
+        })?;
+        started(already)
     }
 
     /// Start every stopped member of `set`, first giving it the value
@@ -772,22 +793,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         Ok(already)
     }
 
-    /// `start_members` with the values from the snapshot area.
-    #[inline(never)]
-    fn start_from_snapshot<M: SupervisorMemory + ?Sized>(
-        &mut self,
-        mem: &M,
-        set: &CounterSet,
-        area: u64,
-    ) -> Result<bool, Error> {
-        self.start_members(set, |_, j| {
-            snapshot::read_value(mem, area, j)
-                .map(Some)
-                .map_err(|_| Error::Failed)
-        })
-    }
-
-    /// FID 4.
+    /// FID 4 (`mem`: where the snapshot area is written).
     #[inline(always)]
     pub fn counter_stop<M: SupervisorMemory + ?Sized>(
         &mut self,
@@ -795,58 +801,67 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         set: &CounterSet,
         flags: CounterStopFlags,
     ) -> Result<(), Error> {
-        let shmem = if flags.contains(CounterStopFlags::TAKE_SNAPSHOT) {
-            Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
+        if flags.contains(CounterStopFlags::TAKE_SNAPSHOT) {
+            self.stop_with_snapshot(mem, set, flags)
         } else {
-            None
-        };
-        let mut already = false;
-        for c in BitIter(set.members()) {
-            if self.started & (1 << c) != 0 {
-                self.stop_one(c);
-            } else {
-                already = true;
-            }
+            self.stop_plain(set, flags)
         }
-        // As in counter_start: only the snapshot path makes calls.
-        if let Some(area) = shmem {
-            return self.stop_tail_with_snapshot(mem, set, flags, already, area);
-        }
-        self.stop_tail(set, flags, already)
     }
 
-    /// The end of counter_stop: RESET, then the answer.
+    /// counter_stop without TAKE_SNAPSHOT: each member on its own is
+    /// stopped, then released with RESET. No calls, as in
+    /// [`Self::start_plain`].
     #[inline(always)]
-    fn stop_tail(
+    pub(crate) fn stop_plain(
         &mut self,
         set: &CounterSet,
         flags: CounterStopFlags,
-        already: bool,
     ) -> Result<(), Error> {
+        let already = self.stop_members(set);
         if flags.contains(CounterStopFlags::RESET) {
-            for c in BitIter(set.members()) {
+            for (_, c) in set.iter() {
                 self.release(c);
             }
         }
-        if already {
-            Err(Error::AlreadyStopped)
-        } else {
-            Ok(())
-        }
+        stopped(already)
     }
 
-    /// The end of counter_stop with TAKE_SNAPSHOT.
+    /// Stop every member of `set` that is counting, the hardware ones with
+    /// one mcountinhibit write (a stopped hardware counter is inhibited
+    /// already); whether some member was not counting.
+    #[inline(always)]
+    fn stop_members(&mut self, set: &CounterSet) -> bool {
+        let members = set.members();
+        let counting = self.started & members;
+        self.started &= !members;
+        let fw = self.layout.fw_mask();
+        // Hardware counter `c` is CSR offset `c`: its mcountinhibit bit.
+        let hw = counting & !fw;
+        if hw != 0 {
+            self.hw.inhibit(hw as u32);
+        }
+        self.fw_running &= !((counting & fw) >> self.layout.fw_base()) as u16;
+        counting != members
+    }
+
+    /// counter_stop with TAKE_SNAPSHOT: every member stopped, the snapshot
+    /// taken of their stopped values, then RESET.
     #[inline(never)]
-    fn stop_tail_with_snapshot<M: SupervisorMemory + ?Sized>(
+    pub(crate) fn stop_with_snapshot<M: SupervisorMemory + ?Sized>(
         &mut self,
         mem: &mut M,
         set: &CounterSet,
         flags: CounterStopFlags,
-        already: bool,
-        area: u64,
     ) -> Result<(), Error> {
+        let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
+        let already = self.stop_members(set);
         self.take_snapshot(mem, area, set)?;
-        self.stop_tail(set, flags, already)
+        if flags.contains(CounterStopFlags::RESET) {
+            for (_, c) in set.iter() {
+                self.release(c);
+            }
+        }
+        stopped(already)
     }
 
     fn take_snapshot<M: SupervisorMemory + ?Sized>(
@@ -877,18 +892,18 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     }
 
     /// Drop the counter-to-event mapping of a stopped counter.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, c: usize) {
         self.allocated &= !(1 << c);
         match self.layout.kind(c) {
             Counter::Hw(i) => {
                 let i = i as usize;
-                self.programs[i] = HwProgram::default();
+                self.programs[i % HW_SLOTS] = HwProgram::default();
                 self.write_event_reg(i, 0);
             }
             Counter::Fw(f) => {
                 self.unlisten(f as usize);
-                self.fw_sel[f as usize] = FwSel::None;
+                self.fw_sel[f as usize % NUM_FW] = FwSel::None;
             }
         }
     }
@@ -963,8 +978,9 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     /// or the entry names none.
     #[inline(always)]
     fn event_info_output(&self, e: &event_info::Entry) -> u32 {
-        let supported = match self.hw_info.supported(e.event_idx) {
-            Some(s) => s,
+        // General and cache events ignore the entry's event_data.
+        let supported = match table_slot(e.event_idx as u64, 0) {
+            Some(slot) => self.hw_table.get(slot).is_some_and(|&c| c != 0),
             None => self.entry_countable(e),
         };
         if supported {
@@ -975,7 +991,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     }
 
     /// Whether an entry names an event the platform can count: the
-    /// general way, for the types [`HwEventInfo`] does not hold. Out of
+    /// general way, for the events the per-event table does not hold. Out of
     /// line, so that the loop over the entries keeps its few values in
     /// registers.
     #[inline(never)]

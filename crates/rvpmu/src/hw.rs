@@ -86,40 +86,34 @@ pub mod csr {
         }
     }
 
-    // Each CSR number must be an immediate, so an access by index enters a
-    // table of `csrr`/`csrw` + return pairs (8 bytes each, no compressed
-    // instructions) at 8 * index. The routines touch only a0, t0 and ra,
-    // and the inline asm that calls them says so: the engine keeps its
-    // values in registers across an access (a Rust call would clobber all
-    // caller-saved registers and cost spills), and the index's low five
-    // bits select the entry, so no index can jump outside a table. Each
-    // table is a naked function reached through a `sym` operand, so its
-    // symbol is Rust's mangled name: two copies of this crate in one link
-    // do not clash.
+    // Each CSR number must be an immediate, so an access by index jumps
+    // into a table of `csrr`/`csrw` + return pairs (8 bytes each, no
+    // compressed instructions) at 8 * index, linking in t0 (the entry
+    // returns through it), not ra. The inline asm that enters a table
+    // computes the entry itself and touches only t0, t1 and one scratch
+    // register, and says so: the engine keeps its values in registers
+    // across an access (a Rust call would clobber all caller-saved
+    // registers and cost spills), and the index's low five bits select
+    // the entry, so no index can jump outside a table. Each table is a
+    // naked function reached through a `sym` operand, so its symbol is
+    // Rust's mangled name: two copies of this crate in one link do not
+    // clash.
     macro_rules! csr_table {
         ($name:ident, $op:literal) => {
             csr_table!($name, $op, "");
         };
         ($name:ident, $op:literal, $tail:literal) => {
-            /// A CSR access table; entered only through the inline asm
-            /// of the accessors below, with the index in a0.
+            /// A CSR access table, entry 0 at its first instruction;
+            /// entered only through the inline asm of the accessors below
+            /// (`enter_table!`), linking in t0, the value in t1.
             #[unsafe(naked)]
             unsafe extern "C" fn $name() {
                 core::arch::naked_asm!(
                     ".option push",
                     ".option norvc",
-                    ".balign 8",
-                    "   andi a0, a0, 31",
-                    "   slli a0, a0, 3",
-                    "1: auipc t0, %pcrel_hi(2f)",
-                    "   addi t0, t0, %pcrel_lo(1b)",
-                    "   add t0, t0, a0",
-                    "   jr t0",
-                    ".balign 8",
-                    "2:",
                     ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
                     concat!("   ", $op, "\\n", $tail),
-                    "   jalr zero, 0(ra)",
+                    "   jalr zero, 0(t0)",
                     ".endr",
                     ".option pop",
                 );
@@ -127,10 +121,28 @@ pub mod csr {
         };
     }
     // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
-    csr_table!(csrr_counter, "csrr a0, 0xB00 + ");
-    csr_table!(csrw_counter, "csrw 0xB00 + ", ", a1");
-    csr_table!(csrr_event, "csrr a0, 0x320 + ");
-    csr_table!(csrw_event, "csrw 0x320 + ", ", a1");
+    // The value read or written is in t1 (a temporary no argument or
+    // answer lives in, so the caller's values stay where they are).
+    csr_table!(csrr_counter, "csrr t1, 0xB00 + ");
+    csr_table!(csrw_counter, "csrw 0xB00 + ", ", t1");
+    csr_table!(csrr_event, "csrr t1, 0x320 + ");
+    csr_table!(csrw_event, "csrw 0x320 + ", ", t1");
+
+    /// The instructions that enter table `{table}` at the entry of index
+    /// `{i}` (its low five bits, through the scratch register `{x}`),
+    /// linking in t0: the entry returns to the next instruction.
+    macro_rules! enter_table {
+        () => {
+            concat!(
+                "andi {x}, {i}, 31\n",
+                "slli {x}, {x}, 3\n",
+                "1: auipc t0, %pcrel_hi({table})\n",
+                "addi t0, t0, %pcrel_lo(1b)\n",
+                "add t0, t0, {x}\n",
+                "jalr t0, 0(t0)",
+            )
+        };
+    }
 
     macro_rules! csr_read_fn {
         ($fn_name:ident, $table:ident) => {
@@ -138,14 +150,15 @@ pub mod csr {
             fn $fn_name(i: usize) -> u64 {
                 let v: u64;
                 // SAFETY: M-mode CSR read through the table (see above);
-                // the asm names every register the routine touches.
+                // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        "call {table}",
+                        enter_table!(),
                         table = sym $table,
-                        inlateout("a0") i as u64 => v,
+                        i = in(reg) i,
+                        x = out(reg) _,
                         out("t0") _,
-                        out("ra") _,
+                        lateout("t1") v,
                         options(nostack),
                     )
                 };
@@ -158,15 +171,15 @@ pub mod csr {
             #[inline(always)]
             fn $fn_name(i: usize, v: u64) {
                 // SAFETY: M-mode CSR write through the table (see above);
-                // the asm names every register the routine touches.
+                // the asm names every register it and the entry touch.
                 unsafe {
                     core::arch::asm!(
-                        "call {table}",
+                        enter_table!(),
                         table = sym $table,
-                        inlateout("a0") i => _,
-                        in("a1") v,
+                        i = in(reg) i,
+                        x = out(reg) _,
                         out("t0") _,
-                        out("ra") _,
+                        in("t1") v,
                         options(nostack),
                     )
                 };

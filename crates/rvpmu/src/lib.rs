@@ -30,7 +30,7 @@
 //! | `snapshot` | `mem` |
 //! | `sta` | `mem` |
 //! | `hart` | `counter`, `dt`, `hw`, `mem`, `snapshot` |
-//! | `ecall` | `counter`, `hart`, `hw`, `mem`, `snapshot`, `sta` |
+//! | `ecall` | `counter`, `dt`, `hart`, `hw`, `mem`, `snapshot`, `sta` |
 //! | `sim` | `counter`, `hw`, `mem` |
 //! | `rustsbi` | `ecall`, `mem`, `sta` |
 #![cfg_attr(not(feature = "std"), no_std)]

@@ -93,6 +93,11 @@ pub struct Ranges {
     n_ram: usize,
     excluded: [(u64, u64); MAX_RANGES],
     n_excluded: usize,
+    /// The longest `[start, end)` inside one RAM range that touches no
+    /// excluded range (empty when there is none), kept up to date by
+    /// `add_ram` and `exclude`: an area inside it is owned, answered with
+    /// two compares before the general check.
+    window: (u64, u64),
 }
 
 impl Ranges {
@@ -103,6 +108,7 @@ impl Ranges {
             n_ram: 0,
             excluded: [(0, 0); MAX_RANGES],
             n_excluded: 0,
+            window: (0, 0),
         }
     }
 
@@ -113,6 +119,7 @@ impl Ranges {
         }
         self.ram[self.n_ram] = (base, base.saturating_add(size));
         self.n_ram += 1;
+        self.window = self.longest_window();
         true
     }
 
@@ -123,12 +130,50 @@ impl Ranges {
         }
         self.excluded[self.n_excluded] = (base, base.saturating_add(size));
         self.n_excluded += 1;
+        self.window = self.longest_window();
         true
+    }
+
+    /// The longest area [`Self::owns_in_full`] owns in one piece: within
+    /// one RAM range, from its start or an excluded range's end to its end
+    /// or the next excluded range's start. Out of line: setup calls it
+    /// from both `add_ram` and `exclude`.
+    #[inline(never)]
+    fn longest_window(&self) -> (u64, u64) {
+        let excluded = &self.excluded[..self.n_excluded];
+        let mut best = (0, 0);
+        for &(b, e) in &self.ram[..self.n_ram] {
+            let starts = core::iter::once(b).chain(excluded.iter().map(|x| x.1));
+            for s in starts.filter(|&s| s >= b && s < e) {
+                if excluded.iter().any(|&(xb, xe)| xb <= s && s < xe) {
+                    continue;
+                }
+                let end = excluded
+                    .iter()
+                    .filter(|&&(xb, _)| xb > s)
+                    .fold(e, |end, &(xb, _)| end.min(xb));
+                if end - s > best.1 - best.0 {
+                    best = (s, end);
+                }
+            }
+        }
+        best
     }
 
     /// Whether `[addr, addr + len)` lies inside one RAM range and touches no
     /// excluded range. Zero-length and wrapping areas are refused.
+    /// Out of line: every access of a `PhysMemory` asks it.
+    #[inline(never)]
     pub fn owns(&self, addr: u64, len: u64) -> bool {
+        let (lo, hi) = self.window;
+        if addr >= lo && addr < hi && len != 0 && len <= hi - addr {
+            return true;
+        }
+        self.owns_in_full(addr, len)
+    }
+
+    /// [`Self::owns`] range by range.
+    fn owns_in_full(&self, addr: u64, len: u64) -> bool {
         let Some(end) = addr.checked_add(len) else {
             return false;
         };
@@ -315,6 +360,46 @@ mod tests {
         assert!(!r.owns(u64::MAX - 8, 16));
         assert!(!r.owns(0x8004_0000, 0));
         assert!(!r.owns(0x1000, 8));
+    }
+
+    #[test]
+    fn the_window_is_the_longest_owned_piece() {
+        let mut r = Ranges::new();
+        assert_eq!(r.window, (0, 0));
+        r.add_ram(0x8000_0000, 0x1000_0000);
+        assert_eq!(r.window, (0x8000_0000, 0x9000_0000));
+        r.exclude(0x8000_0000, 0x4_0000);
+        assert_eq!(r.window, (0x8004_0000, 0x9000_0000));
+        r.exclude(0x8800_0000, 0x1000);
+        assert_eq!(r.window, (0x8800_1000, 0x9000_0000));
+        r.add_ram(0x1_0000_0000, 0x2000_0000);
+        assert_eq!(r.window, (0x1_0000_0000, 0x1_2000_0000));
+        // An empty excluded range still refuses an area across it.
+        r.exclude(0x1_0800_0000, 0);
+        assert_eq!(r.window, (0x1_0800_0000, 0x1_2000_0000));
+        assert!(!r.owns(0x1_07ff_fff8, 16));
+    }
+
+    proptest::proptest! {
+        /// The window's quick answer never differs from the range-by-range
+        /// one, whatever the ranges (overlapping, touching, empty).
+        #[test]
+        fn owns_agrees_with_the_range_by_range_check(
+            ram in proptest::collection::vec((0u64..64, 0u64..48), 0..4),
+            excluded in proptest::collection::vec((0u64..64, 0u64..16), 0..4),
+            areas in proptest::collection::vec((0u64..80, 0u64..40), 1..32),
+        ) {
+            let mut r = Ranges::new();
+            for (b, n) in ram {
+                r.add_ram(b * 16, n * 16);
+            }
+            for (b, n) in excluded {
+                r.exclude(b * 16, n * 16);
+            }
+            for (a, n) in areas {
+                proptest::prop_assert_eq!(r.owns(a * 8, n * 8), r.owns_in_full(a * 8, n * 8));
+            }
+        }
     }
 
     #[test]
