@@ -11,7 +11,7 @@
 use crate::counter::{
     BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
-use crate::dt::{table_slot, EventMap, CACHE_SLOT_BASE, TABLE_SLOTS};
+use crate::dt::{EventMap, CACHE_SLOT_BASE, TABLE_SLOTS};
 use crate::event::{Cache, Event, FwEvent, General, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::SupervisorMemory;
@@ -214,7 +214,7 @@ pub struct Pmu<'a, H: Hpm> {
     fw_running: u16,
     snapshot_shmem: Option<u64>,
     /// [`Self::hw_candidates`] of every general and cache event, by table
-    /// slot ([`table_slot`]), worked out at construction
+    /// slot ([`table_slot`](crate::dt::table_slot)), worked out at construction
     /// (neither the event map nor the counters change afterwards):
     /// config_matching and event_get_info read these events' candidates
     /// here, without the event map.
@@ -550,7 +550,7 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     }
 
     /// [`Self::hw_event`] of the general or cache event in table slot
-    /// `slot` ([`table_slot`]) whose `event_idx` is `event_idx`: two
+    /// `slot` ([`table_slot`](crate::dt::table_slot)) whose `event_idx` is `event_idx`: two
     /// loads, no decoded event.
     #[inline(always)]
     pub(crate) fn table_event(&self, slot: usize, event_idx: u64) -> HwEvent {
@@ -959,16 +959,22 @@ impl<'a, H: Hpm> Pmu<'a, H> {
         if !mem.owns(addr, entries.size()) {
             return Err(Error::InvalidAddress);
         }
+        // The one `owns` above covers every entry (16-aligned by
+        // `Entries::parse`), so the loops read and write without asking
+        // again.
         for k in 0..num {
-            let idx = event_info::read_idx(mem, addr, k).map_err(|_| Error::Failed)?;
+            // SAFETY: entry k lies in the owned, aligned array.
+            let idx = unsafe { event_info::read_idx(mem, addr, k) };
             if crate::event::reserved_bits(idx as u64) {
                 return Err(Error::InvalidParam);
             }
         }
         for k in 0..num {
-            let e = event_info::read(mem, addr, k).map_err(|_| Error::Failed)?;
+            // SAFETY: as above.
+            let e = unsafe { event_info::read(mem, addr, k) };
             let output = self.event_info_output(&e);
-            event_info::write_output(mem, addr, k, output).map_err(|_| Error::Failed)?;
+            // SAFETY: as above.
+            unsafe { event_info::write_output(mem, addr, k, output) };
         }
         Ok(())
     }
@@ -978,9 +984,23 @@ impl<'a, H: Hpm> Pmu<'a, H> {
     /// or the entry names none.
     #[inline(always)]
     fn event_info_output(&self, e: &event_info::Entry) -> u32 {
-        // General and cache events ignore the entry's event_data.
-        let supported = match table_slot(e.event_idx as u64, 0) {
-            Some(slot) => self.hw_table.get(slot).is_some_and(|&c| c != 0),
+        // General and cache events ignore the entry's event_data. Their
+        // slots follow the event_idx (type 0 code c at c, type 1 code c at
+        // CACHE_SLOT_BASE + c), and a slot no well-formed event names
+        // stays 0 (`Pmu::new` fills only those), so a range check takes
+        // the place of `table_slot`'s decode: the same answer, in a loop
+        // that keeps its few values in registers.
+        const FIRST_CACHE_IDX: usize = 1 << 16;
+        let idx = e.event_idx as usize;
+        let slot = if idx < CACHE_SLOT_BASE {
+            Some(idx)
+        } else {
+            idx.checked_sub(FIRST_CACHE_IDX)
+                .map(|code| CACHE_SLOT_BASE + code)
+                .filter(|&slot| slot < TABLE_SLOTS)
+        };
+        let supported = match slot {
+            Some(slot) => self.hw_table[slot] != 0,
             None => self.entry_countable(e),
         };
         if supported {

@@ -44,6 +44,33 @@ pub trait SupervisorMemory {
     fn write_u32(&mut self, addr: u64, v: u32) -> Result<(), MemFault> {
         self.write(addr, &v.to_le_bytes())
     }
+    /// Read the naturally aligned little-endian u32 at `addr` without
+    /// asking [`Self::owns`] again: for a loop over an area one `owns`
+    /// call has covered (event_get_info's entries). The default reads
+    /// through [`Self::read_u32`], whose check then only repeats what
+    /// the caller knows (a refusal reads 0); an implementation whose
+    /// check costs more than the access overrides it.
+    ///
+    /// # Safety
+    /// `owns(addr, 4)` holds and `addr` is 4-aligned.
+    unsafe fn read_u32_owned(&self, addr: u64) -> u32 {
+        self.read_u32(addr).unwrap_or(0)
+    }
+    /// [`Self::read_u32_owned`] for a u64.
+    ///
+    /// # Safety
+    /// `owns(addr, 8)` holds and `addr` is 8-aligned.
+    unsafe fn read_u64_owned(&self, addr: u64) -> u64 {
+        self.read_u64(addr).unwrap_or(0)
+    }
+    /// [`Self::read_u32_owned`] for a write (a refused one writes nothing).
+    ///
+    /// # Safety
+    /// `owns(addr, 4)` holds and `addr` is 4-aligned.
+    unsafe fn write_u32_owned(&mut self, addr: u64, v: u32) {
+        let _ = self.write_u32(addr, v);
+    }
+
     /// Zero `len` bytes at `addr`.
     fn zero(&mut self, addr: u64, len: u64) -> Result<(), MemFault> {
         let z = [0u8; 64];
@@ -237,6 +264,19 @@ impl SupervisorMemory for PhysMemory {
         // SAFETY: owns() checked the range; see PhysMemory::new.
         unsafe { raw_zero(addr as usize, len as usize) };
         Ok(())
+    }
+    unsafe fn read_u32_owned(&self, addr: u64) -> u32 {
+        // SAFETY: the caller's contract (owned, so RAM M-mode may read,
+        // see PhysMemory::new; aligned).
+        unsafe { core::ptr::read_volatile(addr as usize as *const u32) }
+    }
+    unsafe fn read_u64_owned(&self, addr: u64) -> u64 {
+        // SAFETY: as in read_u32_owned.
+        unsafe { core::ptr::read_volatile(addr as usize as *const u64) }
+    }
+    unsafe fn write_u32_owned(&mut self, addr: u64, v: u32) {
+        // SAFETY: as in read_u32_owned, for a plain store.
+        unsafe { core::ptr::write_volatile(addr as usize as *mut u32, v) }
     }
 }
 

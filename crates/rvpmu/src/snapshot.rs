@@ -145,39 +145,47 @@ pub mod event_info {
     }
 
     /// Read the `event_idx` word of entry `k`.
-    #[inline]
-    pub fn read_idx<M: SupervisorMemory + ?Sized>(
-        m: &M,
-        base: u64,
-        k: u64,
-    ) -> Result<u32, MemFault> {
-        m.read_u32(base + k * ENTRY_SIZE)
+    ///
+    /// # Safety
+    /// `m.owns(base, (k + 1) * ENTRY_SIZE)` holds and `base` is
+    /// [`ALIGN`]-aligned (what [`Entries`] and one `owns` of its
+    /// [`Entries::size`] give), so every word of the entry is owned and
+    /// naturally aligned.
+    #[inline(always)]
+    pub unsafe fn read_idx<M: SupervisorMemory + ?Sized>(m: &M, base: u64, k: u64) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { m.read_u32_owned(base + k * ENTRY_SIZE) }
     }
 
     /// Read entry `k`: `event_data` only when its event type uses it
     /// ([`crate::event::info_uses_data`]), else 0.
-    #[inline]
-    pub fn read<M: SupervisorMemory + ?Sized>(m: &M, base: u64, k: u64) -> Result<Entry, MemFault> {
-        let event_idx = read_idx(m, base, k)?;
+    ///
+    /// # Safety
+    /// As for [`read_idx`].
+    #[inline(always)]
+    pub unsafe fn read<M: SupervisorMemory + ?Sized>(m: &M, base: u64, k: u64) -> Entry {
+        // SAFETY: the caller's contract.
+        let event_idx = unsafe { read_idx(m, base, k) };
         let event_data = if crate::event::info_uses_data(event_idx) {
-            m.read_u64(base + k * ENTRY_SIZE + 8)?
+            // SAFETY: the caller's contract; the entry's words 2-3.
+            unsafe { m.read_u64_owned(base + k * ENTRY_SIZE + 8) }
         } else {
             0
         };
-        Ok(Entry {
+        Entry {
             event_idx,
             event_data,
-        })
+        }
     }
 
     /// Write the `output` word of entry `k`.
-    pub fn write_output<M: SupervisorMemory + ?Sized>(
-        m: &mut M,
-        base: u64,
-        k: u64,
-        v: u32,
-    ) -> Result<(), MemFault> {
-        m.write_u32(base + k * ENTRY_SIZE + 4, v)
+    ///
+    /// # Safety
+    /// As for [`read_idx`].
+    #[inline(always)]
+    pub unsafe fn write_output<M: SupervisorMemory + ?Sized>(m: &mut M, base: u64, k: u64, v: u32) {
+        // SAFETY: the caller's contract; the entry's word 1.
+        unsafe { m.write_u32_owned(base + k * ENTRY_SIZE + 4, v) }
     }
 }
 
