@@ -4,11 +4,13 @@
 //!
 //! `cargo run --release -p hpmtrace --example overhead [-- N [ROUNDS]]`
 //!
-//! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (another build of
-//! the library, e.g. before a change), fib is also linked with that one
-//! and every hpmtrace configuration runs with both in the same rounds; a
-//! second table gives the other library's figures.
-//! `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
+//! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (other builds of
+//! the library, e.g. before a change; several separated by `:`), fib is
+//! also linked with each and every hpmtrace configuration runs with all of
+//! them in the same rounds; a table per library gives its figures and,
+//! per round, its cost over this build's in the same round.
+//! `HPMTRACE_BENCH_SETS=1,2u,6u` runs only those counter sets (default:
+//! all). `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
 //!
 //! End to end: builds benches/fib_bench.c with gcc -O1 -fno-inline
 //! -fno-optimize-sibling-calls (so every fib call stays a real call in
@@ -246,14 +248,31 @@ fn main() {
         &["-finstrument-functions", "-DUSE_HPMTRACE"],
         &[lib],
     );
-    let other = std::env::var_os("HPMTRACE_BENCH_AB").map(|lib| {
-        gcc(
-            &dir,
-            "traced-ab",
-            &["-finstrument-functions", "-DUSE_HPMTRACE"],
-            &[PathBuf::from(lib)],
-        )
-    });
+    let ab_libs: Vec<PathBuf> = std::env::var("HPMTRACE_BENCH_AB")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let others: Vec<PathBuf> = ab_libs
+        .iter()
+        .enumerate()
+        .map(|(i, lib)| {
+            gcc(
+                &dir,
+                &format!("traced-ab{i}"),
+                &["-finstrument-functions", "-DUSE_HPMTRACE"],
+                std::slice::from_ref(lib),
+            )
+        })
+        .collect();
+    let sets: Vec<(&str, &str)> = match std::env::var("HPMTRACE_BENCH_SETS") {
+        Ok(list) => SETS
+            .into_iter()
+            .filter(|(s, _)| list.split(',').any(|x| x.trim() == *s))
+            .collect(),
+        Err(_) => SETS.to_vec(),
+    };
     let cyg = gcc(&dir, "cyg", &["-finstrument-functions"], &[]);
     let pg = gcc(&dir, "pg", &["-pg"], &[]);
     let ns = n.to_string();
@@ -281,9 +300,9 @@ fn main() {
         config(uftrace(&pg), vec![]),
     ];
     // Per set: at off, in run; then the same with the A/B library.
-    let libs: Vec<&PathBuf> = std::iter::once(&traced).chain(other.as_ref()).collect();
+    let libs: Vec<&PathBuf> = std::iter::once(&traced).chain(&others).collect();
     for exe in &libs {
-        for (set, _) in SETS {
+        for &(set, _) in &sets {
             for stage in ["64M", "256K"] {
                 configs.push(config(
                     vec![p(exe), ns.clone(), set.into()],
@@ -333,13 +352,25 @@ fn main() {
         "uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})"
     );
 
-    for (l, exe) in libs.iter().enumerate() {
+    // Per round: this library's cost over this build's in the same round.
+    let versus = |c: &Config, this: &Config| {
+        let mut r: Vec<f64> = (0..rounds)
+            .map(|i| {
+                let b = configs[0].times[i];
+                (c.times[i] - b) / (this.times[i] - b)
+            })
+            .collect();
+        r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (r[rounds / 2], r[rounds / 4], r[(3 * rounds) / 4])
+    };
+    let iqr = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} [{lo:.2}-{hi:.2}]");
+    for l in 0..libs.len() {
         println!(
             "\nhpmtrace end to end{} (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; per round: ratio to uftrace in the same round, median [quartiles]; goal <= 0.50):",
             if l == 0 {
                 String::new()
             } else {
-                format!(", A/B library ({})", exe.display())
+                format!(", A/B library {l} ({})", ab_libs[l - 1].display())
             }
         );
         println!(
@@ -352,9 +383,8 @@ fn main() {
             "ratio",
             "per round [IQR]"
         );
-        let iqr = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} [{lo:.2}-{hi:.2}]");
-        let first = 3 + 2 * SETS.len() * l;
-        for (i, (set, label)) in SETS.iter().enumerate() {
+        let first = 3 + 2 * sets.len() * l;
+        for (i, (set, label)) in sets.iter().enumerate() {
             let (off, off_best) = per_pair(&configs[first + 2 * i]);
             let (run, run_best) = per_pair(&configs[first + 1 + 2 * i]);
             println!(
@@ -367,6 +397,17 @@ fn main() {
                 run / u_cyg,
                 iqr(paired(&configs[first + 1 + 2 * i]))
             );
+        }
+        if l > 0 {
+            println!("  cost over this build's in the same round, median [quartiles]:");
+            for (i, (set, _)) in sets.iter().enumerate() {
+                let (a, b) = (first + 2 * i, 3 + 2 * i);
+                println!(
+                    "  {set:>2}: at off {:>17}   in run {:>17}",
+                    iqr(versus(&configs[a], &configs[b])),
+                    iqr(versus(&configs[a + 1], &configs[b + 1]))
+                );
+            }
         }
     }
 
@@ -385,7 +426,7 @@ fn main() {
         "hook in run",
         "chunks: inline, ahead"
     );
-    for (set, label) in SETS {
+    for (set, label) in sets {
         let (read, user) = read_cost(set);
         let (hook, encode, _, _) = hook_and_encode(set, calls, 128 << 20);
         let (hook_run, _, inline, ahead) = hook_and_encode(set, calls, 256 << 10);

@@ -11,12 +11,25 @@
 //! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`;
 //! `HPMTRACE_STAGE_BYTES=<n>[K|M]` sets the per-thread staging buffer
 //! records wait in until they are encoded (default: the trace buffer size
-//! within 64 KiB..16 MiB). The first init call starts the library's
-//! encoder thread, which encodes full staging chunks while the program
-//! runs; `perfTraceOff()` and `perfWriteTrace()` wait for it and encode
-//! the rest. A thread whose staging buffer is full encodes its newest
-//! chunk meanwhile ([`crate::collect::Ahead`]); `HPMTRACE_AHEAD=0` (also
-//! `no`, `false`) turns that off, to compare.
+//! within 64 KiB..16 MiB).
+//!
+//! What the library adds to the traced process:
+//! - **a thread**: the first init call starts the encoder thread
+//!   (`hpmtrace-enc`, every signal blocked), which encodes full staging
+//!   chunks while the program runs; `perfTraceOff()` and
+//!   `perfWriteTrace()` wait for it and encode the rest. A thread whose
+//!   staging buffer is full encodes its newest chunk meanwhile
+//!   ([`crate::collect::Ahead`]; `HPMTRACE_AHEAD=0`, also `no`, `false`,
+//!   turns that off). `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
+//!   starts no thread: samples are then encoded at `perfTraceOff()` and
+//!   `perfWriteTrace()`, and by a recording thread itself whenever its
+//!   staging buffer is full (a staging buffer that holds the whole run
+//!   leaves all of it to trace-off);
+//! - **fork handlers**: the first init call registers `pthread_atfork`
+//!   handlers (once per process, with or without the thread). Around
+//!   `fork()` they wait until no thread holds one of the library's locks,
+//!   so that a child never inherits a lock held by a thread it does not
+//!   have; the child has no encoder thread.
 //!
 //! Events the machine cannot count (no hardware PMU, or a PMU without
 //! cache/branch/raw events): by default each is left out of the trace
@@ -46,6 +59,15 @@ fn sw_fallback() -> bool {
     matches!(
         std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
         Ok("1") | Ok("yes") | Ok("true")
+    )
+}
+
+/// Whether `HPMTRACE_ENCODER_THREAD` allows the encoder thread (anything
+/// but `0`, `no` or `false`).
+fn encoder_thread() -> bool {
+    !matches!(
+        std::env::var("HPMTRACE_ENCODER_THREAD").as_deref(),
+        Ok("0") | Ok("no") | Ok("false")
     )
 }
 
@@ -143,7 +165,7 @@ unsafe fn init(
         } else {
             Unavailable::LeaveOut
         },
-        encoder_thread: true,
+        encoder_thread: encoder_thread(),
         ahead: collect::Ahead::from_env(),
         mode,
     };

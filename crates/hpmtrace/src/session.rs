@@ -18,6 +18,14 @@
 //! The collector is process-wide (the C hooks need it), so one session can
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
+//!
+//! What starting a session adds to the process: unless
+//! [`SessionBuilder::encoder_thread`] turns it off, a thread
+//! (`hpmtrace-enc`, every signal blocked, started once per process) that
+//! encodes full staging chunks while the program runs; and, once per
+//! process, `pthread_atfork` handlers that keep `fork()` from happening
+//! while a thread holds one of the collector's locks (module
+//! [`crate::collect`]).
 
 use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
@@ -65,7 +73,8 @@ impl SessionBuilder {
         self
     }
     /// Whether full staging chunks are encoded on the encoder thread
-    /// (default true; see [`Config::encoder_thread`]).
+    /// (default true; off, no thread is started: see
+    /// [`Config::encoder_thread`]).
     pub fn encoder_thread(mut self, on: bool) -> Self {
         self.cfg.encoder_thread = on;
         self

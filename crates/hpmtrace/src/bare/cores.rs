@@ -12,7 +12,7 @@
 //! that saw tracing on is always waited for.
 
 use super::pmu::Counters;
-use crate::counters::{read_user_counter, Clock, TimeCsr};
+use crate::counters::{read_user_counters, Clock, TimeCsr};
 use crate::format::RecordType;
 use crate::rtd::{RtdConfig, RtdWriter};
 use crate::sink::MemBuffer;
@@ -105,12 +105,10 @@ impl Core {
         s[1] = addrs[0];
         s[2] = addrs[1];
         s[3] = TimeCsr.now();
-        for (v, &csr) in s[SAMPLE_HEAD_WORDS..]
-            .iter_mut()
-            .zip(&self.counters.csrs[..self.counters.values])
-        {
-            *v = read_user_counter(csr);
-        }
+        read_user_counters(
+            &self.counters.index[..self.counters.values],
+            &mut s[SAMPLE_HEAD_WORDS..],
+        );
         self.staged += self.words;
     }
 
