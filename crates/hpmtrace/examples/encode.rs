@@ -17,7 +17,7 @@
 use hpmtrace::counters::{assign_slots, build_header, timestamp_position};
 use hpmtrace::format::{hw, CountType, CounterInfo, Event, RecordType};
 use hpmtrace::linux::sw;
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::sink::VecBuffer;
 use hpmtrace::stage::{sample_words, write_sample, Replay, TAG_TRACE_ON};
 use std::time::Instant;
@@ -114,8 +114,8 @@ fn main() {
         let mut bytes = 0;
         for _ in 0..repeats {
             let mut replay = Replay::new(header, ts_pos);
-            let mut w = RtdWriter::new(
-                RtdConfig::default(),
+            let mut w = NexusWriter::new(
+                WriterConfig::default(),
                 0,
                 VecBuffer::prefaulted(words.len() * 16 + (1 << 16)),
             );

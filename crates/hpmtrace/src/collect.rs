@@ -51,8 +51,8 @@ use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNT
 use crate::linux::{
     check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
 };
+use crate::nexus::write::{ChainState, NexusWriter, WriterConfig, SYNC_PERIOD};
 use crate::nexus::MAX_SOURCES;
-use crate::rtd::{ChainState, RtdConfig, RtdWriter, SYNC_PERIOD};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -200,7 +200,7 @@ pub const STAGE_CHUNKS: usize = 4;
 const _: () = assert!(STAGE_CHUNKS.is_power_of_two() && STAGE_CHUNKS >= 2);
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
-pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
+pub const TIMESTAMP_BITS: u8 = crate::nexus::write::DEFAULT_TIMESTAMP_BITS;
 
 /// Why a configuration was refused.
 #[derive(Debug)]
@@ -245,7 +245,7 @@ struct Collector {
     header: Header,
     perf_events: Vec<(usize, Event)>,
     ts_pos: Option<usize>,
-    rtd: RtdConfig,
+    framing: WriterConfig,
     buffer_bytes: usize,
     stage_words: usize,
     encoder_thread: bool,
@@ -258,7 +258,7 @@ struct Collector {
 /// The encoding side of a stream (behind the stream's mutex).
 struct Encoding {
     replay: Replay,
-    writer: RtdWriter<VecBuffer>,
+    writer: NexusWriter<VecBuffer>,
     /// Words of chunk `Stream::encoded` already encoded (non-zero only
     /// after that chunk was read while it was being filled).
     consumed: usize,
@@ -297,7 +297,7 @@ struct AheadChunk {
     start_chain: ChainState,
     /// The encoder's state after the chunk, and the chunk's bytes.
     replay: Replay,
-    writer: RtdWriter<VecBuffer>,
+    writer: NexusWriter<VecBuffer>,
 }
 
 /// What the recording thread knows of the sync position at the start of
@@ -1021,9 +1021,9 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         header,
         perf_events,
         ts_pos,
-        rtd: RtdConfig {
+        framing: WriterConfig {
             channel: cfg.channel,
-            src_bits: RtdConfig::src_bits_for(cfg.max_threads),
+            src_bits: WriterConfig::src_bits_for(cfg.max_threads),
             timestamp_bits: TIMESTAMP_BITS,
         },
         buffer_bytes,
@@ -1115,7 +1115,11 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
                 // samples' size, a record at most about 3 times (headers
                 // more: a chunk that does not fit is encoded again in its
                 // turn). Zeroed pages the OS maps when first written.
-                writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(4 * 8 * cap)),
+                writer: NexusWriter::new(
+                    c.framing,
+                    src as u16,
+                    VecBuffer::with_capacity(4 * 8 * cap),
+                ),
             }),
         })
         .collect();
@@ -1131,7 +1135,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         encoded: AtomicU64::new(0),
         enc: Mutex::new(Encoding {
             replay,
-            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
+            writer: NexusWriter::new(c.framing, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
             consumed: 0,
             start_left: 0,
             last_count: 0,
@@ -1431,8 +1435,8 @@ pub fn write_trace(path: &Path) -> Result<(), Error> {
 }
 
 /// The Nexus framing of the current configuration (for decoding).
-pub fn rtd_config() -> Option<RtdConfig> {
-    exclusive(|b| collector(b).map(|c| c.rtd)).flatten()
+pub fn writer_config() -> Option<WriterConfig> {
+    exclusive(|b| collector(b).map(|c| c.framing)).flatten()
 }
 
 /// Start the sampling timer for the calling thread (timer mode).

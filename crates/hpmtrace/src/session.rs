@@ -29,7 +29,7 @@
 
 use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
-use crate::rtd::RtdConfig;
+use crate::nexus::write::WriterConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -194,8 +194,8 @@ impl Session {
     }
 
     /// The Nexus framing the trace uses (tell the decoder).
-    pub fn rtd_config(&self) -> RtdConfig {
-        collect::rtd_config().unwrap_or_default()
+    pub fn writer_config(&self) -> WriterConfig {
+        collect::writer_config().unwrap_or_default()
     }
 
     /// Write the trace to `path` now.

@@ -2,12 +2,12 @@
 //!
 //! * [`ItcStimulus`]: the trace encoder's ITC stimulus registers (bare
 //!   metal, MMIO); the hardware frames and timestamps the messages.
-//! * [`crate::rtd::RtdWriter`]: a software trace encoder that frames each
+//! * [`crate::nexus::write::NexusWriter`]: a software trace encoder that frames each
 //!   write as a Nexus Data Acquisition message into a [`ByteSink`].
 //! * [`StopBuffer`]: a fixed-size byte buffer that stops on wrap, the
 //!   software counterpart of the trace encoder's SRAM/SBA buffer: the
 //!   [`ByteSink`] the bare-metal cores ([`MemBuffer`]) and the Linux
-//!   collectors (`VecBuffer`, std only) give to their `RtdWriter`s.
+//!   collectors (`VecBuffer`, std only) give to their `NexusWriter`s.
 
 use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
 

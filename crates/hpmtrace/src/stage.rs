@@ -275,7 +275,7 @@ impl Replay {
 mod tests {
     use super::*;
     use crate::format::{CountType, CounterDesc, CounterInfo, Event, TIMESTAMP_COUNTER_INDEX};
-    use crate::rtd::{RtdConfig, RtdWriter};
+    use crate::nexus::write::{NexusWriter, WriterConfig};
     use crate::sink::VecBuffer;
 
     use crate::test_rng::Rng;
@@ -352,12 +352,12 @@ mod tests {
     fn immediate(
         h: Header,
         ts_pos: Option<usize>,
-        cfg: RtdConfig,
+        cfg: WriterConfig,
         cap: usize,
         ops: &[(u64, u64, u64, u64, Vec<u64>)],
     ) -> (Vec<u8>, u64, crate::encoder::EncoderStats) {
         let mut enc = Encoder::new(h);
-        let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
+        let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
         for (tag, a0, a1, ts, vals) in ops {
             let mut readings = Vec::new();
             let mut v = vals.iter();
@@ -384,13 +384,13 @@ mod tests {
     fn staged(
         h: Header,
         ts_pos: Option<usize>,
-        cfg: RtdConfig,
+        cfg: WriterConfig,
         cap: usize,
         stage_words: usize,
         ops: &[(u64, u64, u64, u64, Vec<u64>)],
     ) -> (Vec<u8>, u64, crate::encoder::EncoderStats) {
         let mut rp = Replay::new(h, ts_pos);
-        let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
+        let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
         let words = rp.sample_words();
         let mut stage = vec![0u64; stage_words.max(words)];
         let mut filled = 0;
@@ -424,7 +424,7 @@ mod tests {
     fn random_case(
         r: &mut Rng,
         min_len: usize,
-    ) -> (Header, Option<usize>, usize, Vec<Sample>, RtdConfig) {
+    ) -> (Header, Option<usize>, usize, Vec<Sample>, WriterConfig) {
         let h = random_header(r);
         let ts_pos = crate::counters::timestamp_position(&h);
         let n = h.iter().count();
@@ -432,7 +432,7 @@ mod tests {
         let len = min_len + r.below(400) as usize;
         let mut ops = random_stream(r, values, len);
         ops[0].0 = TAG_TRACE_ON;
-        let cfg = RtdConfig {
+        let cfg = WriterConfig {
             channel: r.below(32) as u8,
             src_bits: r.below(5) as u8,
             timestamp_bits: [40, 48, 64][r.below(3) as usize],
@@ -537,7 +537,7 @@ mod tests {
                                 ops[i].2 = 0x40_2000 + 0x10 * r.below(3);
                             }
                         }
-                        let cfg = RtdConfig::default();
+                        let cfg = WriterConfig::default();
                         let a = immediate(h, ts_pos, cfg, 1 << 20, &ops);
                         let b = staged(h, ts_pos, cfg, 1 << 20, sample_words(values) * 37, &ops);
                         assert!(a.0.len() > 1000);
@@ -553,14 +553,14 @@ mod tests {
 
     /// A chunk encoded on its own, from the previous sample
     /// (`resume_after`) and the writer's chain state at the split
-    /// (`RtdWriter::resume`), then appended (`append_encoded`,
+    /// (`NexusWriter::resume`), then appended (`append_encoded`,
     /// `continue_with`), gives the bytes and statistics of encoding the
     /// stream in one go; and the sync position after `n` messages is the
     /// one before minus `n` modulo the period, which the collector relies
     /// on to foresee it.
     #[test]
     fn chunk_encoded_from_previous_sample_appends_to_identical_bytes() {
-        use crate::rtd::SYNC_PERIOD;
+        use crate::nexus::write::SYNC_PERIOD;
         let mut r = Rng(0x0a4e_ad00_c4a1_0001);
         for round in 0..300 {
             let (h, ts_pos, _, ops, cfg) = random_case(&mut r, 2);
@@ -571,14 +571,14 @@ mod tests {
                 write_sample(d, *tag, *a0, *a1, *ts, vals);
             }
             let whole = {
-                let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+                let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
                 let mut rp = Replay::new(h, ts_pos);
                 rp.replay(&mut w, &samples).unwrap();
                 (w.into_inner().data().to_vec(), rp.encoder().stats())
             };
             let k = r.below(ops.len() as u64 + 1) as usize;
             let (head, tail) = samples.split_at(k * words);
-            let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
             let left0 = w.messages_to_sync();
             rp.replay(&mut w, head).unwrap();
             // Messages framed so far, sync messages aside.
@@ -596,7 +596,7 @@ mod tests {
             let mut ahead = Replay::new(h, ts_pos);
             assert!(ahead.resume_after(prev), "round {round}");
             assert!(rp.same_state(&ahead), "round {round}: state at {k}");
-            let mut aw = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            let mut aw = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
             aw.resume(prev.map_or(0, |p| p[3]), w.messages_to_sync());
             assert_eq!(aw.chain_state(), w.chain_state(), "round {round}");
             ahead.replay(&mut aw, tail).unwrap();

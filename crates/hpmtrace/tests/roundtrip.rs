@@ -6,10 +6,11 @@ use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{
     width_mask, CountType, CounterDesc, CounterInfo, Event, Header, RecordType,
 };
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::nexus::NexusConfig;
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
 use hpmtrace::sink::VecBuffer;
 
+mod common;
 #[path = "../src/test_rng.rs"]
 mod test_rng;
 use test_rng::Rng;
@@ -53,14 +54,14 @@ fn header(ct: CountType) -> Header {
 fn stream(
     rng: &mut Rng,
     ct: CountType,
-    cfg: RtdConfig,
+    cfg: WriterConfig,
     src: u16,
     records: usize,
 ) -> (Vec<u8>, Vec<Expected>) {
     let h = header(ct);
     let widths: Vec<u8> = h.iter().map(|(_, c)| c.info.recorded_width()).collect();
     let mut enc = Encoder::new(h);
-    let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
+    let mut w = NexusWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     // counters start anywhere; the 32-bit one close to its wrap
     let mut now: Vec<u64> = vec![
         rng.next() >> 20,
@@ -135,9 +136,9 @@ fn stream(
 
 fn check(ct: CountType, sources: u16, seed: u64) {
     let mut rng = Rng(seed);
-    let cfg = RtdConfig {
-        src_bits: RtdConfig::src_bits_for(sources as u32),
-        ..RtdConfig::default()
+    let cfg = WriterConfig {
+        src_bits: WriterConfig::src_bits_for(sources as u32),
+        ..WriterConfig::default()
     };
     let mut bytes = Vec::new();
     let mut expected = Vec::new();
@@ -146,13 +147,7 @@ fn check(ct: CountType, sources: u16, seed: u64) {
         bytes.extend(b);
         expected.push(e);
     }
-    let dcfg = DecodeConfig {
-        channel: cfg.channel,
-        nexus: NexusConfig {
-            src_bits: cfg.src_bits,
-            timestamp_bits: cfg.timestamp_bits,
-        },
-    };
+    let dcfg = DecodeConfig::from(cfg);
     let mut got: Vec<Vec<hpmtrace::decode::Record>> = vec![Vec::new(); sources as usize];
     let mut headers = 0;
     let mut errors = Vec::new();
@@ -222,14 +217,14 @@ fn three_sources_each_count_type() {
 
 #[test]
 fn rtd_bytes_equal_nexus_module_encoding() {
+    use common::reference_encoder::MessageWriter;
     use hpmtrace::format::ItcWrite;
-    use hpmtrace::nexus::MessageWriter;
     use hpmtrace::sink::Sink;
-    let cfg = RtdConfig {
+    let cfg = WriterConfig {
         src_bits: 3,
-        ..RtdConfig::default()
+        ..WriterConfig::default()
     };
-    let mut mine = RtdWriter::new(cfg, 5, VecBuffer::with_capacity(1 << 16));
+    let mut mine = NexusWriter::new(cfg, 5, VecBuffer::with_capacity(1 << 16));
     let mut theirs = MessageWriter::new(NexusConfig {
         src_bits: 3,
         timestamp_bits: 40,
@@ -261,10 +256,14 @@ fn rtd_bytes_equal_nexus_module_encoding() {
 #[test]
 fn full_timestamp_first_and_after_every_sync_period_messages() {
     use hpmtrace::format::ItcWrite;
-    use hpmtrace::nexus::{Message, MessageReader};
-    use hpmtrace::rtd::SYNC_PERIOD;
+    use hpmtrace::nexus::read::{Message, MessageReader};
+    use hpmtrace::nexus::write::SYNC_PERIOD;
     use hpmtrace::sink::Sink;
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 16));
+    let mut w = NexusWriter::new(
+        WriterConfig::default(),
+        0,
+        VecBuffer::with_capacity(1 << 16),
+    );
     let n = 3 * SYNC_PERIOD as usize + 10;
     let time = |i: usize| (0xff_ffff_f000 + 977 * i as u64) & width_mask(40);
     for i in 0..n {

@@ -14,7 +14,7 @@
 use super::pmu::Counters;
 use crate::counters::{read_user_counters, Clock, TimeCsr};
 use crate::format::RecordType;
-use crate::rtd::{RtdConfig, RtdWriter};
+use crate::nexus::write::{NexusWriter, WriterConfig};
 use crate::sink::MemBuffer;
 use crate::stage::{sample_words, Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use core::cell::UnsafeCell;
@@ -56,7 +56,7 @@ pub struct Core {
     pub mode: Mode,
     pub counters: Counters,
     pub replay: Replay,
-    pub out: RtdWriter<MemBuffer<'static>>,
+    pub out: NexusWriter<MemBuffer<'static>>,
     stage: &'static mut [u64],
     staged: usize,
     /// Words per sample.
@@ -71,7 +71,7 @@ impl Core {
     pub fn new(
         mode: Mode,
         counters: Counters,
-        rtd: RtdConfig,
+        framing: WriterConfig,
         src: u16,
         buffer: &'static mut [u8],
         stage: &'static mut [u64],
@@ -82,7 +82,7 @@ impl Core {
             words: replay.sample_words(),
             replay,
             counters,
-            out: RtdWriter::new(rtd, src, MemBuffer::new(buffer)),
+            out: NexusWriter::new(framing, src, MemBuffer::new(buffer)),
             stage,
             staged: 0,
             generation: 0,

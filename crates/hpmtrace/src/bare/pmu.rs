@@ -8,7 +8,7 @@ use crate::format::{CountType, CounterInfo, Event, Header, MAX_COUNTERS};
 
 /// Width of the trace clock as the header declares it (Nexus timestamps
 /// are 40 bits by default).
-pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
+pub const TIMESTAMP_BITS: u8 = crate::nexus::write::DEFAULT_TIMESTAMP_BITS;
 
 /// What init configured on this hart.
 pub struct Counters {

@@ -1,39 +1,25 @@
-//! A software trace encoder: ITC writes framed as Nexus messages, the bytes
-//! a SiFive trace sink holds and a `.rtd` file contains.
+//! The writer of the Nexus format ([`super`] describes it): ITC writes
+//! framed as Data Acquisition messages, the bytes a SiFive trace sink
+//! holds and a `.rtd` file contains.
 //!
-//! Per source (one per traced thread or core), the stream is:
-//! 1. an In-Circuit Trace message with sync (TCODE 35) with CKSRC 0
-//!    (control), CKDF 0, CKDATA0 0 and the full timestamp: without this
-//!    message a decoder cannot turn the compressed timestamps into times;
-//! 2. one Data Acquisition message (TCODE 7) per ITC write: SRC (if
-//!    configured), IDTAG (variable), DQDATA (variable), TIMESTAMP
-//!    (variable, XORed with the previous timestamp of the same source);
-//! 3. the sync message of 1 again after every [`SYNC_PERIOD`] Data
-//!    Acquisition messages, as hardware encoders resend sync periodically:
-//!    a decoder that lost a message (corrupt or missing bytes) cannot trust
-//!    the XOR chain any more and gets correct times back at the next one.
-//!
-//! Framing: each byte is MDO\[7:2\] | MSEO\[1:0\]; fields are packed LSB
-//! first into the 6-bit slices, fixed fields may end mid-slice, a variable
-//! field ends at a slice boundary with MSEO 01, the message's last field
-//! with MSEO 11. The constants and the timestamp rule are [`crate::wire`]'s,
-//! shared with `crate::nexus` (with `std`), which writes and parses the same format;
-//! the packing is re-implemented here without allocation because it runs
-//! on the hot path (every function entry and exit) and in `no_std` builds,
-//! and the tests check both produce identical bytes.
+//! Per source (one per traced thread or core): the ICT-with-sync control
+//! message with the full timestamp, then one Data Acquisition message per
+//! ITC write (SRC if configured, IDTAG, DQDATA, the TIMESTAMP field XORed
+//! with the previous message's), and the sync message again after every
+//! [`SYNC_PERIOD`] of them. It runs on the hot path of both collectors and
+//! in `no_std` builds, so it allocates nothing; the tests check its bytes
+//! against the plain reference encoder of `tests/common`.
 
+use super::{TimestampChain, ICT_CKSRC_CONTROL, MSEO_END_FIELD, MSEO_END_MESSAGE};
+pub use super::{DEFAULT_TIMESTAMP_BITS, SYNC_PERIOD, TCODE_DATA_ACQUISITION, TCODE_ICT_SYNC};
 use crate::format::{
     count_words, encode_address, width_mask, IdTag, ItcWrite, RecordValues, WriteSize, MAX_COUNTERS,
 };
 use crate::sink::{put_values_as_writes, ByteSink, Sink, Stopped};
-use crate::wire::{TimestampChain, ICT_CKSRC_CONTROL, MSEO_END_FIELD, MSEO_END_MESSAGE};
-pub use crate::wire::{
-    DEFAULT_TIMESTAMP_BITS, SYNC_PERIOD, TCODE_DATA_ACQUISITION, TCODE_ICT_SYNC,
-};
 
 /// How the stream is framed (the decoder must be told the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RtdConfig {
+pub struct WriterConfig {
     /// ITC channel the writes are on (IDTAG = channel*4 + size offset).
     pub channel: u8,
     /// Width of the SRC field; 0 for a single source.
@@ -42,9 +28,9 @@ pub struct RtdConfig {
     pub timestamp_bits: u8,
 }
 
-impl Default for RtdConfig {
+impl Default for WriterConfig {
     fn default() -> Self {
-        RtdConfig {
+        WriterConfig {
             channel: crate::format::DEFAULT_CHANNEL,
             src_bits: 0,
             timestamp_bits: DEFAULT_TIMESTAMP_BITS,
@@ -52,7 +38,7 @@ impl Default for RtdConfig {
     }
 }
 
-impl RtdConfig {
+impl WriterConfig {
     /// SRC bits needed to tell `sources` sources apart (0 for one).
     pub const fn src_bits_for(sources: u32) -> u8 {
         if sources <= 1 {
@@ -768,8 +754,8 @@ fn after_messages(bytes: &[u8], n: usize) -> usize {
 /// frames a record straight into the sink's spare room when it has room
 /// for the longest such record, and otherwise (and for [`Sink::put`])
 /// messages are staged and passed on at [`Sink::flush`].
-pub struct RtdWriter<B> {
-    cfg: RtdConfig,
+pub struct NexusWriter<B> {
+    cfg: WriterConfig,
     /// `2^timestamp_bits - 1`: timestamps are taken modulo the counter's
     /// width.
     ts_mask: u64,
@@ -787,20 +773,20 @@ pub struct RtdWriter<B> {
 /// Where a writer's timestamp chain stands between records: the last
 /// message's timestamp and the messages left before the next sync. Two
 /// writers of one configuration in equal states frame the next record
-/// alike ([`RtdWriter::append_encoded`]).
+/// alike ([`NexusWriter::append_encoded`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChainState(TimestampChain);
 
-/// Index of a write size in [`RtdWriter`]'s first-field table: its
+/// Index of a write size in [`NexusWriter`]'s first-field table: its
 /// discriminant (0, 1, 2).
 #[inline(always)]
 fn size_index(size: WriteSize) -> usize {
     size as usize
 }
 
-impl<B: ByteSink> RtdWriter<B> {
+impl<B: ByteSink> NexusWriter<B> {
     /// A writer for source `src` (must fit `cfg.src_bits`; it is masked).
-    pub fn new(cfg: RtdConfig, src: u16, out: B) -> Self {
+    pub fn new(cfg: WriterConfig, src: u16, out: B) -> Self {
         let mut first = [0u64; 3];
         let mut first_len = [0u8; 3];
         for size in [WriteSize::Bits32, WriteSize::Bits16, WriteSize::Bits8] {
@@ -839,7 +825,7 @@ impl<B: ByteSink> RtdWriter<B> {
             MSEO_END_FIELD,
         );
         let sync_head = u64::from_le_bytes(bytes);
-        let mut w = RtdWriter {
+        let mut w = NexusWriter {
             cfg,
             ts_mask: width_mask(cfg.timestamp_bits),
             flushed_chain: TimestampChain::default(),
@@ -914,7 +900,7 @@ impl<B: ByteSink> RtdWriter<B> {
 
     /// Go on as if the last message framed had the timestamp `ts` and
     /// `left` messages were to go before the next sync (see
-    /// [`RtdWriter::messages_to_sync`]), whatever came before: a writer
+    /// [`NexusWriter::messages_to_sync`]), whatever came before: a writer
     /// resumed so frames a chunk of records exactly as the writer that
     /// framed everything before it would, if `ts` and `left` are right.
     /// Staged bytes are dropped.
@@ -925,7 +911,7 @@ impl<B: ByteSink> RtdWriter<B> {
     }
 
     /// Append `bytes` that another writer of this configuration and
-    /// source framed from this writer's [`RtdWriter::chain_state`] on,
+    /// source framed from this writer's [`NexusWriter::chain_state`] on,
     /// ending in the state `end`: whole, or, when the sink has no room for
     /// them, nothing (`Stopped`, and this writer is unchanged: the caller
     /// frames those records itself, which stops on wrap at a record).
@@ -946,7 +932,7 @@ impl<B: ByteSink> RtdWriter<B> {
     }
 
     /// The framing configuration.
-    pub fn config(&self) -> RtdConfig {
+    pub fn config(&self) -> WriterConfig {
         self.cfg
     }
 
@@ -991,7 +977,7 @@ impl<B: ByteSink> RtdWriter<B> {
     }
 }
 
-impl<B: ByteSink> Sink for RtdWriter<B> {
+impl<B: ByteSink> Sink for NexusWriter<B> {
     #[inline]
     fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
         let ts = ts & self.ts_mask;
@@ -1081,7 +1067,7 @@ mod tests {
     #[test]
     fn da_message_bytes_by_hand() {
         // Channel 6, 8-bit write of 2, first timestamp 0x41, src_bits 0.
-        let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(64));
+        let mut w = NexusWriter::new(WriterConfig::default(), 0, VecBuffer::with_capacity(64));
         w.put(ItcWrite::w8(2), 0x41).unwrap();
         w.put(ItcWrite::w8(1), 0x43).unwrap();
         w.flush().unwrap();
@@ -1114,11 +1100,11 @@ mod tests {
 
     #[test]
     fn src_bits_for_sources() {
-        assert_eq!(RtdConfig::src_bits_for(1), 0);
-        assert_eq!(RtdConfig::src_bits_for(2), 1);
-        assert_eq!(RtdConfig::src_bits_for(3), 2);
-        assert_eq!(RtdConfig::src_bits_for(4), 2);
-        assert_eq!(RtdConfig::src_bits_for(5), 3);
+        assert_eq!(WriterConfig::src_bits_for(1), 0);
+        assert_eq!(WriterConfig::src_bits_for(2), 1);
+        assert_eq!(WriterConfig::src_bits_for(3), 2);
+        assert_eq!(WriterConfig::src_bits_for(4), 2);
+        assert_eq!(WriterConfig::src_bits_for(5), 3);
     }
 
     use crate::test_rng::Rng;
@@ -1129,8 +1115,8 @@ mod tests {
     fn two_writers(
         r: &mut Rng,
         small: u64,
-    ) -> (RtdConfig, RtdWriter<VecBuffer>, RtdWriter<VecBuffer>) {
-        let cfg = RtdConfig {
+    ) -> (WriterConfig, NexusWriter<VecBuffer>, NexusWriter<VecBuffer>) {
+        let cfg = WriterConfig {
             channel: r.below(32) as u8,
             src_bits: r.below(9) as u8,
             timestamp_bits: [40, 48, 64][r.below(3) as usize],
@@ -1141,7 +1127,7 @@ mod tests {
         } else {
             1 << 20
         };
-        let w = || RtdWriter::new(cfg, src, VecBuffer::with_capacity(cap));
+        let w = || NexusWriter::new(cfg, src, VecBuffer::with_capacity(cap));
         (cfg, w(), w())
     }
 

@@ -1,5 +1,5 @@
-//! The C API of the SiFive Trace Performance Library, drop-in: same names,
-//! signatures and `perfEvent` layout (headers in `include/`).
+//! The C API on Linux (`include/sifive_linux_perf.h`), over the
+//! collector ([`crate::collect`]).
 //!
 //! Arguments that only mean something with a hardware trace encoder are
 //! accepted and documented here: `num_funnels` (no funnel in software),
@@ -51,7 +51,7 @@ use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use crate::cabi::perfEvent;
+pub use super::perfEvent;
 
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
@@ -125,7 +125,7 @@ unsafe fn init(
     if cores == 0 {
         return fail(what, "call perfInit() first");
     }
-    let (channel, count_type) = match crate::cabi::check_init_args(list.is_null(), n, chan, ct) {
+    let (channel, count_type) = match super::check_init_args(list.is_null(), n, chan, ct) {
         Ok(a) => a,
         Err(e) => return fail(what, e),
     };
@@ -205,7 +205,7 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
 
 // `perfTimerISRInit`: a per-thread timer signal (SIGPROF) samples the
 // calling thread.
-crate::perf_init_entry_points!(
+perf_init_entry_points!(
     init,
     manual: Mode::Manual,
     entry_exit: Mode::FuncEntryExit,
@@ -223,7 +223,7 @@ pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
     0
 }
 
-crate::perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
+perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
 
 /// `int perfTraceOn(void)`: writes the header, starts recording; non-zero
 /// before an init call.
