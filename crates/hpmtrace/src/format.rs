@@ -28,9 +28,6 @@
 /// First word of every header: `('p'<<24)|('e'<<16)|('r'<<8)|'f'`.
 pub const HEADER_MARKER: u32 = 0x7065_7266;
 
-/// Byte offset of ITC stimulus register 0 from the trace-encoder base.
-pub const ITC_STIMULUS_OFFSET: usize = 0x80;
-
 /// Number of ITC channels (stimulus registers) a trace encoder has.
 pub const ITC_CHANNELS: u8 = 32;
 
@@ -514,20 +511,6 @@ impl Header {
             }
             out(ItcWrite::w32(c.info.to_u32()));
         }
-    }
-
-    /// Number of ITC writes [`Header::encode`] emits.
-    pub fn write_count(&self) -> usize {
-        3 + self
-            .iter()
-            .map(|(_, c)| {
-                if matches!(c.event, Event::Raw { .. }) {
-                    4
-                } else {
-                    3
-                }
-            })
-            .sum::<usize>()
     }
 }
 

@@ -1,7 +1,5 @@
 //! Where ITC writes go: the [`Sink`] trait and its byte-level helpers.
 //!
-//! * [`ItcStimulus`]: the trace encoder's ITC stimulus registers (bare
-//!   metal, MMIO); the hardware frames and timestamps the messages.
 //! * [`crate::nexus::write::NexusWriter`]: a software trace encoder that frames each
 //!   write as a Nexus Data Acquisition message into a [`ByteSink`].
 //! * [`StopBuffer`]: a fixed-size byte buffer that stops on wrap, the
@@ -9,7 +7,7 @@
 //!   [`ByteSink`] the bare-metal cores ([`MemBuffer`]) and the Linux
 //!   collectors (`VecBuffer`, std only) give to their `NexusWriter`s.
 
-use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
+use crate::format::{ItcWrite, RecordValues, MAX_RECORD_WRITES};
 
 /// The sink stopped accepting data (buffer full, stop-on-wrap); the write
 /// was dropped and so will every later one.
@@ -175,14 +173,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> StopBuffer<B> {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
-    /// True once the buffer has refused a message.
-    pub fn stopped(&self) -> bool {
-        self.dropped != 0
-    }
-    /// Capacity in bytes.
-    pub fn capacity(&self) -> usize {
-        self.buf.as_ref().len()
-    }
     /// Empty the buffer (and accept messages again after a stop).
     pub fn clear(&mut self) {
         self.len = 0;
@@ -222,54 +212,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> ByteSink for StopBuffer<B> {
     }
 }
 
-/// The ITC stimulus register of one channel of one trace encoder.
-///
-/// Writes poll the register first: a read returning 0 means the ITC FIFO is
-/// full, so the write waits until it drains (as SiFive's library does).
-/// Sub-word writes go to byte offset +2 (16 bits) or +3 (8 bits), which is
-/// what gives the message its IDTAG (see [`crate::format::IdTag`]).
-pub struct ItcStimulus {
-    reg: *mut u32,
-}
-
-impl ItcStimulus {
-    /// The stimulus register of `channel` of the trace encoder at
-    /// `te_base`.
-    ///
-    /// # Safety
-    /// `te_base` must be the mapped base of a trace encoder whose ITC
-    /// stimulus registers may be read and written by this code, and
-    /// `channel` must be below 32.
-    pub unsafe fn new(te_base: usize, channel: u8) -> Self {
-        ItcStimulus {
-            reg: (te_base + ITC_STIMULUS_OFFSET + 4 * channel as usize) as *mut u32,
-        }
-    }
-}
-
-impl Sink for ItcStimulus {
-    #[inline]
-    fn put(&mut self, w: ItcWrite, _ts: u64) -> Result<(), Stopped> {
-        // SAFETY: `new`'s contract makes `reg` a valid MMIO register; the
-        // sub-word addresses are inside it.
-        unsafe {
-            while core::ptr::read_volatile(self.reg) == 0 {
-                core::hint::spin_loop();
-            }
-            match w.size {
-                WriteSize::Bits32 => core::ptr::write_volatile(self.reg, w.value),
-                WriteSize::Bits16 => {
-                    core::ptr::write_volatile((self.reg as *mut u16).add(1), w.value as u16)
-                }
-                WriteSize::Bits8 => {
-                    core::ptr::write_volatile((self.reg as *mut u8).add(3), w.value as u8)
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 /// A sink that keeps the writes themselves (tests, and the in-process
 /// round trip without Nexus framing).
 #[cfg(feature = "std")]
@@ -301,24 +243,5 @@ mod tests {
         assert_eq!(b.put_bytes(&[7]), Err(Stopped));
         assert_eq!(b.data(), &[1, 2, 3]);
         assert_eq!(b.dropped(), 2);
-    }
-
-    #[test]
-    fn itc_stimulus_writes_sub_words_at_their_offsets() {
-        // A fake register bank in memory whose "FIFO" always has room
-        // (non-zero reads).
-        let mut bank = [1u32; 64];
-        let base = bank.as_mut_ptr() as usize - ITC_STIMULUS_OFFSET;
-        // SAFETY: the stimulus registers of channel 6 land inside `bank`,
-        // which outlives `s`.
-        let mut s = unsafe { ItcStimulus::new(base, 6) };
-        s.put(ItcWrite::w8(0xab), 0).unwrap();
-        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0, 0xab]);
-        s.put(ItcWrite::w16(0x1234), 0).unwrap();
-        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0x34, 0x12]);
-        s.put(ItcWrite::w32(0xdead_beef), 0).unwrap();
-        assert_eq!(bank[6], 0xdead_beef);
-        assert_eq!(bank[5], 1);
-        assert_eq!(bank[7], 1);
     }
 }
