@@ -3,7 +3,8 @@
 //! trace source.
 
 use crate::format::{
-    width_mask, CountType, Header, RecordType, RecordValues, MAX_COUNTERS, MAX_RECORDED_BITS,
+    width_mask, CountType, Header, ItcWrite, RecordType, RecordValues, MAX_COUNTERS,
+    MAX_HEADER_WRITES, MAX_RECORDED_BITS,
 };
 use crate::sink::{Sink, Stopped};
 
@@ -115,15 +116,9 @@ impl Encoder {
         readings: &[u64],
         ts: u64,
     ) -> Result<(), Stopped> {
-        let mut res = Ok(());
-        self.header.encode(|w| {
-            if res.is_ok() {
-                res = sink.put(w, ts);
-            }
-        });
-        if res.is_ok() {
-            res = sink.flush();
-        }
+        let mut writes = [ItcWrite::w8(0); MAX_HEADER_WRITES];
+        let k = self.header.to_writes(&mut writes);
+        let res = sink.put_writes(&writes[..k], ts);
         self.last_addr = 0;
         for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
             let r = readings.get(i).copied().unwrap_or(0);

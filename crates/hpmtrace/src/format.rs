@@ -495,22 +495,28 @@ impl Header {
             .filter_map(|(i, c)| c.map(|c| (i as u8, c)))
     }
 
-    /// Emit the header's ITC writes in order.
-    pub fn encode(&self, mut out: impl FnMut(ItcWrite)) {
-        out(ItcWrite::w32(HEADER_MARKER));
-        out(ItcWrite::w8(self.count_type.as_u8()));
-        out(ItcWrite::w32(self.mask()));
+    /// The header's ITC writes into `out`, in order; returns how many.
+    pub fn to_writes(&self, out: &mut [ItcWrite; MAX_HEADER_WRITES]) -> usize {
+        let mut k = 0;
+        let mut push = |w: ItcWrite| {
+            out[k] = w;
+            k += 1;
+        };
+        push(ItcWrite::w32(HEADER_MARKER));
+        push(ItcWrite::w8(self.count_type.as_u8()));
+        push(ItcWrite::w32(self.mask()));
         for (_, c) in self.iter() {
-            out(ItcWrite::w32(c.event.event_type() as u32));
+            push(ItcWrite::w32(c.event.event_type() as u32));
             match c.event {
                 Event::Raw { event_data } => {
-                    out(ItcWrite::w32(event_data as u32));
-                    out(ItcWrite::w32((event_data >> 32) as u32));
+                    push(ItcWrite::w32(event_data as u32));
+                    push(ItcWrite::w32((event_data >> 32) as u32));
                 }
-                other => out(ItcWrite::w32(other.code().unwrap_or(0))),
+                other => push(ItcWrite::w32(other.code().unwrap_or(0))),
             }
-            out(ItcWrite::w32(c.info.to_u32()));
+            push(ItcWrite::w32(c.info.to_u32()));
         }
+        k
     }
 }
 
@@ -589,6 +595,10 @@ pub const fn count_words(v: u64) -> CountWords {
 /// Most ITC writes in one record: type, two 64-bit addresses, and 32 + 16
 /// bits for each counter.
 pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
+
+/// Most ITC writes in one header: marker, count type, mask, and type,
+/// two event words and counter info for each counter.
+pub const MAX_HEADER_WRITES: usize = 3 + 4 * MAX_COUNTERS;
 
 /// One record as values, before they are split into ITC writes: what an
 /// encoder hands its sink ([`crate::sink::Sink::put_values`]), so that a

@@ -14,33 +14,16 @@ use crate::format::{ItcWrite, RecordValues, MAX_RECORD_WRITES};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stopped;
 
-/// Destination of ITC writes.
+/// Destination of ITC writes, a header or record at a time.
 pub trait Sink {
-    /// Append one write. `ts` is the trace timestamp of the record the
-    /// write belongs to; sinks backed by hardware ignore it (the trace
-    /// encoder stamps messages itself).
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped>;
+    /// The writes of one header or record, in order, at the trace
+    /// timestamp `ts`: all of them, or none (`Stopped`), so that a full
+    /// buffer never holds half a record.
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped>;
 
-    /// End of a header or record: sinks that stage writes pass them on now
-    /// (all or nothing, so a full buffer never holds half a record).
-    #[inline]
-    fn flush(&mut self) -> Result<(), Stopped> {
-        Ok(())
-    }
-
-    /// A whole record: `writes` in order, then [`Sink::flush`]. The same
-    /// as putting them one by one; sinks may do it faster.
-    #[inline]
-    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        for w in writes {
-            self.put(*w, ts)?;
-        }
-        self.flush()
-    }
-
-    /// A whole record given as values: its writes
-    /// ([`RecordValues::to_writes`]) as [`Sink::put_record`] takes them.
-    /// Sinks that frame writes may reuse what they framed for equal values.
+    /// A record given as values: its writes ([`RecordValues::to_writes`])
+    /// as [`Sink::put_writes`] takes them. Sinks that frame writes may
+    /// reuse what they framed for equal values.
     #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         put_values_as_writes(self, rec, ts)
@@ -48,7 +31,7 @@ pub trait Sink {
 }
 
 /// [`Sink::put_values`] as writes: the record's
-/// ([`RecordValues::to_writes`]) through [`Sink::put_record`]. The
+/// ([`RecordValues::to_writes`]) through [`Sink::put_writes`]. The
 /// default, and what a sink that frames values itself falls back on.
 #[inline]
 pub fn put_values_as_writes<S: Sink + ?Sized>(
@@ -58,21 +41,13 @@ pub fn put_values_as_writes<S: Sink + ?Sized>(
 ) -> Result<(), Stopped> {
     let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
     let k = rec.to_writes(&mut writes);
-    sink.put_record(&writes[..k], ts)
+    sink.put_writes(&writes[..k], ts)
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline]
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        (**self).put(w, ts)
-    }
-    #[inline]
-    fn flush(&mut self) -> Result<(), Stopped> {
-        (**self).flush()
-    }
-    #[inline]
-    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        (**self).put_record(writes, ts)
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        (**self).put_writes(writes, ts)
     }
     #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
@@ -223,8 +198,8 @@ pub struct WriteLog {
 
 #[cfg(feature = "std")]
 impl Sink for WriteLog {
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        self.writes.push((w, ts));
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        self.writes.extend(writes.iter().map(|&w| (w, ts)));
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! The encoder's fast paths (`Encoder` handing whole records to
-//! `NexusWriter::put_record`, messages framed at once and reused, sync
+//! `NexusWriter::put_values`, messages framed at once and reused, sync
 //! messages in the middle of a record; `stage::Replay` over staged
 //! samples) give the bytes of a plain reference written from the format's
 //! rules: the record's ITC writes built field by field with
@@ -14,7 +14,7 @@
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{
     encode_address, encode_count, CountType, CounterDesc, CounterInfo, Event, Header, ItcWrite,
-    RecordType, MAX_COUNTERS,
+    RecordType, MAX_COUNTERS, MAX_HEADER_WRITES,
 };
 use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::nexus::NexusConfig;
@@ -46,7 +46,9 @@ fn reference_writes(h: &Header, ops: &[Op]) -> Vec<(ItcWrite, u64)> {
     let mut out = Vec::new();
     for op in ops {
         let Some(kind) = op.kind else {
-            h.encode(|w| out.push((w, op.ts)));
+            let mut writes = [ItcWrite::w8(0); MAX_HEADER_WRITES];
+            let k = h.to_writes(&mut writes);
+            out.extend(writes[..k].iter().map(|&w| (w, op.ts)));
             for (p, (r, m)) in prev.iter_mut().zip(op.readings.iter().zip(&masks)) {
                 *p = match h.count_type {
                     CountType::Delta => r & m,

@@ -118,12 +118,6 @@ impl TimestampChain {
         }
     }
 
-    /// The next message must be preceded by a full timestamp.
-    #[inline(always)]
-    pub(crate) fn needs_sync(&self) -> bool {
-        self.left == 0
-    }
-
     /// A sync message carried the full timestamp `ts`.
     #[inline(always)]
     pub(crate) fn synced(&mut self, ts: u64) {
