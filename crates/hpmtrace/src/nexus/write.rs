@@ -192,10 +192,6 @@ const PAIRS: usize = 16;
 /// 32-bit counters of small values, 8 of any.
 const TAIL_BYTES: usize = 128;
 
-/// A kept tail no longer than this is copied as this many bytes, not
-/// [`TAIL_BYTES`] ([`Framer::tail`]).
-const SHORT_TAIL: usize = 32;
-
 /// Tails framed in a row that are kept for the next record before only
 /// every 64th is ([`Framer::tail`]).
 const TAIL_TRIES: u32 = 4;
@@ -550,15 +546,8 @@ impl Framer {
             if same {
                 self.tail.misses = 0;
                 let t = &self.tail;
-                // SAFETY: the caller's promise (TAIL_BYTES). Short tails
-                // (5 counters of small values take about 20 bytes) copy
-                // 32 bytes, not all 128.
-                unsafe {
-                    match t.bytes.first_chunk::<SHORT_TAIL>() {
-                        Some(short) if t.len <= SHORT_TAIL => put(buf, at, short),
-                        _ => put(buf, at, &t.bytes),
-                    }
-                }
+                // SAFETY: the caller's promise (TAIL_BYTES).
+                unsafe { put(buf, at, &t.bytes) };
                 *k += t.writes;
                 return at + t.len;
             }
