@@ -14,7 +14,7 @@ use super::{TimestampChain, ICT_CKSRC_CONTROL, MSEO_END_FIELD, MSEO_END_MESSAGE}
 pub use super::{DEFAULT_TIMESTAMP_BITS, SYNC_PERIOD, TCODE_DATA_ACQUISITION, TCODE_ICT_SYNC};
 use crate::format::{
     count_words, encode_address, width_mask, IdTag, ItcWrite, RecordValues, WriteSize,
-    MAX_COUNTERS, MAX_HEADER_WRITES,
+    MAX_HEADER_WRITES,
 };
 use crate::sink::{put_values_as_writes, ByteSink, Sink, Stopped};
 
@@ -188,13 +188,9 @@ const PAIRS: usize = 256;
 #[cfg(not(feature = "std"))]
 const PAIRS: usize = 16;
 
-/// Longest record tail [`Framer::tail`] keeps (a multiple of 16): 11
-/// 32-bit counters of small values, 8 of any.
-const TAIL_BYTES: usize = 128;
-
-/// Tails framed in a row that are kept for the next record before only
-/// every 64th is ([`Framer::tail`]).
-const TAIL_TRIES: u32 = 4;
+/// Room framing from values needs past a record's messages: its stores
+/// are whole 16-byte blocks, 48 for an address pair ([`Framer::pair`]).
+const MARGIN: usize = 48;
 
 /// The messages of an enter/exit record's two address values (2 to 4
 /// writes, at most 44 bytes), for [`Framer::pairs`].
@@ -204,23 +200,6 @@ struct FramedPair {
     key: [u64; 2],
     /// The messages, their length in the last byte.
     bytes: [u8; 48],
-}
-
-/// The messages of the last record tail framed (the counters after the
-/// timestamp), with the values they carry.
-struct FramedTail {
-    /// Number of values; `usize::MAX` for none kept.
-    n: usize,
-    /// Whether the values are all 0 (for a record whose tail is known
-    /// to be, [`RecordValues::tail_is_zero`]).
-    zero: bool,
-    /// Records since this tail was last copied (reset when it is).
-    misses: u32,
-    values: [u64; MAX_COUNTERS],
-    /// Messages and bytes.
-    writes: usize,
-    len: usize,
-    bytes: [u8; TAIL_BYTES],
 }
 
 /// A framed Data Acquisition message with an empty TIMESTAMP field.
@@ -265,10 +244,12 @@ struct Framer {
     /// program enters and leaves its hot functions from a few call sites,
     /// so one lookup and a 48-byte copy stand for 2 to 4 messages.
     pairs: [FramedPair; PAIRS],
-    /// The last record tail: counters that do not move between two
-    /// records (the usual case for events rarer than calls) give the same
-    /// messages, copied whole.
-    tail: FramedTail,
+    /// The message of a 32-bit write of 0 (at most 6 bytes, stored
+    /// little-endian) and its length: a record tail of counters that did
+    /// not move (Delta's zeros, the usual case for events rarer than
+    /// calls) is this message once per counter.
+    zero: u64,
+    zero_len: usize,
 }
 
 impl Framed {
@@ -513,12 +494,14 @@ impl Framer {
     }
 
     /// Frame the messages of a record tail (counter values) at `at`,
-    /// counting them in `k`; returns the end.
+    /// counting them in `k`; returns the end. A tail known to be zeros
+    /// ([`RecordValues::tail_is_zero`]) is the zero message once per
+    /// counter, stored 8 bytes at a time.
     ///
     /// # Safety
     ///
-    /// `buf` has room from `at` for [`TAIL_BYTES`], and for 11 bytes per
-    /// write of the tail and 16 more.
+    /// `buf` has room from `at` for 11 bytes per write of the tail and 16
+    /// more.
     #[inline(always)]
     unsafe fn tail(
         &mut self,
@@ -528,72 +511,32 @@ impl Framer {
         zero: bool,
         k: &mut usize,
     ) -> usize {
-        if values.is_empty() {
+        if zero {
+            for _ in values {
+                // SAFETY: the caller's promise (a zero message is at most
+                // 6 bytes).
+                unsafe { put(buf, at, &self.zero.to_le_bytes()) };
+                at += self.zero_len;
+            }
+            *k += values.len();
             return at;
         }
-        let t = &self.tail;
-        if values.len() == t.n {
-            // A tail known to be zeros is the kept one if that is zeros.
-            let same = if zero {
-                t.zero
-            } else {
-                let diff = values
-                    .iter()
-                    .zip(&t.values)
-                    .fold(0, |d, (a, b)| d | (a ^ b));
-                diff == 0
-            };
-            if same {
-                self.tail.misses = 0;
-                let t = &self.tail;
-                // SAFETY: the caller's promise (TAIL_BYTES).
-                unsafe { put(buf, at, &t.bytes) };
-                *k += t.writes;
-                return at + t.len;
-            }
-        }
-        let (start, k0) = (at, *k);
         for &v in values {
             // SAFETY: the caller's promise: 11 bytes a write so far, and
             // this value's (at most two) after them.
             at = unsafe { self.count(buf, at, v, k) };
         }
-        // Counters that move on every record (cycles, instructions) would
-        // have their tail kept for nothing each time: after a few misses
-        // in a row, only every 64th is kept, to notice when they stop.
-        let t = &mut self.tail;
-        t.misses = t.misses.wrapping_add(1);
-        if t.misses < TAIL_TRIES || t.misses.is_multiple_of(64) {
-            self.keep_tail(&buf[start..at], values, *k - k0);
-        }
         at
-    }
-
-    /// Keep `bytes`, the `writes` messages of the tail `values`, for the
-    /// next record.
-    #[inline(never)]
-    fn keep_tail(&mut self, bytes: &[u8], values: &[u64], writes: usize) {
-        let t = &mut self.tail;
-        if bytes.len() > TAIL_BYTES {
-            t.n = usize::MAX;
-            return;
-        }
-        t.bytes[..bytes.len()].copy_from_slice(bytes);
-        t.values[..values.len()].copy_from_slice(values);
-        t.zero = values.iter().all(|&v| v == 0);
-        t.n = values.len();
-        t.len = bytes.len();
-        t.writes = writes;
     }
 
     /// Frame a record given as values at `ts` (masked) into `buf` from 0,
     /// where the chain needs no sync message (more than
     /// [`RecordValues::max_writes`] messages left); returns the end.
     /// `buf` needs [`MAX_MESSAGE`] bytes per write (at most) and
-    /// [`TAIL_BYTES`] more.
+    /// [`MARGIN`] more.
     #[inline(always)]
     fn record_values(&mut self, buf: &mut [u8], rec: &RecordValues<'_>, ts: u64) -> usize {
-        assert!(buf.len() >= rec.max_writes() * MAX_MESSAGE + TAIL_BYTES);
+        assert!(buf.len() >= rec.max_writes() * MAX_MESSAGE + MARGIN);
         // SAFETY: the room asserted above.
         let (end, k) = unsafe { self.frame_values(buf, 0, rec, ts) };
         self.chain.advance(k);
@@ -603,7 +546,7 @@ impl Framer {
     /// [`Framer::record_values`] for a record that may reach the next
     /// sync message: with the sync message where the chain needs one, as
     /// [`Framer::record`] frames its writes. `buf` needs [`MAX_MESSAGE`]
-    /// bytes per write (at most) and one more, and [`TAIL_BYTES`] more.
+    /// bytes per write (at most) and one more, and [`MARGIN`] more.
     #[inline(always)]
     fn record_values_near_sync(
         &mut self,
@@ -613,7 +556,7 @@ impl Framer {
     ) -> usize {
         // A sync message before the record or within it takes at most
         // MAX_MESSAGE bytes.
-        assert!(buf.len() >= (rec.max_writes() + 1) * MAX_MESSAGE + TAIL_BYTES);
+        assert!(buf.len() >= (rec.max_writes() + 1) * MAX_MESSAGE + MARGIN);
         let left = self.chain.left();
         let start = if left == 0 { self.sync(buf, 0, ts) } else { 0 };
         // SAFETY: the room asserted above: MAX_MESSAGE bytes before
@@ -634,7 +577,7 @@ impl Framer {
     /// # Safety
     ///
     /// `buf` has [`MAX_MESSAGE`] bytes per write of the record (at most)
-    /// and [`TAIL_BYTES`] more from `start`.
+    /// and [`MARGIN`] more from `start`.
     #[inline(always)]
     unsafe fn frame_values(
         &mut self,
@@ -647,7 +590,7 @@ impl Framer {
         // message after the head, `at` is at most start + 16 + 11 i (the
         // head and its TIMESTAMP field take at most 16 bytes, any other
         // message 11), and a write reaches at most 16 bytes past it, 48
-        // for an address pair (2 messages), TAIL_BYTES for a tail.
+        // for an address pair (2 messages): MARGIN.
         let field = self.chain.field(ts);
         // The head message (the type) with the record's TIMESTAMP field,
         // as in `messages`.
@@ -834,15 +777,8 @@ impl<B: ByteSink> NexusWriter<B> {
                     key: [0; 2],
                     bytes: [0; 48],
                 }; PAIRS],
-                tail: FramedTail {
-                    n: usize::MAX,
-                    zero: false,
-                    misses: 0,
-                    values: [0; MAX_COUNTERS],
-                    writes: 0,
-                    len: 0,
-                    bytes: [0; TAIL_BYTES],
-                },
+                zero: 0,
+                zero_len: 0,
             },
             stage: [0; STAGE],
             out,
@@ -852,6 +788,8 @@ impl<B: ByteSink> NexusWriter<B> {
                 .framer
                 .frame_untimed(size_index(WriteSize::Bits8), t as u32);
         }
+        let zero = w.framer.frame_untimed(size_index(WriteSize::Bits32), 0);
+        (w.framer.zero, w.framer.zero_len) = (zero.bytes[0], zero.len());
         // Every entry starts as the pair (0, 0), framed: no entry is empty.
         let zero = w.framer.frame_pair([0; 2]);
         w.framer.pairs = [zero; PAIRS];
@@ -921,7 +859,7 @@ impl<B: ByteSink> NexusWriter<B> {
     /// stack before the branch, not only those that come here.
     #[inline(never)]
     fn put_values_near_sync(&mut self, rec: RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
-        let room = (rec.max_writes() + 1) * MAX_MESSAGE + TAIL_BYTES;
+        let room = (rec.max_writes() + 1) * MAX_MESSAGE + MARGIN;
         if let Some(buf) = self.out.spare(room) {
             let end = self
                 .framer
@@ -972,7 +910,7 @@ impl<B: ByteSink> Sink for NexusWriter<B> {
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         let n = rec.max_writes();
         if n < self.framer.chain.left() {
-            if let Some(buf) = self.out.spare(n * MAX_MESSAGE + TAIL_BYTES) {
+            if let Some(buf) = self.out.spare(n * MAX_MESSAGE + MARGIN) {
                 let end = self.framer.record_values(buf, rec, ts & self.ts_mask);
                 self.out.commit(end);
                 return Ok(());
@@ -1143,18 +1081,18 @@ mod tests {
         assert!(fast > 10_000, "records framed at once: {fast}");
     }
 
-    /// `put_values` (address pairs and record tails copied from what was
-    /// framed before) gives the bytes of framing the record's writes one
+    /// `put_values` (address pairs copied from what was framed before,
+    /// zero tails made of one message) gives the bytes of framing the record's writes one
     /// by one, and stops on wrap at a record: every record type, counter values below 2^48
     /// with and without a high word, tails of 0 to `MAX_COUNTERS`
-    /// counters (some longer than `TAIL_BYTES`), values drawn from small
-    /// pools so that pairs and tails repeat and evict each other, records
+    /// counters, marked as zeros or not, values drawn from small pools so
+    /// that pairs repeat and evict each other, records
     /// crossing sync periods, buffers that stop mid-stream.
     #[test]
     fn record_values_equal_write_by_write() {
-        use crate::format::{RecordType, RecordValues, MAX_RECORD_WRITES};
+        use crate::format::{RecordType, RecordValues, MAX_COUNTERS, MAX_RECORD_WRITES};
         let mut r = Rng(0x5eed_7a11_0000_0002);
-        let (mut pairs_held, mut tails_held, mut records) = (0u64, 0u64, 0u64);
+        let (mut pairs_held, mut records) = (0u64, 0u64);
         let mut zero_tails = 0u64;
         for round in 0..200 {
             let (cfg, mut a, mut b) = writer_and_model(&mut r, 20_000);
@@ -1178,7 +1116,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            // Zeros not marked as such, kept and met by marked ones.
+            // Zeros not marked as such, beside marked ones.
             if r.below(2) == 0 {
                 tails.push(vec![0; n]);
             }
@@ -1213,16 +1151,10 @@ mod tests {
                 let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
                 let k = v.to_writes(&mut writes);
                 assert!(k <= v.max_writes());
-                // What the writer holds before the record: its pair framed,
-                // its tail the one kept (then both are copied, unless the
-                // buffer lacks the spare room).
-                let tail = v.tail_counts();
+                // Whether the writer holds the record's pair framed (then
+                // it is copied, unless the buffer lacks the spare room).
                 if kind.address_count() == 2 && a.framer.pairs.iter().any(|e| e.key == pair) {
                     pairs_held += 1;
-                }
-                let t = &a.framer.tail;
-                if !tail.is_empty() && t.n == tail.len() && t.values[..t.n] == *tail {
-                    tails_held += 1;
                 }
                 let ra = a.put_values(&v, ts);
                 let rb = b.record(&writes[..k], ts);
@@ -1237,12 +1169,6 @@ mod tests {
             pairs_held > 5_000,
             "{pairs_held} records found their pair framed"
         );
-        // Fewer than pairs: tails that keep changing are kept only now and
-        // then (`TAIL_TRIES`).
-        assert!(
-            tails_held > 1_000,
-            "{tails_held} records found their tail framed"
-        );
-        eprintln!("{records} records, {pairs_held} pairs and {tails_held} tails framed before");
+        eprintln!("{records} records, {pairs_held} pairs framed before");
     }
 }
