@@ -166,69 +166,58 @@ impl Replay {
     pub fn replay<S: Sink>(&mut self, sink: &mut S, words: &[u64]) -> Result<(), Stopped> {
         // The usual shapes get a loop each, in which the number of
         // counters, the timestamp's place and the count type are
-        // constants: the counter loops unroll, their bounds checks go, and
-        // no record asks for the count type (the instructions per record
-        // this saves: crates/hpmtrace/BENCH.md). Timestamp first is the
-        // Linux collector's layout without a cycles counter, second with
-        // one; up to 8 counters. 45 loops per sink type make a lot of
-        // code: not in `no_std` builds, where code size counts more.
+        // constants, so the counter loops unroll, their bounds checks go,
+        // and no record asks for the count type: Delta with up to 8
+        // counters, the timestamp first (the Linux collector's layout
+        // without a cycles counter) or second (with one, as hardware
+        // counters are listed). Not in `no_std` builds, where code size
+        // counts more.
         #[cfg(feature = "std")]
         {
             let s = self.enc.shape();
-            let shape = (self.n, self.ts_pos, s.tail_from, s.count_type.as_u8());
-            macro_rules! shaped {
-                ($(($n:literal, $ts:literal)),*) => {
-                    match shape {
-                        $(($n, Some($ts), t, 0) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 0>(sink, words);
-                        })*
-                        $(($n, Some($ts), t, 1) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 1>(sink, words);
-                        })*
-                        $(($n, Some($ts), t, 2) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 2>(sink, words);
-                        })*
-                        _ => {}
-                    }
-                };
+            let delta = s.count_type == crate::format::CountType::Delta;
+            match (delta, self.n, self.ts_pos, s.tail_from) {
+                (true, n @ 1..=8, Some(0), 1) => return self.replay_fixed::<S, 0>(n, sink, words),
+                (true, n @ 2..=8, Some(1), 2) => return self.replay_fixed::<S, 1>(n, sink, words),
+                _ => {}
             }
-            shaped!(
-                (1, 0),
-                (2, 0),
-                (3, 0),
-                (4, 0),
-                (5, 0),
-                (6, 0),
-                (7, 0),
-                (8, 0),
-                (2, 1),
-                (3, 1),
-                (4, 1),
-                (5, 1),
-                (6, 1),
-                (7, 1),
-                (8, 1)
-            );
         }
         self.replay_shaped(sink, words, self.enc.shape(), self.ts_pos)
     }
 
-    /// [`Replay::replay_shaped`] for `N` counters with the timestamp at
-    /// `TS` and the count type `CT` (its number in the header): a
-    /// function of its own, in which they are constants.
+    /// [`Replay::replay_shaped`] for `n` (1 to 8) Delta counters with the
+    /// timestamp at `TS`: a function per number of counters, in which the
+    /// shape is a constant.
     #[cfg(feature = "std")]
-    #[inline(never)]
-    fn replay_fixed<S: Sink, const N: usize, const TS: usize, const CT: u8>(
+    fn replay_fixed<S: Sink, const TS: usize>(
         &mut self,
+        n: usize,
         sink: &mut S,
         words: &[u64],
     ) -> Result<(), Stopped> {
-        let shape = Shape {
-            n: N,
-            tail_from: TS + 1,
-            count_type: crate::format::CountType::from_u8(CT).expect("a count type's number"),
-        };
-        self.replay_shaped(sink, words, shape, Some(TS))
+        #[inline(never)]
+        fn fixed<S: Sink, const N: usize, const TS: usize>(
+            r: &mut Replay,
+            sink: &mut S,
+            words: &[u64],
+        ) -> Result<(), Stopped> {
+            let shape = Shape {
+                n: N,
+                tail_from: TS + 1,
+                count_type: crate::format::CountType::Delta,
+            };
+            r.replay_shaped(sink, words, shape, Some(TS))
+        }
+        match n {
+            1 => fixed::<S, 1, TS>(self, sink, words),
+            2 => fixed::<S, 2, TS>(self, sink, words),
+            3 => fixed::<S, 3, TS>(self, sink, words),
+            4 => fixed::<S, 4, TS>(self, sink, words),
+            5 => fixed::<S, 5, TS>(self, sink, words),
+            6 => fixed::<S, 6, TS>(self, sink, words),
+            7 => fixed::<S, 7, TS>(self, sink, words),
+            _ => fixed::<S, 8, TS>(self, sink, words),
+        }
     }
 
     /// [`Replay::replay`] with the encoder's [`Shape`] and the timestamp's
