@@ -46,10 +46,8 @@ pub const TIMESTAMP_COUNTER_INDEX: u8 = 1;
 /// recorded modulo 2^48 (see [`CounterInfo::recorded_width`]).
 pub const MAX_RECORDED_BITS: u8 = 48;
 
-/// Width of one ITC write. 32 bits wide, so that an [`ItcWrite`] is two
-/// words without padding, which the encoder reads as one.
+/// Width of one ITC write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
 pub enum WriteSize {
     /// A 32-bit store to the stimulus register (offset +0).
     Bits32 = 0,
@@ -114,12 +112,7 @@ impl IdTag {
 }
 
 /// One ITC write: a size and a value that fits that size.
-///
-/// Laid out as one aligned 64-bit word (value, then size), so that the
-/// encoder copies it and builds `size << 32 | value` from it with one load
-/// and one store each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(C, align(8))]
 pub struct ItcWrite {
     /// Stored value (only the low `size` bits are meaningful).
     pub value: u32,
@@ -128,20 +121,10 @@ pub struct ItcWrite {
 }
 
 impl ItcWrite {
-    /// A write of `size` and `value`, made as one 64-bit word: the encoder
-    /// reads a write it stored with one load, which a store of the two
-    /// halves apart would make wait (store forwarding).
+    /// A write of `size` and `value`.
     #[inline(always)]
     const fn new(size: WriteSize, value: u32) -> ItcWrite {
-        // The word whose bytes in memory are `value`'s, then `size`'s.
-        #[cfg(target_endian = "little")]
-        let word = (size as u64) << 32 | value as u64;
-        #[cfg(target_endian = "big")]
-        let word = (value as u64) << 32 | size as u64;
-        // SAFETY: `ItcWrite` is `repr(C)`: `value` (u32) at offset 0,
-        // `size` (`repr(u32)`, 0..=2) at offset 4, no padding, 8 bytes;
-        // `word` has those bytes, with a valid discriminant.
-        unsafe { core::mem::transmute::<u64, ItcWrite>(word) }
+        ItcWrite { value, size }
     }
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
