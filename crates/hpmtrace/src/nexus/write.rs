@@ -208,13 +208,8 @@ struct Framed {
     /// Size index and value of the write; `u64::MAX` for none.
     key: u64,
     /// The message from the first byte, its length in the last, as
-    /// little-endian words (a `u128` would make the writer, and what
-    /// embeds it, 16-byte aligned, which moved a bare-metal core's hot
-    /// fields to costlier offsets).
+    /// little-endian words.
     bytes: [u64; 2],
-    /// Unused: 32 bytes per entry make an entry's offset a shift of the
-    /// hash.
-    _pad: u64,
 }
 
 /// How one writer frames its messages, with the timestamp chain they
@@ -386,7 +381,6 @@ impl Framer {
         Framed {
             key: (i as u64) << 32 | value as u64,
             bytes: [bytes as u64, (bytes >> 64) as u64],
-            _pad: 0,
         }
     }
 }
@@ -766,12 +760,10 @@ impl<B: ByteSink> NexusWriter<B> {
                 recent: [Framed {
                     key: u64::MAX,
                     bytes: [0; 2],
-                    _pad: 0,
                 }; RECENT],
                 heads: [Framed {
                     key: 0,
                     bytes: [0; 2],
-                    _pad: 0,
                 }; 4],
                 pairs: [FramedPair {
                     key: [0; 2],
