@@ -518,9 +518,9 @@ struct Local {
     chunk: *mut u64,
     /// Its sequence number (`stream.written`).
     seq: u64,
-    /// Its published length, `stream.lens[seq % STAGE_CHUNKS]` (a pointer:
-    /// the hook stores through it on every record).
-    len: *const AtomicUsize,
+    /// Its slot, `seq % STAGE_CHUNKS` (`stream.lens[slot]` is its
+    /// published length).
+    slot: usize,
     /// Words filled in it (local copy of its `stream.lens` entry).
     filled: usize,
     /// Chunk capacity, words.
@@ -560,9 +560,7 @@ impl Local {
         };
         self.group.read_members(s);
         self.filled += self.words;
-        // SAFETY: `len` points into `self.stream`, which this state keeps
-        // alive.
-        unsafe { &*self.len }.store(self.filled, Ordering::Release);
+        self.stream.lens[self.slot].store(self.filled, Ordering::Release);
     }
 
     /// The chunk is full: hand it to the encoder thread and continue in
@@ -635,7 +633,7 @@ impl Local {
         // Publishes the full chunk and the cleared length together.
         s.written.store(next, Ordering::Release);
         self.seq = next;
-        self.len = &s.lens[slot];
+        self.slot = slot;
         self.filled = 0;
         // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
         self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
@@ -1157,7 +1155,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         generation: 0,
         chunk: stream.stage.as_ptr() as *mut u64,
         seq: 0,
-        len: &stream.lens[0],
+        slot: 0,
         filled: 0,
         cap,
         words,
