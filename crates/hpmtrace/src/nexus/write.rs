@@ -643,35 +643,14 @@ impl Framer {
 
 /// The offset right after the `n`-th message (from 1) framed in `bytes`,
 /// or its length if it holds fewer: a message's last byte, and no other,
-/// has MSEO 11. Eight bytes at a time, as this runs on every record that
-/// a sync message falls in (a byte at a time would cost several times
-/// the record's framing).
+/// has MSEO 11.
 fn after_messages(bytes: &[u8], n: usize) -> usize {
-    let mut to_go = n;
-    let mut words = bytes.chunks_exact(8);
-    for (i, w) in (&mut words).enumerate() {
-        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        // Bit 0 of each byte whose MSEO bits are both set.
-        let mut ends = w & w >> 1 & 0x0101_0101_0101_0101;
-        let found = ends.count_ones() as usize;
-        if found >= to_go {
-            for _ in 1..to_go {
-                ends &= ends - 1;
-            }
-            return 8 * i + ends.trailing_zeros() as usize / 8 + 1;
-        }
-        to_go -= found;
-    }
-    let base = bytes.len() - words.remainder().len();
-    for (i, &b) in words.remainder().iter().enumerate() {
-        if b & MSEO_END_MESSAGE == MSEO_END_MESSAGE {
-            to_go -= 1;
-            if to_go == 0 {
-                return base + i + 1;
-            }
-        }
-    }
-    bytes.len()
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b & MSEO_END_MESSAGE == MSEO_END_MESSAGE)
+        .nth(n.wrapping_sub(1))
+        .map_or(bytes.len(), |(i, _)| i + 1)
 }
 
 /// Frames ITC writes of one source as Nexus messages into a [`ByteSink`].
