@@ -87,75 +87,6 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
     }
 }
 
-/// The 6-bit slices of `v` (below 2^48), slice k in bits 2..8 of byte k
-/// of the result read little-endian; the MSEO bits are left 0.
-///
-/// Spreading with masks instead of a loop over the slices: the loop's
-/// length depends on the value, and its mispredicted exit would be most
-/// of the cost of a message.
-#[inline(always)]
-fn spread_slices(v: u64) -> u64 {
-    // 24-bit halves into 32-bit lanes, 12-bit quarters into 16-bit lanes,
-    // 6-bit slices into bytes, then each slice up past the MSEO bits.
-    let x = (v & 0xff_ffff) | (v & 0xffff_ff00_0000) << 8;
-    let x = (x & 0x0000_0fff_0000_0fff) | (x & 0x00ff_f000_00ff_f000) << 4;
-    let x = (x & 0x003f_003f_003f_003f) | (x & 0x0fc0_0fc0_0fc0_0fc0) << 2;
-    x << 2
-}
-
-/// Slices a variable field takes for a value with `i` leading zero bits
-/// (one for 0): a table, as the division is a long dependency chain.
-const SLICES: [u8; 65] = {
-    let mut t = [1u8; 65];
-    let mut i = 0;
-    while i < 64 {
-        t[i] = (64 - i).div_ceil(6) as u8;
-        i += 1;
-    }
-    t
-};
-
-/// [`push_field`] for a field that starts at a slice boundary: `v` in as
-/// few slices as it needs (at least one), the last closed with `mseo`.
-/// Writes 8 bytes at `*at` whatever the field's length, so `buf` needs 8
-/// bytes past it.
-#[inline(always)]
-fn push_var(buf: &mut [u8], at: &mut usize, v: u64, mseo: u8) {
-    if v >> 48 != 0 {
-        push_field(buf, at, v, 1, mseo);
-        return;
-    }
-    let n = SLICES[v.leading_zeros() as usize] as usize;
-    let x = spread_slices(v) | (mseo as u64) << (8 * (n - 1));
-    buf[*at..*at + 8].copy_from_slice(&x.to_le_bytes());
-    *at += n;
-}
-
-/// For a DQDATA value with `i` leading zero bits (at least 32): the MSEO
-/// bits that end the field in its last slice, then a whole byte that is an
-/// empty TIMESTAMP field ending the message (a message at the timestamp
-/// of the one before it).
-const DATA_THEN_EMPTY_TIMESTAMP: [u64; 65] = {
-    let mut t = [0u64; 65];
-    let mut i = 32;
-    while i <= 64 {
-        let n = SLICES[i] as u32;
-        t[i] = (MSEO_END_FIELD as u64) << (8 * (n - 1)) | (MSEO_END_MESSAGE as u64) << (8 * n);
-        i += 1;
-    }
-    t
-};
-
-/// [`spread_slices`] for a 32-bit value (6 slices): one step fewer.
-#[inline(always)]
-fn spread_slices32(v: u32) -> u64 {
-    let v = v as u64;
-    // 12-bit pieces into 16-bit lanes, then 6-bit slices into bytes,
-    // shifted past the MSEO bits.
-    let x = (v & 0xfff) | (v & 0xff_f000) << 4 | (v & 0xff00_0000) << 8;
-    (x & 0x003f_003f_003f) << 2 | (x & 0x0fc0_0fc0_0fc0) << 4
-}
-
 /// Entries of [`Framer::recent`] (a power of two). With 256, two hot
 /// writes of the overhead benchmark's fib trace with 2 counters share an
 /// entry and evict each other on every record; 512 is as fast as any
@@ -262,7 +193,7 @@ impl Framer {
     fn sync(&mut self, buf: &mut [u8], at: usize, ts: u64) -> usize {
         buf[at..at + 8].copy_from_slice(&self.sync_head.to_le_bytes());
         let mut at = at + self.sync_head_len;
-        push_var(buf, &mut at, ts, MSEO_END_MESSAGE);
+        push_field(buf, &mut at, ts, 1, MSEO_END_MESSAGE);
         self.chain.synced(ts);
         at
     }
@@ -330,7 +261,7 @@ impl Framer {
         buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
         buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
         at += e.len() - 1;
-        push_var(buf, &mut at, field, MSEO_END_MESSAGE);
+        push_field(buf, &mut at, field, 1, MSEO_END_MESSAGE);
         // The other messages: one 16-byte copy each, unchecked.
         let end = buf.len();
         assert!(at + rest.len() * MAX_MESSAGE + 16 <= end);
@@ -372,15 +303,18 @@ impl Framer {
     /// empty TIMESTAMP field: at most 4 + 6 + 1 bytes.
     #[inline(never)]
     fn frame_untimed(&self, i: usize, value: u32) -> Framed {
-        let lz = value.leading_zeros() as usize + 32;
-        // DQDATA (at most 6 slices) and the one-byte TIMESTAMP field.
-        let data = spread_slices32(value) | DATA_THEN_EMPTY_TIMESTAMP[lz];
-        let plen = self.first_len[i] as usize;
-        let len = plen + SLICES[lz] as usize + 1;
-        let bytes = self.first[i] as u128 | (data as u128) << (8 * plen) | (len as u128) << 120;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.first[i].to_le_bytes());
+        let mut at = self.first_len[i] as usize;
+        push_field(&mut b, &mut at, value as u64, 1, MSEO_END_FIELD);
+        b[at] = MSEO_END_MESSAGE;
+        b[15] = at as u8 + 1;
         Framed {
             key: (i as u64) << 32 | value as u64,
-            bytes: [bytes as u64, (bytes >> 64) as u64],
+            bytes: [
+                u64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+                u64::from_le_bytes(b[8..].try_into().unwrap_or_default()),
+            ],
         }
     }
 }
@@ -591,18 +525,7 @@ impl Framer {
         let e = self.heads[rec.kind().as_u8() as usize & 3];
         // SAFETY: the room the caller promised (so below).
         let mut at = unsafe { Self::put_framed(buf, start, e) } - 1;
-        if field < 1 << 12 {
-            // One or two slices, the usual change of timestamp between
-            // two records: no spreading.
-            let two = (field >= 1 << 6) as usize;
-            let x =
-                (field & 0x3f) << 2 | (field >> 6) << 10 | (MSEO_END_MESSAGE as u64) << (8 * two);
-            // SAFETY: see above.
-            unsafe { put(buf, at, &(x as u16).to_le_bytes()) };
-            at += 1 + two;
-        } else {
-            push_var(buf, &mut at, field, MSEO_END_MESSAGE);
-        }
+        push_field(buf, &mut at, field, 1, MSEO_END_MESSAGE);
         let mut k = 1;
         // SAFETY: see above.
         unsafe {
