@@ -5,10 +5,11 @@
 //! `cargo run --release -p hpmtrace --example overhead [-- N [ROUNDS]]`
 //!
 //! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (other builds of
-//! the library, e.g. before a change; several separated by `:`), fib is
-//! also linked with each and every hpmtrace configuration runs with all of
-//! them in the same rounds; a table per library gives its figures and,
-//! per round, its cost over this build's in the same round.
+//! the library, e.g. before a change; several separated by `:`, each
+//! optionally with `?VAR=VALUE`, an environment variable for its runs),
+//! fib is also linked with each and every hpmtrace configuration runs
+//! with all of them in the same rounds; a table per library gives its
+//! figures and, per round, its cost over this build's in the same round.
 //! `HPMTRACE_BENCH_SETS=1,2u,6u` runs only those counter sets (default:
 //! all). `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
 //!
@@ -123,10 +124,10 @@ fn min(v: &[f64]) -> f64 {
 }
 
 /// One run of `cmd` with `env`: the fib time in ns it prints.
-fn run_once(dir: &Path, cmd: &[String], env: &[(&str, &str)]) -> f64 {
+fn run_once(dir: &Path, cmd: &[String], env: &[(String, String)]) -> f64 {
     let out = Command::new(&cmd[0])
         .args(&cmd[1..])
-        .envs(env.iter().copied())
+        .envs(env.iter().cloned())
         .current_dir(dir)
         .output()
         .expect("run");
@@ -146,7 +147,7 @@ fn run_once(dir: &Path, cmd: &[String], env: &[(&str, &str)]) -> f64 {
 /// A program run to time: its command line and environment.
 struct Config {
     cmd: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(String, String)>,
     times: Vec<f64>,
 }
 
@@ -248,22 +249,31 @@ fn main() {
         &["-finstrument-functions", "-DUSE_HPMTRACE"],
         &[lib],
     );
-    let ab_libs: Vec<PathBuf> = std::env::var("HPMTRACE_BENCH_AB")
+    // Each `path[?VAR=VALUE]`: a library, and an environment variable
+    // its runs get.
+    let ab_libs: Vec<(PathBuf, Option<(String, String)>)> = std::env::var("HPMTRACE_BENCH_AB")
         .unwrap_or_default()
         .split(':')
         .filter(|l| !l.is_empty())
-        .map(PathBuf::from)
+        .map(|l| match l.split_once('?') {
+            Some((lib, var)) => {
+                let (k, v) = var.split_once('=').expect("?VAR=VALUE");
+                (PathBuf::from(lib), Some((k.to_string(), v.to_string())))
+            }
+            None => (PathBuf::from(l), None),
+        })
         .collect();
-    let others: Vec<PathBuf> = ab_libs
+    let others: Vec<(PathBuf, Option<(String, String)>)> = ab_libs
         .iter()
         .enumerate()
-        .map(|(i, lib)| {
-            gcc(
+        .map(|(i, (lib, var))| {
+            let exe = gcc(
                 &dir,
                 &format!("traced-ab{i}"),
                 &["-finstrument-functions", "-DUSE_HPMTRACE"],
                 std::slice::from_ref(lib),
-            )
+            );
+            (exe, var.clone())
         })
         .collect();
     let sets: Vec<(&str, &str)> = match std::env::var("HPMTRACE_BENCH_SETS") {
@@ -288,7 +298,7 @@ fn main() {
             ns.clone(),
         ]
     };
-    let config = |cmd: Vec<String>, env: Vec<(&'static str, &'static str)>| Config {
+    let config = |cmd: Vec<String>, env: Vec<(String, String)>| Config {
         cmd,
         env,
         times: Vec::new(),
@@ -299,15 +309,16 @@ fn main() {
         config(uftrace(&cyg), vec![]),
         config(uftrace(&pg), vec![]),
     ];
-    // Per set: at off, in run; then the same with the A/B library.
-    let libs: Vec<&PathBuf> = std::iter::once(&traced).chain(&others).collect();
-    for exe in &libs {
+    // Per set: at off, in run; then the same with each A/B library.
+    let this = (traced, None);
+    let libs: Vec<&(PathBuf, Option<(String, String)>)> =
+        std::iter::once(&this).chain(&others).collect();
+    for (exe, var) in &libs {
         for &(set, _) in &sets {
             for stage in ["64M", "256K"] {
-                configs.push(config(
-                    vec![p(exe), ns.clone(), set.into()],
-                    vec![("HPMTRACE_STAGE_BYTES", stage)],
-                ));
+                let mut env = vec![("HPMTRACE_STAGE_BYTES".to_string(), stage.to_string())];
+                env.extend(var.clone());
+                configs.push(config(vec![p(exe), ns.clone(), set.into()], env));
             }
         }
     }
@@ -370,7 +381,7 @@ fn main() {
             if l == 0 {
                 String::new()
             } else {
-                format!(", A/B library {l} ({})", ab_libs[l - 1].display())
+                format!(", A/B library {l} ({:?})", ab_libs[l - 1])
             }
         );
         println!(
