@@ -11,7 +11,9 @@
 //! with all of them in the same rounds; a table per library gives its
 //! figures and, per round, its cost over this build's in the same round.
 //! `HPMTRACE_BENCH_SETS=1,2u,6u` runs only those counter sets (default:
-//! all). `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
+//! all). `HPMTRACE_BENCH_RAW=FILE` writes every run's time (ns), one line
+//! per configuration. `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the
+//! in-process breakdown.
 //!
 //! End to end: builds benches/fib_bench.c with gcc -O1 -fno-inline
 //! -fno-optimize-sibling-calls (so every fib call stays a real call in
@@ -326,6 +328,15 @@ fn main() {
         for c in configs.iter_mut() {
             c.times.push(run_once(&dir, &c.cmd, &c.env));
         }
+    }
+    if let Some(path) = std::env::var_os("HPMTRACE_BENCH_RAW") {
+        let mut csv = String::new();
+        for c in &configs {
+            let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let times: Vec<String> = c.times.iter().map(|t| format!("{t:.0}")).collect();
+            csv += &format!("{} {},{}\n", env.join(" "), c.cmd.join(" "), times.join(","));
+        }
+        std::fs::write(path, csv).expect("HPMTRACE_BENCH_RAW");
     }
     let base = median(configs[0].times.clone());
     let base_min = min(&configs[0].times);

@@ -272,9 +272,8 @@ struct Encoding {
 /// Chunks one thread may have encoded ahead and waiting for their turn.
 /// One would do if the encoder thread always came to it before the thread
 /// needs to encode ahead again, but it often does not: with one the
-/// recording thread still waits while its one chunk waits its turn; three
-/// is as fast as four or six on the overhead benchmark's fib with 6
-/// counters and a 256 KiB stage (crates/hpmtrace/BENCH.md).
+/// recording thread still waits while its one chunk waits its turn
+/// (crates/hpmtrace/BENCH.md has the choice of three).
 const AHEAD_SLOTS: usize = 3;
 
 /// Where a chunk encoded ahead waits ([`Ahead`]): allocated with the
@@ -1109,10 +1108,10 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
                 start: replay.clone(),
                 start_chain: ChainState::default(),
                 replay: replay.clone(),
-                // Room for a chunk's messages: fib's take 0.8 times the
-                // samples' size, a record at most about 3 times (headers
-                // more: a chunk that does not fit is encoded again in its
-                // turn). Zeroed pages the OS maps when first written.
+                // Room for a chunk's messages: four times the samples'
+                // size, more than records take (a chunk that does not fit
+                // is encoded again in its turn). Zeroed pages the OS maps
+                // when first written.
                 writer: NexusWriter::new(
                     c.framing,
                     src as u16,
