@@ -334,7 +334,12 @@ fn main() {
         for c in &configs {
             let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let times: Vec<String> = c.times.iter().map(|t| format!("{t:.0}")).collect();
-            csv += &format!("{} {},{}\n", env.join(" "), c.cmd.join(" "), times.join(","));
+            csv += &format!(
+                "{} {},{}\n",
+                env.join(" "),
+                c.cmd.join(" "),
+                times.join(",")
+            );
         }
         std::fs::write(path, csv).expect("HPMTRACE_BENCH_RAW");
     }
