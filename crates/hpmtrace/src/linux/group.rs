@@ -240,39 +240,40 @@ impl PerfGroup {
     /// go after the pages' fields ([`read_registers`]): two members'
     /// registers are then read a fixed number of instructions apart,
     /// whatever the compiler makes of this code and wherever it inlines
-    /// it. False, with `out` unchanged, when a hardware member is not on a
-    /// user-readable register right now. Out of line, so that the hook
-    /// of a group without registers stays small.
+    /// it. False when a hardware member is not on a user-readable
+    /// register right now. Out of line, so that the hook of a group
+    /// without registers stays small.
     #[inline(never)]
     fn read_with_registers(&mut self, out: &mut [u64]) -> bool {
         let n = self.pages.len().min(out.len());
-        let pages = &self.pages[..n];
+        let (pages, counter) = (&self.pages[..n], &self.counter[..n]);
         let (locks, fields) = (&mut self.locks[..n], &mut self.fields[..n]);
         let (index, pmc) = (&mut self.index[..n], &mut self.pmc[..n]);
-        loop {
-            for (l, p) in locks.iter_mut().zip(pages) {
+        'read: loop {
+            let pending = locks
+                .iter_mut()
+                .zip(fields.iter_mut())
+                .zip(index.iter_mut());
+            for (((l, f), i), p) in pending.zip(pages) {
                 *l = p.lock();
-            }
-            compiler_fence(Ordering::SeqCst);
-            for ((f, i), p) in fields.iter_mut().zip(index.iter_mut()).zip(pages) {
+                compiler_fence(Ordering::SeqCst);
                 *f = p.fields();
                 *i = f.index;
             }
             read_registers(index, pmc);
             compiler_fence(Ordering::SeqCst);
-            if pages.iter().zip(locks.iter()).all(|(p, &l)| p.lock() == l) {
-                break;
+            for (k, o) in out[..n].iter_mut().enumerate() {
+                if pages[k].lock() != locks[k] {
+                    continue 'read;
+                }
+                // A hardware counter off its register has no count here.
+                if counter[k] && index[k] == 0 {
+                    return false;
+                }
+                *o = page_count(fields[k], pmc[k]);
             }
+            return true;
         }
-        // A hardware counter off its register (index 0) has no count here.
-        let mut counters = self.counter.iter().zip(index.iter());
-        if counters.any(|(&counter, &i)| counter && i == 0) {
-            return false;
-        }
-        for ((o, f), &v) in out.iter_mut().zip(fields.iter()).zip(pmc.iter()) {
-            *o = page_count(*f, v);
-        }
-        true
     }
 
     /// The group read system call.
