@@ -21,22 +21,31 @@ use std::sync::atomic::{compiler_fence, Ordering};
 pub struct PerfGroup {
     fds: Vec<i32>,
     /// Each member's perf page, when every member has a [`UserRead`]
-    /// (else empty), and whether it is a [`UserRead::Counter`].
+    /// (else empty).
     pages: Vec<PerfPage>,
-    counter: Vec<bool>,
     /// Whether any member is a [`UserRead::Counter`]: a register to read
     /// ([`PerfGroup::read_with_registers`]), else only page counts
     /// ([`PerfPage::read_count`]).
     registers: bool,
-    /// Per member, what one read of the pages takes (kept here so that a
-    /// read allocates nothing): `lock` as read first, the fields, the
-    /// register index and its value.
-    locks: Vec<u32>,
-    fields: Vec<PageFields>,
+    /// Per member, whether it is a [`UserRead::Counter`] and what one
+    /// read of the pages takes (kept here so that a read allocates
+    /// nothing), and the register indices and values as
+    /// [`read_registers`] takes and gives them.
+    reads: Vec<PageRead>,
     index: Vec<u32>,
     pmc: Vec<u64>,
     /// The system call's buffer: nr + one value per member.
     buf: Vec<u64>,
+}
+
+/// A member of a group read from its page: whether it is a
+/// [`UserRead::Counter`], its page's `lock` as read before its fields,
+/// and the fields.
+#[derive(Clone, Copy)]
+struct PageRead {
+    counter: bool,
+    lock: u32,
+    fields: PageFields,
 }
 
 // SAFETY: the raw pointers are mmap pages owned by this group (unmapped
@@ -119,15 +128,6 @@ impl PerfGroup {
         let mut g = Self::open_fds(events, PERF_FORMAT_GROUP)?;
         let n = g.fds.len();
         g.buf = vec![0; 1 + n];
-        g.locks = vec![0; n];
-        g.fields = vec![
-            PageFields {
-                offset: 0,
-                index: 0,
-                width: 0
-            };
-            n
-        ];
         g.index = vec![0; n];
         g.pmc = vec![0; n];
         let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
@@ -141,10 +141,8 @@ impl PerfGroup {
         let mut g = PerfGroup {
             fds: Vec::new(),
             pages: Vec::new(),
-            counter: Vec::new(),
             registers: false,
-            locks: Vec::new(),
-            fields: Vec::new(),
+            reads: Vec::new(),
             index: Vec::new(),
             pmc: Vec::new(),
             buf: Vec::new(),
@@ -184,11 +182,20 @@ impl PerfGroup {
             }
         }
         if user.len() == self.fds.len() {
-            self.counter = user
+            let fields = PageFields {
+                offset: 0,
+                index: 0,
+                width: 0,
+            };
+            self.reads = user
                 .iter()
-                .map(|&(_, how)| how == UserRead::Counter)
+                .map(|&(_, how)| PageRead {
+                    counter: how == UserRead::Counter,
+                    lock: 0,
+                    fields,
+                })
                 .collect();
-            self.registers = self.counter.contains(&true);
+            self.registers = self.reads.iter().any(|r| r.counter);
             self.pages = user.into_iter().map(|(page, _)| page).collect();
         } else {
             for (page, _) in user {
@@ -246,31 +253,26 @@ impl PerfGroup {
     #[inline(never)]
     fn read_with_registers(&mut self, out: &mut [u64]) -> bool {
         let n = self.pages.len().min(out.len());
-        let (pages, counter) = (&self.pages[..n], &self.counter[..n]);
-        let (locks, fields) = (&mut self.locks[..n], &mut self.fields[..n]);
+        let (pages, reads) = (&self.pages[..n], &mut self.reads[..n]);
         let (index, pmc) = (&mut self.index[..n], &mut self.pmc[..n]);
         'read: loop {
-            let pending = locks
-                .iter_mut()
-                .zip(fields.iter_mut())
-                .zip(index.iter_mut());
-            for (((l, f), i), p) in pending.zip(pages) {
-                *l = p.lock();
+            for ((r, i), p) in reads.iter_mut().zip(index.iter_mut()).zip(pages) {
+                r.lock = p.lock();
                 compiler_fence(Ordering::SeqCst);
-                *f = p.fields();
-                *i = f.index;
+                r.fields = p.fields();
+                *i = r.fields.index;
             }
             read_registers(index, pmc);
             compiler_fence(Ordering::SeqCst);
-            for (k, o) in out[..n].iter_mut().enumerate() {
-                if pages[k].lock() != locks[k] {
+            for (((o, r), p), &v) in out.iter_mut().zip(reads.iter()).zip(pages).zip(pmc.iter()) {
+                if p.lock() != r.lock {
                     continue 'read;
                 }
                 // A hardware counter off its register has no count here.
-                if counter[k] && index[k] == 0 {
+                if r.counter && r.fields.index == 0 {
                     return false;
                 }
-                *o = page_count(fields[k], pmc[k]);
+                *o = page_count(r.fields, v);
             }
             return true;
         }
