@@ -31,7 +31,8 @@
 //! - `guest`: runs on the machines and what they print: Linux guests and
 //!   their plan/result protocol (crate `e2e_proto`, shared with the
 //!   guest's /init), the perf tool's output, the demo, the shell session,
-//!   the hypervisor's guests, the conformance kernel, bare-metal programs.
+//!   the hypervisor's guests, Linux as a KVM host and its KVM guests, the
+//!   conformance kernel, bare-metal programs.
 //! - `cmd`: `run`, `shell`, `dt-check`, `cabi`, `firmware`, `hv`,
 //!   `conformance`.
 //! - `suite`: `test`'s suites and their runner.

@@ -1,9 +1,26 @@
-//! Per-call cost probes: the `instret` delta around one ecall (firmware
-//! included: instret counts every privilege mode), minus the cost of the
-//! empty bracket, minimum of several repetitions. Only meaningful under
-//! QEMU `-icount shift=0`, where it is exact and deterministic.
+//! Per-call cost probes: the instructions one ecall costs, everything it
+//! runs included (firmware, hypervisor, host kernel: every mode, every
+//! layer), minus the cost of the empty bracket, minimum of several
+//! repetitions. Only meaningful under QEMU `-icount shift=0`, where they
+//! are exact and deterministic. Two ways to bracket the call ([`Method`]):
 //!
-//! Output: `COST <name> <instructions> <answer>` per call.
+//! - `instret` read before and after the ecall (`rvpmu.bench`): exact, but
+//!   only where the kernel may read `instret` (on the firmware directly,
+//!   under rvpmu-hv; KVM traps it and answers a virtual counter);
+//! - the `time` CSR from one of its edges to the first edge after the
+//!   call (`rvpmu.bench=time`), converted to instructions: under
+//!   `-icount shift=0` one instruction is 1 ns of the whole machine's
+//!   virtual time, and `time` ticks at the device tree's
+//!   timebase-frequency, so a tick is [`INSTRUCTIONS_PER_SECOND`] /
+//!   timebase-frequency instructions (100 at QEMU virt's 10 MHz). Waiting
+//!   for the edges and counting the spin after the call makes a single
+//!   call's figure good to 3 instructions either way (`sbi::Timed`), with
+//!   setup and teardown outside the bracket as for `instret`. Any
+//!   hypervisor lets a guest read `time` (Linux needs it).
+//!
+//! Output: `COST-METHOD instret|time <instructions per tick>`,
+//! `COST-BRACKET <instructions>`, then `COST <name> <instructions>
+//! <answer>` per call.
 
 use crate::checks::Pmu;
 use crate::mem::{Area, Shm};
@@ -13,8 +30,51 @@ use core::cell::Cell;
 
 const REPS: usize = 7;
 
+/// Instructions per second of virtual time under QEMU `-icount
+/// shift=0` (2^0 ns per instruction).
+pub const INSTRUCTIONS_PER_SECOND: u64 = 1_000_000_000;
+
+/// How the probes bracket a call.
+#[derive(Clone, Copy)]
+pub enum Method {
+    /// `instret` before and after the ecall.
+    Instret,
+    /// `time` edges around the ecall; `per_tick` instructions per tick.
+    Time { per_tick: u64 },
+}
+
+impl Method {
+    /// The time method for a timebase of `hz`, if a tick is a whole number
+    /// of instructions (the edges must fall on instruction boundaries).
+    pub fn time(hz: u64) -> Option<Method> {
+        (hz > 0 && INSTRUCTIONS_PER_SECOND.is_multiple_of(hz)).then(|| Method::Time {
+            per_tick: INSTRUCTIONS_PER_SECOND / hz,
+        })
+    }
+
+    /// One bracketed call: its instructions (the empty bracket's
+    /// included) and its answer.
+    fn call(self, e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
+        match self {
+            Method::Instret => sbi::call_counted(e, fid, a),
+            Method::Time { per_tick } => {
+                let (t, r) = sbi::call_timed(e, fid, a);
+                (t.instructions(per_tick), r)
+            }
+        }
+    }
+
+    fn empty(self) -> u64 {
+        match self {
+            Method::Instret => sbi::empty_bracket(),
+            Method::Time { per_tick } => sbi::empty_timed().instructions(per_tick),
+        }
+    }
+}
+
 /// The probes' output and the cost of the empty bracket they subtract.
 struct Probes {
+    method: Method,
     bracket: u64,
 }
 
@@ -44,9 +104,14 @@ impl Probes {
         );
     }
 
+    /// One bracketed call.
+    fn counted(&self, e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
+        self.method.call(e, fid, a)
+    }
+
     /// A call that needs nothing before or after it.
     fn plain(&self, name: &str, e: usize, fid: usize, a: [usize; 6]) {
-        self.measure(name, || {}, || counted(e, fid, a), |_| {});
+        self.measure(name, || {}, || self.counted(e, fid, a), |_| {});
     }
 
     /// config_matching with `a`; the counter it matched is released after
@@ -60,22 +125,25 @@ impl Probes {
         self.measure(
             name,
             || {},
-            || counted(eid::PMU, CONFIG_MATCHING, a),
+            || self.counted(eid::PMU, CONFIG_MATCHING, a),
             release,
         );
     }
 }
 
-fn counted(e: usize, fid: usize, a: [usize; 6]) -> (u64, Ret) {
-    sbi::call_counted(e, fid, a)
-}
-
-pub fn run(slot: usize) {
-    let bracket = (0..REPS).map(|_| sbi::empty_bracket()).min().unwrap_or(0);
+pub fn run(slot: usize, method: Method) {
+    match method {
+        Method::Instret => crate::println!("COST-METHOD instret 0"),
+        Method::Time { per_tick } => crate::println!("COST-METHOD time {per_tick}"),
+    }
+    let bracket = (0..REPS).map(|_| method.empty()).min().unwrap_or(0);
     crate::println!("COST-BRACKET {bracket}");
-    let probes = Probes { bracket };
+    let probes = Probes { method, bracket };
     let p = Pmu::discover();
     let (hpm, fws) = (p.hpm_set(), p.fw_set());
+    // get_info of the first programmable counter: every implementation
+    // with a PMU has one (a guest may lack the fixed counters 0..2).
+    let first_hpm = hpm.trailing_zeros() as usize;
 
     for (name, e, fid, a) in [
         ("base.get_spec_version", eid::BASE, 0, [0; 6]),
@@ -87,7 +155,12 @@ pub fn run(slot: usize) {
         ),
         ("time.set_timer", eid::TIME, 0, [usize::MAX, 0, 0, 0, 0, 0]),
         ("pmu.num_counters", eid::PMU, NUM_COUNTERS, [0; 6]),
-        ("pmu.counter_get_info", eid::PMU, COUNTER_GET_INFO, [0; 6]),
+        (
+            "pmu.counter_get_info",
+            eid::PMU,
+            COUNTER_GET_INFO,
+            [first_hpm, 0, 0, 0, 0, 0],
+        ),
     ] {
         probes.plain(name, e, fid, a);
     }
@@ -99,6 +172,19 @@ pub fn run(slot: usize) {
     probes.matching(
         "pmu.config_matching.fw",
         [0, fws, CFG_CLEAR_VALUE, set_timer, 0, 0],
+    );
+    // Instructions with the flags Linux's perf gives `instructions:u`
+    // (exclude_kernel: SINH), and CLEAR_VALUE.
+    probes.matching(
+        "pmu.config_matching.instret.u",
+        [
+            0,
+            hpm,
+            CFG_CLEAR_VALUE | CFG_SET_SINH,
+            HW_INSTRUCTIONS,
+            0,
+            0,
+        ],
     );
 
     // Counter-state calls on a matched cycles counter `h` / SET_TIMER
@@ -116,25 +202,25 @@ pub fn run(slot: usize) {
     probes.measure(
         "pmu.counter_start.init_value",
         || h.set(match_hw()),
-        || counted(eid::PMU, START, [h.get(), 1, START_SET_INIT_VALUE, 0, 0, 0]),
+        || probes.counted(eid::PMU, START, [h.get(), 1, START_SET_INIT_VALUE, 0, 0, 0]),
         reset_h,
     );
     probes.measure(
         "pmu.counter_stop",
         started_h,
-        || counted(eid::PMU, STOP, [h.get(), 1, 0, 0, 0, 0]),
+        || probes.counted(eid::PMU, STOP, [h.get(), 1, 0, 0, 0, 0]),
         reset_h,
     );
     probes.measure(
         "pmu.counter_stop.reset",
         started_h,
-        || counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
+        || probes.counted(eid::PMU, STOP, [h.get(), 1, STOP_RESET, 0, 0, 0]),
         |_| {},
     );
     probes.measure(
         "pmu.counter_start",
         || h.set(match_hw()),
-        || counted(eid::PMU, START, [h.get(), 1, 0, 0, 0, 0]),
+        || probes.counted(eid::PMU, START, [h.get(), 1, 0, 0, 0, 0]),
         reset_h,
     );
     // The other config_matching flag paths. skip_match: re-configuring
@@ -144,7 +230,7 @@ pub fn run(slot: usize) {
         || h.set(match_hw()),
         || {
             let flags = CFG_SKIP_MATCH | CFG_CLEAR_VALUE;
-            counted(eid::PMU, CONFIG_MATCHING, [h.get(), 1, flags, cycles, 0, 0])
+            probes.counted(eid::PMU, CONFIG_MATCHING, [h.get(), 1, flags, cycles, 0, 0])
         },
         reset_h,
     );
@@ -188,7 +274,7 @@ pub fn run(slot: usize) {
     probes.measure(
         "pmu.snapshot_set_shmem",
         || {},
-        || counted(eid::PMU, SNAPSHOT_SET_SHMEM, [snap.addr(), 0, 0, 0, 0, 0]),
+        || probes.counted(eid::PMU, SNAPSHOT_SET_SHMEM, [snap.addr(), 0, 0, 0, 0, 0]),
         |_| unset_snapshot(),
     );
     let f = Cell::new(0);
@@ -199,7 +285,7 @@ pub fn run(slot: usize) {
             f.set(match_fw());
             let _ = sbi::start(f.get(), 1, START_SET_INIT_VALUE, 0);
         },
-        || counted(eid::PMU, STOP, [f.get(), 1, STOP_TAKE_SNAPSHOT, 0, 0, 0]),
+        || probes.counted(eid::PMU, STOP, [f.get(), 1, STOP_TAKE_SNAPSHOT, 0, 0, 0]),
         |_| {
             let _ = sbi::stop(f.get(), 1, STOP_RESET);
             unset_snapshot();
@@ -211,7 +297,7 @@ pub fn run(slot: usize) {
             let _ = sbi::snapshot_set_shmem(snap.addr(), 0, 0);
             h.set(match_hw());
         },
-        || counted(eid::PMU, START, [h.get(), 1, START_INIT_SNAPSHOT, 0, 0, 0]),
+        || probes.counted(eid::PMU, START, [h.get(), 1, START_INIT_SNAPSHOT, 0, 0, 0]),
         |r| {
             reset_h(r);
             unset_snapshot();
@@ -236,7 +322,7 @@ pub fn run(slot: usize) {
         probes.measure(
             text!("pmu.event_get_info.{n}").as_str(),
             || fill(n),
-            || counted(eid::PMU, EVENT_GET_INFO, [info.addr(), 0, n, 0, 0, 0]),
+            || probes.counted(eid::PMU, EVENT_GET_INFO, [info.addr(), 0, n, 0, 0, 0]),
             |_| {},
         );
     }
@@ -245,7 +331,7 @@ pub fn run(slot: usize) {
     probes.measure(
         "sta.set_shmem",
         || {},
-        || counted(eid::STA, 0, [sta.addr(), 0, 0, 0, 0, 0]),
+        || probes.counted(eid::STA, 0, [sta.addr(), 0, 0, 0, 0, 0]),
         |_| {
             let _ = sbi::sta_set_shmem(usize::MAX, usize::MAX, 0);
         },

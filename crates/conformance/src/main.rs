@@ -4,7 +4,9 @@
 //! firmware. It runs the PMU/STA conformance checks (`checks`) and the
 //! narrow-parameter checks (`params`) on every hart, one hart after the
 //! other, or, with `rvpmu.bench` on the kernel command line, the per-call
-//! cost probes (`cost`). It then powers off through SBI SRST, with the
+//! cost probes (`cost`), bracketing each call with `instret`, or with
+//! `rvpmu.bench=time` with the `time` CSR (which a hypervisor's guest can
+//! read where `instret` traps). It then powers off through SBI SRST, with the
 //! upper 32 bits of both SRST parameters set: that shutdown is the last
 //! check (`srst.upper32.shutdown`), announced with a `PENDING` line and
 //! judged by `cargo xtask conformance` from QEMU's exit status (0: the
@@ -58,6 +60,7 @@ mod sbi;
 #[cfg(target_os = "none")]
 mod kernel {
     use crate::checks::{self, Env};
+    use crate::cost::Method;
     use crate::report::Suite;
     use crate::rt::MAX_HARTS;
     use crate::sbi;
@@ -131,19 +134,27 @@ mod kernel {
             RAM_START.store(start, Ordering::Release);
             RAM_END.store(start + region.size.unwrap_or(0), Ordering::Release);
         }
+        // The cpu nodes' timebase-frequency, else their parent's.
+        let cpus_node = fdt.find_node("/cpus");
+        let mut timebase = cpus_node
+            .and_then(|c| c.property("timebase-frequency"))
+            .and_then(|p| p.as_usize());
         let mut harts = [usize::MAX; MAX_HARTS];
         let mut nharts = 0;
         let mut sscofpmf = true;
-        let cpus = fdt
-            .find_node("/cpus")
-            .into_iter()
-            .flat_map(|c| c.children());
+        let cpus = cpus_node.into_iter().flat_map(|c| c.children());
         for cpu in cpus.filter(|c| c.name.split('@').next() == Some("cpu")) {
             let isa = |name| {
                 cpu.property(name)
                     .is_some_and(|p| contains(p.value, b"sscofpmf"))
             };
             sscofpmf &= isa("riscv,isa") || isa("riscv,isa-extensions");
+            if let Some(hz) = cpu
+                .property("timebase-frequency")
+                .and_then(|p| p.as_usize())
+            {
+                timebase = Some(hz);
+            }
             if nharts < MAX_HARTS {
                 harts[nharts] = cpu
                     .reg()
@@ -165,9 +176,24 @@ mod kernel {
             RAM_END.load(Ordering::Relaxed)
         );
 
-        if bootargs.split(' ').any(|a| a == "rvpmu.bench") {
-            crate::cost::run(0);
-            println!("COST-END");
+        let bench = bootargs
+            .split(' ')
+            .find_map(|a| a.strip_prefix("rvpmu.bench"));
+        if let Some(how) = bench {
+            let method = match how {
+                "" => Some(Method::Instret),
+                "=time" => timebase.and_then(|hz| Method::time(hz as u64)),
+                _ => None,
+            };
+            match method {
+                Some(m) => {
+                    crate::cost::run(0, m);
+                    println!("COST-END");
+                }
+                None => println!(
+                    "FATAL rvpmu.bench{how}: no such method, or timebase-frequency {timebase:?} is not a whole number of ns"
+                ),
+            }
             sbi::shutdown();
         }
         if bootargs.split(' ').any(|a| a == "rvpmu.srst=failure") {

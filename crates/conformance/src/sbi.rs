@@ -164,6 +164,22 @@ pub fn empty_bracket() -> u64 {
     client::empty_bracket()
 }
 
+pub use client::Timed;
+
+/// The same call timed between two edges of the `time` CSR (the client's
+/// `ecall_timed`; the caller subtracts the empty bracket).
+#[inline(always)]
+pub fn call_timed(eid: usize, fid: usize, args: [usize; 6]) -> (Timed, Ret) {
+    let (t, r) = client::ecall_timed(eid, fid, args);
+    (t, r.into())
+}
+
+/// The empty bracket of `call_timed`.
+#[inline(always)]
+pub fn empty_timed() -> Timed {
+    client::empty_timed()
+}
+
 pub fn spec_version() -> Ret {
     sbi().base_spec_version().into()
 }

@@ -57,7 +57,9 @@
 //!
 //! Environment: PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin,
 //! HOME=/root (the rest as the kernel gave it); /root (0700) and /tmp
-//! (1777) are created if absent. /init reads `/rvpmu/plan` (a missing or
+//! (1777) are created if absent; busybox's applet links are made when
+//! /bin/busybox is there (an initramfs of our files alone has none, and
+//! its plans run only our programs). /init reads `/rvpmu/plan` (a missing or
 //! malformed plan is an error: `RVPMU-DONE error: ...` before any command
 //! runs): UTF-8 text, one command per line, empty lines and lines starting
 //! with `#` (after blanks) ignored, fields separated by TAB, the first the
@@ -91,7 +93,9 @@
 //! busybox's `/bin/sh` on the console's real device (from
 //! /sys/class/tty/console/active, e.g. /dev/ttyS0) as leader of a new
 //! session with that terminal as its controlling tty (setsid + TIOCSCTTY),
-//! so Ctrl-C, Ctrl-Z and job control work. PID 1 reaps every orphan while
+//! so Ctrl-C, Ctrl-Z and job control work. With `/rvpmu/shell` in the
+//! initramfs, the shell runs that script instead (no banner): a KVM host
+//! hands its console to its KVM guest's QEMU that way. PID 1 reaps every orphan while
 //! the shell runs and powers off (after sync) when the shell exits or when
 //! busybox's `poweroff`, `reboot` or `halt` (without -f: SIGUSR2, SIGTERM,
 //! SIGUSR1 to PID 1) asks; all three power off. Ctrl-A X quits QEMU.

@@ -14,6 +14,10 @@
 pub const PATH: &str = "/rvpmu/plan";
 /// The kernel command line word that makes /init run the plan.
 pub const MODE: &str = "rvpmu.mode=plan";
+/// In `rvpmu.mode=shell`, a script /init runs on the console with
+/// busybox's `sh` instead of an interactive shell, when the initramfs has
+/// one (a KVM host that hands its console to its KVM guest's QEMU).
+pub const SHELL_SCRIPT: &str = "/rvpmu/shell";
 
 /// One planned command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +46,17 @@ impl Plan {
             argv,
         });
         self
+    }
+
+    /// Add `argv`, each element one argument (no TAB or newline in any),
+    /// under `name`.
+    pub fn args(&mut self, name: &str, argv: impl IntoIterator<Item = String>) -> &mut Self {
+        let argv: Vec<String> = argv.into_iter().collect();
+        assert!(
+            argv.iter().all(|a| !a.contains(['\t', '\n'])),
+            "plan arguments are one line without TABs"
+        );
+        self.push(name, argv)
     }
 
     /// Add `argv` (split at spaces) under `name`.
@@ -143,6 +158,10 @@ mod tests {
             "a\tperf\tstat\t-e\tcycles\t--\trvpmu-work\talu\t5\nb\ttrue\nc\tsh\t-c\techo 0 > /x\n"
         );
         assert_eq!(parse(&p.text()).unwrap(), p.cmds);
+        let mut q = Plan::default();
+        q.args("d", strings(&["qemu", "-append", "a b=c"]));
+        assert_eq!(q.text(), "d\tqemu\t-append\ta b=c\n");
+        assert_eq!(parse(&q.text()).unwrap(), q.cmds);
     }
 
     #[test]

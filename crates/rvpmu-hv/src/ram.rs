@@ -5,7 +5,7 @@
 //! refuses anything not wholly inside the window, so a guest can never
 //! make the hypervisor touch host memory outside it.
 
-use rvpmu::mem::{MemFault, SupervisorMemory};
+use rvpmu::mem::{raw_read, raw_write, raw_zero, MemFault, SupervisorMemory};
 
 /// Granule of the window: the G-stage maps it with 2 MiB pages.
 pub const GRANULE: u64 = 2 << 20;
@@ -67,7 +67,9 @@ impl GuestRam {
 
 /// The guest's RAM as `rvpmu`'s [`SupervisorMemory`]: addresses are
 /// guest-physical, accesses are plain host-physical loads and stores
-/// (the hypervisor runs with translation off) after [`GuestRam::translate`].
+/// (the hypervisor runs with translation off) after [`GuestRam::translate`],
+/// with the firmware's accesses (`rvpmu::mem::raw_read` and the others:
+/// an aligned word in one access).
 #[derive(Debug)]
 pub struct GuestMemory {
     ram: GuestRam,
@@ -91,11 +93,11 @@ impl GuestMemory {
 
     /// The host-physical address of the guest's `[addr, addr + len)`, or
     /// `None` when `len` is 0 (nothing to touch, wherever `addr` is).
-    fn host_range(&self, addr: u64, len: usize) -> Result<Option<u64>, MemFault> {
+    fn host_range(&self, addr: u64, len: u64) -> Result<Option<u64>, MemFault> {
         if len == 0 {
             return Ok(None);
         }
-        let hpa = self.ram.translate(addr, len as u64);
+        let hpa = self.ram.translate(addr, len);
         hpa.map(Some).ok_or(MemFault { addr })
     }
 }
@@ -106,21 +108,30 @@ impl SupervisorMemory for GuestMemory {
     }
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-        if let Some(hpa) = self.host_range(addr, buf.len())? {
+        if let Some(hpa) = self.host_range(addr, buf.len() as u64)? {
             // SAFETY: [hpa, hpa + len) is inside the window (translate), which
             // the constructor's contract makes readable and free of Rust
-            // objects; `buf` is a distinct Rust object, so they do not overlap.
-            unsafe {
-                core::ptr::copy_nonoverlapping(hpa as *const u8, buf.as_mut_ptr(), buf.len())
-            };
+            // objects.
+            unsafe { raw_read(hpa as usize, buf) };
         }
         Ok(())
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        if let Some(hpa) = self.host_range(addr, data.len())? {
+        if let Some(hpa) = self.host_range(addr, data.len() as u64)? {
             // SAFETY: as in `read`, writable by the constructor's contract.
-            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), hpa as *mut u8, data.len()) };
+            unsafe { raw_write(hpa as usize, data) };
+        }
+        Ok(())
+    }
+
+    /// One translation for the whole range, then word stores (the
+    /// default zeroes 64 bytes per `write`, each translated again).
+    fn zero(&mut self, addr: u64, len: u64) -> Result<(), MemFault> {
+        if let Some(hpa) = self.host_range(addr, len)? {
+            // SAFETY: as in `write`; the range is inside the window, so
+            // `len` fits in the address space.
+            unsafe { raw_zero(hpa as usize, len as usize) };
         }
         Ok(())
     }
@@ -181,6 +192,65 @@ mod tests {
         );
         assert!(mem.owns(0x8000_0000, 4 * M) && !mem.owns(0x8000_0000, 4 * M + 1));
         assert_eq!(mem.zero(end - 64, 64), Ok(()));
-        assert_eq!(mem.zero(end - 64, 65), Err(MemFault { addr: end }));
+        assert_eq!(mem.zero(end - 64, 65), Err(MemFault { addr: end - 64 }));
+    }
+
+    #[test]
+    fn guest_memory_zero_and_word_accesses_touch_exactly_their_bytes() {
+        // Host RAM stand-in filled with 0xAA; the window is its first
+        // 2 MiB-aligned 4 MiB, with buffer on both sides of it unless the
+        // allocation happens to be aligned (then only after it).
+        let mut host = vec![0xAAu8; 8 << 20];
+        let base = (host.as_mut_ptr() as u64).div_ceil(GRANULE) * GRANULE;
+        let off = (base - host.as_ptr() as u64) as usize;
+        let ram = GuestRam::new(0x8000_0000, base, 2 * GRANULE).unwrap();
+        let (gpa, end, size) = (ram.gpa(), ram.gpa_end(), ram.size() as usize);
+        {
+            // SAFETY: the window lies inside `host`, which outlives `mem`
+            // and is not accessed otherwise while `mem` lives.
+            let mut mem = unsafe { GuestMemory::new(ram) };
+            // The last page (a snapshot area), an unaligned short range.
+            assert_eq!(mem.zero(end - 4096, 4096), Ok(()));
+            assert_eq!(mem.zero(gpa + 3, 13), Ok(()));
+            // Refused whole, nothing written: past either end, wrapping.
+            assert_eq!(mem.zero(end - 64, 65), Err(MemFault { addr: end - 64 }));
+            assert_eq!(mem.zero(gpa - 8, 16), Err(MemFault { addr: gpa - 8 }));
+            assert_eq!(
+                mem.zero(u64::MAX - 7, 16),
+                Err(MemFault { addr: u64::MAX - 7 })
+            );
+            assert_eq!(mem.zero(end, 0), Ok(()), "empty: nothing to touch");
+            // Unaligned words go byte by byte, aligned ones in one access;
+            // both little-endian.
+            mem.write_u64(gpa + 0x101, 0x0102_0304_0506_0708).unwrap();
+            assert_eq!(mem.read_u64(gpa + 0x101), Ok(0x0102_0304_0506_0708));
+            mem.write_u32(gpa + 0x202, 0xdead_beef).unwrap();
+            assert_eq!(mem.read_u32(gpa + 0x202), Ok(0xdead_beef));
+            mem.write_u64(gpa + 0x300, 0x1111_2222_3333_4444).unwrap();
+            assert_eq!(mem.read_u32(gpa + 0x304), Ok(0x1111_2222));
+            assert_eq!(mem.read_u32(end - 4), Ok(0));
+            assert_eq!(mem.read_u64(end - 4), Err(MemFault { addr: end - 4 }));
+            assert_eq!(
+                mem.write_u64(end - 8, 1),
+                Ok(()),
+                "the last word is the guest's"
+            );
+            assert_eq!(mem.write_u32(end - 3, 1), Err(MemFault { addr: end - 3 }));
+        }
+        let w = &host[off..off + size];
+        assert!(w[size - 4096..size - 8].iter().all(|&b| b == 0));
+        assert_eq!(w[size - 8..], [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(w[..3], [0xAA; 3]);
+        assert_eq!(w[3..16], [0; 13]);
+        assert_eq!(w[16], 0xAA);
+        assert_eq!(w[size - 4097], 0xAA);
+        assert_eq!(w[0x100..0x10a], [0xAA, 8, 7, 6, 5, 4, 3, 2, 1, 0xAA]);
+        assert_eq!(w[0x201..0x207], [0xAA, 0xef, 0xbe, 0xad, 0xde, 0xAA]);
+        assert!(host[off + size..off + size + 4096]
+            .iter()
+            .all(|&b| b == 0xAA));
+        assert!(host[off.saturating_sub(4096)..off]
+            .iter()
+            .all(|&b| b == 0xAA));
     }
 }

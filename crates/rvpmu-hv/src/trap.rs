@@ -36,6 +36,33 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
     // trap in HS-mode goes to `hv_self_trap`, which never touches it).
     let vcpu = unsafe { &mut *v };
     let scause = csr::SCAUSE.read();
+    // The guest's SBI calls first: they are most of the traps, and need
+    // neither stval nor the machine of several guests (SRST looks it up
+    // itself).
+    if scause == CAUSE_VS_ECALL {
+        if vcpu.switch.is_some() {
+            switch_hook(vcpu);
+        }
+        let x = &mut vcpu.regs.x;
+        let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
+        let (eid, fid) = (x[17], x[16]);
+        let r = if eid as u32 as usize == sbi_spec::srst::EID_SRST {
+            match srst_call(v, fid, args) {
+                Ok(r) => r,
+                Err(next) => return next,
+            }
+        } else {
+            vcpu.sbi.call(eid, fid, args)
+        };
+        // SAFETY: `v` as above, borrowed again: `srst_call` reached
+        // the vCPUs through their own pointers and has returned.
+        let vcpu = unsafe { &mut *v };
+        let x = &mut vcpu.regs.x;
+        x[A0] = r.error;
+        x[A1] = r.value;
+        vcpu.regs.pc = vcpu.regs.pc.wrapping_add(4);
+        return v;
+    }
     let stval = csr::STVAL.read();
     if scause == 1 << 63 | IRQ_LCOF {
         overflow(vcpu);
@@ -66,29 +93,6 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
         );
     }
     match scause {
-        CAUSE_VS_ECALL => {
-            if vcpu.switch.is_some() {
-                switch_hook(vcpu);
-            }
-            let x = &mut vcpu.regs.x;
-            let args = [x[10], x[11], x[12], x[13], x[14], x[15]];
-            let (eid, fid) = (x[17], x[16]);
-            let r = if eid as u32 as usize == sbi_spec::srst::EID_SRST {
-                match srst_call(v, machine, fid, args) {
-                    Ok(r) => r,
-                    Err(next) => return next,
-                }
-            } else {
-                vcpu.sbi.call(eid, fid, args)
-            };
-            // SAFETY: `v` as above, borrowed again: `srst_call` reached
-            // the vCPUs through their own pointers and has returned.
-            let vcpu = unsafe { &mut *v };
-            let x = &mut vcpu.regs.x;
-            x[A0] = r.error;
-            x[A1] = r.value;
-            vcpu.regs.pc = vcpu.regs.pc.wrapping_add(4);
-        }
         CAUSE_FETCH_GUEST_PAGE_FAULT
         | CAUSE_LOAD_GUEST_PAGE_FAULT
         | CAUSE_STORE_GUEST_PAGE_FAULT => {
@@ -136,10 +140,11 @@ extern "C" fn hv_trap(v: *mut Vcpu) -> *mut Vcpu {
 #[inline(never)]
 fn srst_call(
     v: *mut Vcpu,
-    mut machine: Option<&mut crate::guests::Machine>,
     fid: usize,
     args: [usize; 6],
 ) -> Result<rvpmu::ecall::SbiRet, *mut Vcpu> {
+    // SAFETY: the trap path (`hv_trap` holds no reference to the machine).
+    let mut machine = unsafe { crate::guests::machine() };
     let others = machine.as_ref().is_some_and(|m| m.others_alive());
     if let Some(m) = &mut machine {
         if !others {

@@ -8,6 +8,10 @@
 //! [`MAX_HARTS`]). The very first thing `_start` does after setting stvec
 //! is read `instret`: under QEMU icount that is the number of instructions
 //! the firmware ran from reset to S-mode entry (plus the two before it).
+//! Where that read traps (a hypervisor may keep `instret` from its guest:
+//! KVM answers it with an illegal-instruction trap until the guest has a
+//! counter counting instructions), the stvec of the moment skips it and
+//! `boot_instret` is 0.
 //!
 //! A kernel expands [`entry!`](crate::entry) once (the entry code, the
 //! trap vector and the stacks: a macro, so that the firmware and the
@@ -54,9 +58,11 @@ macro_rules! entry {
             .section .text.entry
             .globl _start
         _start:
-            la t0, trap_entry
+            la t0, 5f
             csrw stvec, t0
             csrr s2, instret
+            la t0, trap_entry
+            csrw stvec, t0
             mv tp, a0
             /* sp = RT_STACKS + (hartid + 1) * STACK_SIZE */
             la sp, RT_STACKS
@@ -76,6 +82,14 @@ macro_rules! entry {
         2:  mv a2, s2
             call kmain
         3:  j 3b
+
+            /* The instret read trapped: boot_instret 0, resume after it. */
+            .align 2
+        5:  li s2, 0
+            csrr t0, sepc
+            addi t0, t0, 4
+            csrw sepc, t0
+            sret
 
             .section .rodata
             .balign 8

@@ -52,6 +52,17 @@ pub const fn code_of(event_idx: u32) -> u16 {
     event_idx as u16
 }
 
+/// Whether an event-info entry's `event_data` means anything for its
+/// `event_idx`: raw, raw v2 and the platform firmware event; every other
+/// type's is not looked at ([`Event::decode_info`]).
+#[inline]
+pub const fn info_uses_data(event_idx: u32) -> bool {
+    let ty = type_of(event_idx);
+    ty == kind::RAW as u32
+        || ty == kind::RAW_V2 as u32
+        || (ty == kind::FIRMWARE as u32 && code_of(event_idx) == FW_PLATFORM_CODE)
+}
+
 /// Whether an `event_idx` sets bits the spec reserves (20 and up).
 pub const fn reserved_bits(event_idx: u64) -> bool {
     event_idx & !EVENT_IDX_MASK != 0
@@ -334,17 +345,15 @@ impl Event {
     }
 
     /// Decode an event-info entry (`sbi_pmu_event_get_info`): its
-    /// `event_data` is only read for the event types that use it (raw, raw
-    /// v2 and the platform firmware event) and is taken as 0 for the others,
-    /// whatever the supervisor left there.
+    /// `event_data` is only read for the event types that use it
+    /// ([`info_uses_data`]) and is taken as 0 for the others, whatever the
+    /// supervisor left there.
     #[inline]
     pub fn decode_info(event_idx: u32, event_data: u64) -> Result<Event, Error> {
-        let data = match type_of(event_idx) {
-            ty if ty == kind::RAW as u32 || ty == kind::RAW_V2 as u32 => event_data,
-            ty if ty == kind::FIRMWARE as u32 && code_of(event_idx) == FW_PLATFORM_CODE => {
-                event_data
-            }
-            _ => 0,
+        let data = if info_uses_data(event_idx) {
+            event_data
+        } else {
+            0
         };
         Self::decode(event_idx as u64, data)
     }

@@ -12,7 +12,7 @@ use crate::counter::{
     BitIter, Counter, CounterInfo, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
 use crate::dt::EventMap;
-use crate::event::{Event, FwEvent, FW_EVENT_COUNT};
+use crate::event::{code_of, kind, type_of, Cache, Event, FwEvent, General, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::SupervisorMemory;
 use crate::snapshot::{self, event_info, SnapshotArea, SNAPSHOT_SIZE};
@@ -155,6 +155,50 @@ impl FwSel {
     }
 }
 
+/// event_get_info's answers for the hardware general and cache events (bit
+/// = the event's code), the events Linux asks about, all in one call, at
+/// boot: [`Pmu::countable`] of each (a hardware event's is whether it has
+/// candidate counters), worked out at construction (neither the event map
+/// nor the counters change afterwards), so that an entry naming one costs
+/// a bit test.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct HwEventInfo {
+    general: u16,
+    cache: u64,
+}
+
+const _: () = assert!(General::ALL.len() < 16 && Cache::CODE_SPACE <= 64);
+
+impl HwEventInfo {
+    fn of<H: Hpm, M: SupervisorMemory>(pmu: &Pmu<'_, H, M>) -> HwEventInfo {
+        let mut t = HwEventInfo::default();
+        for g in General::ALL {
+            if pmu.hw_candidates(&Event::General(g)) != 0 {
+                t.general |= 1 << g as u16;
+            }
+        }
+        for code in 0..Cache::CODE_SPACE as u16 {
+            if Cache::from_code(code).is_some_and(|c| pmu.hw_candidates(&Event::Cache(c)) != 0) {
+                t.cache |= 1 << code;
+            }
+        }
+        t
+    }
+
+    /// Whether the event `event_idx` names is countable, when its type is
+    /// general or cache (whatever the entry's `event_data`, which these
+    /// types do not use); `None` for every other type.
+    #[inline(always)]
+    fn supported(&self, event_idx: u32) -> Option<bool> {
+        let code = code_of(event_idx) as u32;
+        match type_of(event_idx) {
+            t if t == kind::GENERAL as u32 => Some(code < 16 && self.general >> code & 1 != 0),
+            t if t == kind::CACHE as u32 => Some(code < 64 && self.cache >> code & 1 != 0),
+            _ => None,
+        }
+    }
+}
+
 /// One hart's PMU: engine state plus its two seams.
 pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
     cfg: PmuConfig<'a>,
@@ -179,6 +223,7 @@ pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
     fw_listen: [u16; FW_EVENT_COUNT],
     fw_running: u16,
     snapshot_shmem: Option<u64>,
+    hw_info: HwEventInfo,
 }
 
 impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
@@ -216,7 +261,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         } else {
             0
         };
-        Pmu {
+        let mut pmu = Pmu {
             cfg,
             hw,
             mem,
@@ -230,7 +275,10 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             fw_listen: [0; FW_EVENT_COUNT],
             fw_running: 0,
             snapshot_shmem: None,
-        }
+            hw_info: HwEventInfo::default(),
+        };
+        pmu.hw_info = HwEventInfo::of(&pmu);
+        pmu
     }
 
     /// The counter layout.
@@ -874,20 +922,41 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             return Err(Error::InvalidAddress);
         }
         for k in 0..num {
-            let e = event_info::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
-            if e.reserved_bits() {
+            let idx = event_info::read_idx(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            if crate::event::reserved_bits(idx as u64) {
                 return Err(Error::InvalidParam);
             }
         }
         for k in 0..num {
             let e = event_info::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
-            let supported = match e.event() {
-                Ok(ev) => self.countable(&ev),
-                Err(_) => false,
-            };
-            event_info::write_output(&mut self.mem, addr, k, supported as u32)
-                .map_err(|_| Error::Failed)?;
+            let output = self.event_info_output(&e);
+            event_info::write_output(&mut self.mem, addr, k, output).map_err(|_| Error::Failed)?;
         }
         Ok(())
+    }
+
+    /// The `output` word of an event-info entry: [`event_info::SUPPORTED`]
+    /// when the platform can count the event it names, 0 when it cannot
+    /// or the entry names none.
+    #[inline(always)]
+    fn event_info_output(&self, e: &event_info::Entry) -> u32 {
+        let supported = match self.hw_info.supported(e.event_idx) {
+            Some(s) => s,
+            None => self.entry_countable(e),
+        };
+        if supported {
+            event_info::SUPPORTED
+        } else {
+            0
+        }
+    }
+
+    /// Whether an entry names an event the platform can count: the
+    /// general way, for the types [`HwEventInfo`] does not hold. Out of
+    /// line, so that the loop over the entries keeps its few values in
+    /// registers.
+    #[inline(never)]
+    fn entry_countable(&self, e: &event_info::Entry) -> bool {
+        e.event().is_ok_and(|ev| self.countable(&ev))
     }
 }

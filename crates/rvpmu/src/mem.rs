@@ -173,99 +173,129 @@ impl SupervisorMemory for PhysMemory {
         if !self.owns(addr, buf.len() as u64) {
             return Err(MemFault { addr });
         }
-        // Naturally aligned words in one access each: the layouts here are
-        // made of aligned u32/u64 fields, and the supervisor may read them
-        // concurrently (STA sequence), so no tearing into bytes.
-        let p = addr as usize;
-        // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
-        match buf.len() {
-            8 if p.is_multiple_of(8) => {
-                // SAFETY: owns() checked [p, p+8) is the supervisor's memory
-                // (PhysMemory::new's contract); 8-aligned by the guard.
-                let v = unsafe { core::ptr::read_volatile(p as *const u64) };
-                buf.copy_from_slice(&v.to_le_bytes());
-            }
-            4 if p.is_multiple_of(4) => {
-                // SAFETY: owns() checked [p, p+4); 4-aligned by the guard.
-                let v = unsafe { core::ptr::read_volatile(p as *const u32) };
-                buf.copy_from_slice(&v.to_le_bytes());
-            }
-            _ => {
-                for (i, b) in buf.iter_mut().enumerate() {
-                    // SAFETY: p + i lies in the range owns() checked.
-                    *b = unsafe { core::ptr::read_volatile((p + i) as *const u8) };
-                }
-            }
-        }
+        // SAFETY: owns() checked the range; see PhysMemory::new.
+        unsafe { raw_read(addr as usize, buf) };
         Ok(())
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
         if !self.owns(addr, data.len() as u64) {
             return Err(MemFault { addr });
         }
-        let p = addr as usize;
-        // SAFETY (all arms): owns() checked the range; see PhysMemory::new.
-        match data.len() {
-            // SAFETY: owns() checked [p, p+8) is the supervisor's memory
-            // (PhysMemory::new's contract); 8-aligned by the guard.
-            8 if p.is_multiple_of(8) => unsafe {
-                core::ptr::write_volatile(
-                    p as *mut u64,
-                    u64::from_le_bytes(data.try_into().unwrap()),
-                )
-            },
-            // SAFETY: owns() checked [p, p+4); 4-aligned by the guard.
-            4 if p.is_multiple_of(4) => unsafe {
-                core::ptr::write_volatile(
-                    p as *mut u32,
-                    u32::from_le_bytes(data.try_into().unwrap()),
-                )
-            },
-            _ => {
-                for (i, b) in data.iter().enumerate() {
-                    // SAFETY: p + i lies in the range owns() checked.
-                    unsafe { core::ptr::write_volatile((p + i) as *mut u8, *b) };
-                }
-            }
-        }
+        // SAFETY: owns() checked the range; see PhysMemory::new.
+        unsafe { raw_write(addr as usize, data) };
         Ok(())
     }
     fn zero(&mut self, addr: u64, len: u64) -> Result<(), MemFault> {
         if !self.owns(addr, len) {
             return Err(MemFault { addr });
         }
-        let (p, n) = (addr as usize, len as usize);
-        let mut i = 0;
         // SAFETY: owns() checked the range; see PhysMemory::new.
-        unsafe {
-            while i < n && (p + i) % 8 != 0 {
-                core::ptr::write_volatile((p + i) as *mut u8, 0);
-                i += 1;
-            }
-            // Eight words per round: the loop overhead would otherwise
-            // cost more than the stores (a 4 KiB snapshot area is 512).
-            while i + 64 <= n {
-                let w = (p + i) as *mut u64;
-                core::ptr::write_volatile(w, 0);
-                core::ptr::write_volatile(w.add(1), 0);
-                core::ptr::write_volatile(w.add(2), 0);
-                core::ptr::write_volatile(w.add(3), 0);
-                core::ptr::write_volatile(w.add(4), 0);
-                core::ptr::write_volatile(w.add(5), 0);
-                core::ptr::write_volatile(w.add(6), 0);
-                core::ptr::write_volatile(w.add(7), 0);
-                i += 64;
-            }
-            while i + 8 <= n {
-                core::ptr::write_volatile((p + i) as *mut u64, 0);
-                i += 8;
-            }
-            while i < n {
-                core::ptr::write_volatile((p + i) as *mut u8, 0);
-                i += 1;
+        unsafe { raw_zero(addr as usize, len as usize) };
+        Ok(())
+    }
+}
+
+// The plain accesses behind a `SupervisorMemory` whose addresses are (or
+// translate to) addresses the implementation dereferences directly: the
+// firmware's `PhysMemory` and a hypervisor's guest RAM.
+
+/// Copy `buf.len()` bytes from address `p`: a naturally aligned u64 or
+/// u32 in one access (the layouts are made of aligned u32/u64 fields, and
+/// the supervisor may read them concurrently, e.g. the STA sequence, so
+/// no tearing into bytes), anything else byte by byte.
+///
+/// # Safety
+///
+/// `[p, p + buf.len())` is memory the caller may read with plain loads,
+/// in which no Rust object lives.
+#[inline]
+pub unsafe fn raw_read(p: usize, buf: &mut [u8]) {
+    match buf.len() {
+        8 if p.is_multiple_of(8) => {
+            // SAFETY: [p, p+8) is readable (the caller's contract);
+            // 8-aligned by the guard.
+            let v = unsafe { core::ptr::read_volatile(p as *const u64) };
+            buf.copy_from_slice(&v.to_le_bytes());
+        }
+        4 if p.is_multiple_of(4) => {
+            // SAFETY: [p, p+4) is readable; 4-aligned by the guard.
+            let v = unsafe { core::ptr::read_volatile(p as *const u32) };
+            buf.copy_from_slice(&v.to_le_bytes());
+        }
+        _ => {
+            for (i, b) in buf.iter_mut().enumerate() {
+                // SAFETY: p + i lies in the range the caller gave.
+                *b = unsafe { core::ptr::read_volatile((p + i) as *const u8) };
             }
         }
-        Ok(())
+    }
+}
+
+/// Copy `data` to address `p`, with [`raw_read`]'s accesses.
+///
+/// # Safety
+///
+/// `[p, p + data.len())` is memory the caller may write with plain
+/// stores, in which no Rust object lives.
+#[inline]
+pub unsafe fn raw_write(p: usize, data: &[u8]) {
+    match data.len() {
+        // SAFETY: [p, p+8) is writable (the caller's contract); 8-aligned
+        // by the guard.
+        8 if p.is_multiple_of(8) => unsafe {
+            core::ptr::write_volatile(p as *mut u64, u64::from_le_bytes(data.try_into().unwrap()))
+        },
+        // SAFETY: [p, p+4) is writable; 4-aligned by the guard.
+        4 if p.is_multiple_of(4) => unsafe {
+            core::ptr::write_volatile(p as *mut u32, u32::from_le_bytes(data.try_into().unwrap()))
+        },
+        _ => {
+            for (i, b) in data.iter().enumerate() {
+                // SAFETY: p + i lies in the range the caller gave.
+                unsafe { core::ptr::write_volatile((p + i) as *mut u8, *b) };
+            }
+        }
+    }
+}
+
+/// Zero `n` bytes at address `p`: bytes up to the first 8-aligned
+/// address, then words, eight per round (the loop overhead would
+/// otherwise cost more than the stores: a 4 KiB snapshot area is 512).
+///
+/// # Safety
+///
+/// As [`raw_write`]'s, for `[p, p + n)`.
+#[inline]
+pub unsafe fn raw_zero(p: usize, n: usize) {
+    let mut i = 0;
+    // SAFETY: every store is to p + i with i < n, or to the words
+    // [p + i, p + i + 64) / [p + i, p + i + 8) the loop bounds keep below
+    // p + n: the range the caller gave.
+    unsafe {
+        while i < n && !(p + i).is_multiple_of(8) {
+            core::ptr::write_volatile((p + i) as *mut u8, 0);
+            i += 1;
+        }
+        while i + 64 <= n {
+            let w = (p + i) as *mut u64;
+            core::ptr::write_volatile(w, 0);
+            core::ptr::write_volatile(w.add(1), 0);
+            core::ptr::write_volatile(w.add(2), 0);
+            core::ptr::write_volatile(w.add(3), 0);
+            core::ptr::write_volatile(w.add(4), 0);
+            core::ptr::write_volatile(w.add(5), 0);
+            core::ptr::write_volatile(w.add(6), 0);
+            core::ptr::write_volatile(w.add(7), 0);
+            i += 64;
+        }
+        while i + 8 <= n {
+            core::ptr::write_volatile((p + i) as *mut u64, 0);
+            i += 8;
+        }
+        while i < n {
+            core::ptr::write_volatile((p + i) as *mut u8, 0);
+            i += 1;
+        }
     }
 }
 

@@ -131,18 +131,12 @@ pub mod event_info {
     pub struct Entry {
         /// Word 0.
         pub event_idx: u32,
-        /// Words 2-3.
+        /// Words 2-3 ([`read`] leaves them 0, unread, for the event types
+        /// that do not use them).
         pub event_data: u64,
     }
 
     impl Entry {
-        /// Whether word 0 sets bits the spec reserves (20..=31): the whole
-        /// call is then INVALID_PARAM.
-        #[inline]
-        pub fn reserved_bits(&self) -> bool {
-            crate::event::reserved_bits(self.event_idx as u64)
-        }
-
         /// The event the entry names ([`crate::event::Event::decode_info`]).
         #[inline]
         pub fn event(&self) -> Result<crate::event::Event, Error> {
@@ -150,12 +144,29 @@ pub mod event_info {
         }
     }
 
-    /// Read entry `k`.
+    /// Read the `event_idx` word of entry `k`.
+    #[inline]
+    pub fn read_idx<M: SupervisorMemory + ?Sized>(
+        m: &M,
+        base: u64,
+        k: u64,
+    ) -> Result<u32, MemFault> {
+        m.read_u32(base + k * ENTRY_SIZE)
+    }
+
+    /// Read entry `k`: `event_data` only when its event type uses it
+    /// ([`crate::event::info_uses_data`]), else 0.
+    #[inline]
     pub fn read<M: SupervisorMemory + ?Sized>(m: &M, base: u64, k: u64) -> Result<Entry, MemFault> {
-        let a = base + k * ENTRY_SIZE;
+        let event_idx = read_idx(m, base, k)?;
+        let event_data = if crate::event::info_uses_data(event_idx) {
+            m.read_u64(base + k * ENTRY_SIZE + 8)?
+        } else {
+            0
+        };
         Ok(Entry {
-            event_idx: m.read_u32(a)?,
-            event_data: m.read_u64(a + 8)?,
+            event_idx,
+            event_data,
         })
     }
 

@@ -8,8 +8,10 @@
 //! real `ecall` instruction (`sbi()` is the client over it); tests plug in
 //! an engine directly. The instruction itself is written here only:
 //! `ecall` (raw registers in, `(error, value)` out, for checks that send
-//! malformed registers on purpose) and `ecall_counted` (the same call
-//! between two `instret` reads, for cost probes), both riscv64 only.
+//! malformed registers on purpose), `ecall_counted` (the same call
+//! between two `instret` reads, for cost probes) and `ecall_timed` (the
+//! same call between two edges of the `time` CSR, for cost probes where
+//! `instret` is not readable), all riscv64 only.
 
 use crate::ecall::{SbiRet, EID_PMU, EID_STA};
 use sbi_spec::pmu as fid;
@@ -76,6 +78,98 @@ pub fn empty_bracket() -> u64 {
             b = out(reg) before, a = out(reg) after, options(nostack, nomem));
     }
     after.wrapping_sub(before)
+}
+
+/// Where a call timed by `ecall_timed` (or `empty_timed`; riscv64 only) ended.
+///
+/// The bracket starts right after an edge of `time` (a spin on `time`, 2
+/// instructions per read, waits for it) and ends at the first edge after
+/// the call (a counted spin, [`Timed::SPIN`] instructions per read). So
+/// if one instruction takes a fixed time (QEMU `-icount`), then with `T`
+/// instructions per tick the edges are `ticks * T` instructions apart,
+/// and `ticks * T - spins * SPIN` is the call's instructions plus a
+/// constant, within a span of 3 (the first spin's deciding read lands 0
+/// or 1 instruction after its edge, the counted spin's 0, 1 or 2). An empty
+/// bracket has the same constant, so a call's cost is the difference of
+/// the two, within 3 instructions either way, whatever the call's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timed {
+    /// Ticks of `time` from the first edge to the last.
+    pub ticks: u64,
+    /// Reads of the counted spin after the call.
+    pub spins: u64,
+}
+
+impl Timed {
+    /// Instructions per read in the counted spin (`addi`, `csrr`, `beq`).
+    pub const SPIN: u64 = 3;
+
+    /// The instructions from the first edge to the last read, less the
+    /// counted spin, with `per_tick` instructions per tick.
+    pub fn instructions(self, per_tick: u64) -> u64 {
+        (self.ticks * per_tick).saturating_sub(self.spins * Self::SPIN)
+    }
+}
+
+/// [`ecall`] timed with the `time` CSR from one of its edges to the next
+/// edge after the call, in one asm block (see [`Timed`]). The time CSR is
+/// the one counter a hypervisor's guest can read without a trap on KVM
+/// (which opens only hcounteren.TM), and it ticks with the whole
+/// machine's instructions under QEMU `-icount`.
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub fn ecall_timed(eid: usize, fid: usize, args: [usize; 6]) -> (Timed, (isize, usize)) {
+    let (error, value, first, last, spins): (isize, usize, u64, u64, u64);
+    // SAFETY: as in `ecall`; reading `time` needs mcounteren.TM (and in a
+    // guest hcounteren.TM), which any SBI implementation that lets Linux
+    // use `rdtime` grants.
+    unsafe {
+        core::arch::asm!(
+            "csrr {t}, time",
+            "1: csrr {first}, time",
+            "beq {first}, {t}, 1b",
+            "ecall",
+            "csrr {t}, time",
+            "li {n}, 0",
+            "2: addi {n}, {n}, 1",
+            "csrr {last}, time",
+            "beq {last}, {t}, 2b",
+            t = out(reg) _, first = out(reg) first, last = out(reg) last, n = out(reg) spins,
+            inlateout("a0") args[0] => error, inlateout("a1") args[1] => value,
+            in("a2") args[2], in("a3") args[3], in("a4") args[4], in("a5") args[5],
+            in("a6") fid, in("a7") eid, options(nostack));
+    }
+    let timed = Timed {
+        ticks: last.wrapping_sub(first),
+        spins,
+    };
+    (timed, (error, value))
+}
+
+/// The empty bracket of [`ecall_timed`]: the same instructions without
+/// the `ecall`.
+#[cfg(target_arch = "riscv64")]
+#[inline(always)]
+pub fn empty_timed() -> Timed {
+    let (first, last, spins): (u64, u64, u64);
+    // SAFETY: reads `time` only.
+    unsafe {
+        core::arch::asm!(
+            "csrr {t}, time",
+            "1: csrr {first}, time",
+            "beq {first}, {t}, 1b",
+            "csrr {t}, time",
+            "li {n}, 0",
+            "2: addi {n}, {n}, 1",
+            "csrr {last}, time",
+            "beq {last}, {t}, 2b",
+            t = out(reg) _, first = out(reg) first, last = out(reg) last, n = out(reg) spins,
+            options(nostack, nomem));
+    }
+    Timed {
+        ticks: last.wrapping_sub(first),
+        spins,
+    }
 }
 
 /// The `ecall` instruction, from S-mode.

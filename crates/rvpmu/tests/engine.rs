@@ -583,6 +583,49 @@ fn event_get_info_marks_every_countable_event() {
 }
 
 #[test]
+fn event_get_info_answers_every_general_and_cache_code_as_countable_says() {
+    // Every code of both types (well-formed or not), with event_data these
+    // types do not use, on three platforms: QEMU's map and counters, no
+    // map rows, and QEMU's map on a hart with the fixed counters only.
+    static EMPTY: EventMap = EventMap::empty();
+    let platforms: [(P, u32); 3] = [
+        (qemu(), 5), // cycles, instructions, three TLB events
+        (
+            engine(config(&EMPTY, sscofpmf(), false), SimHart::qemu_virt()),
+            2, // cycles and instructions on their fixed counters
+        ),
+        (
+            engine(
+                config(qemu_map(), sscofpmf(), false),
+                SimHart::new(0b101, 64, true, false),
+            ),
+            2, // the TLB events' counters are absent
+        ),
+    ];
+    const N: u32 = 256;
+    for (mut p, want_supported) in platforms {
+        let mut supported = 0;
+        for ty in [0u32, 1] {
+            for first in (0..1 << 16).step_by(N as usize) {
+                let idx = |k: u32| ty << 16 | (first + k);
+                for k in 0..N {
+                    put_entry(&mut p, SHMEM, k as u64, idx(k), 0x5);
+                }
+                assert_eq!(call(&mut p, EVENT_INFO, &[SHMEM, 0, N as u64, 0]), Ok(0));
+                for k in 0..N {
+                    let countable = rvpmu::event::Event::decode_info(idx(k), 0x5)
+                        .is_ok_and(|e| p.countable(&e));
+                    let out = output(&p, SHMEM, k as u64);
+                    assert_eq!(out, countable as u32, "event {:#x}", idx(k));
+                    supported += out;
+                }
+            }
+        }
+        assert_eq!(supported, want_supported);
+    }
+}
+
+#[test]
 fn event_get_info_errors() {
     let mut p = qemu();
     put_entry(&mut p, SHMEM, 0, 0x1, 0);

@@ -1,8 +1,10 @@
 //! `cargo xtask bench`: the per-call SBI cost (ours against OpenSBI), the
-//! bare-metal hook cost of hpmtrace and the per-sample cost in Linux
-//! guests, in one run; each written to target/bench/.
+//! bare-metal hook cost of hpmtrace, the per-sample cost in Linux guests
+//! and the cost of a switch between KVM guests, in one run; each written
+//! to target/bench/.
 
 mod hook;
+mod kvmswitch;
 mod sample;
 mod sbi;
 
@@ -23,5 +25,6 @@ pub fn run(a: BenchArgs) -> Result<()> {
     sbi::sbi_cost(a.ours)?;
     hook::hook_cost_bench()?;
     // The per-sample cost needs Linux boots: same command, one run.
-    sample::sample_cost_bench()
+    sample::sample_cost_bench()?;
+    kvmswitch::kvm_switch_bench()
 }

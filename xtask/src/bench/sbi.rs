@@ -3,10 +3,10 @@
 //! target/bench/sbi.md and .json.
 
 use crate::build::conformance::build_kernel;
-use crate::guest::conformance::{boot, opensbi, ours, parse};
-use crate::host::{root, step};
+use crate::guest::conformance::{costs, opensbi, ours, CostMethod, Target};
+use crate::host::root;
 use crate::qemu::Firmware;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,16 +20,7 @@ struct Bench {
 }
 
 fn bench_one(fw: Firmware, kernel: &Path) -> Result<Bench> {
-    step(&format!("cost probes on {}", fw.name));
-    let cap = boot(&fw, kernel, 1, "rvpmu.bench", None)?;
-    let rep = parse(&cap.text);
-    if cap.timed_out || !cap.text.contains("COST-END") {
-        bail!(
-            "the cost probes did not finish on {} ({:?})",
-            fw.name,
-            rep.fatal
-        );
-    }
+    let rep = costs(&Target::firmware(fw.clone()), kernel, CostMethod::Instret)?;
     let image_bytes = std::fs::metadata(&fw.path)?.len();
     Ok(Bench {
         fw,

@@ -1,10 +1,18 @@
 //! Linux `Image`s for QEMU virt: tinyconfig + `e2e/kernel.config`,
 //! olddefconfig, every fragment line verified, then `make Image`. Two
-//! kernels: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
+//! releases: 7.2 (the default; Debian trixie-backports' `linux-source-7.2`,
 //! fetched through the private apt of [`crate::host::debian`]) and the 6.12 LTS
-//! (the host's bookworm-backports `linux-source-6.12`). Built out of tree in
-//! the cache, keyed by the version, the fragment and the source tarball, so
-//! a second run costs nothing.
+//! (the host's bookworm-backports `linux-source-6.12`), each as Debian
+//! ships it or `fixed`: with the release's series of `patches/linux/`
+//! applied to a tree of its own (the shared unpatched tree is never
+//! touched), each patch exactly and checkpatch-clean, or the build fails.
+//! A release's series is every `*.patch` of `patches/linux/` (for every
+//! release) and of `patches/linux/<release>/` (for that release only: the
+//! KVM fixes, in `patches/linux/7.2/`, fix code 6.12 does not have), in
+//! the order of their `git format-patch` numbers, which run on across both
+//! folders as one series. Built out of tree in the cache, keyed by the
+//! version, the fragment, the source tarball and (fixed) the series'
+//! names and bytes, so a second run costs nothing.
 
 use crate::host::debian::{PrivateApt, TRIXIE_BACKPORTS};
 use crate::host::{cache_dir, root, step};
@@ -16,26 +24,21 @@ use std::process::{Command, Stdio};
 /// Bump when the build recipe changes in a way the key would not see.
 const RECIPE_VERSION: &str = "1";
 
-/// The kernels the project builds and tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
-pub enum Version {
+/// The kernel releases the project builds, as Debian ships their source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Release {
     /// Linux 6.12 LTS (Debian bookworm-backports).
-    #[value(name = "6.12")]
     V6_12,
     /// Linux 7.2 (Debian trixie-backports), the default.
-    #[value(name = "7.2")]
     V7_2,
 }
 
-impl Version {
-    /// Both, in the order the e2e suite runs them.
-    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
-
+impl Release {
     /// `6.12` / `7.2`.
     pub fn name(self) -> &'static str {
         match self {
-            Version::V6_12 => "6.12",
-            Version::V7_2 => "7.2",
+            Release::V6_12 => "6.12",
+            Release::V7_2 => "7.2",
         }
     }
 
@@ -47,15 +50,88 @@ impl Version {
     /// The source tarball: the host's for 6.12, downloaded for 7.2.
     fn tarball(self) -> Result<PathBuf> {
         match self {
-            Version::V6_12 => {
+            Release::V6_12 => {
                 let p = PathBuf::from("/usr/src/linux-source-6.12.tar.xz");
                 if !p.is_file() {
                     bail!("{} is missing: run `cargo xtask setup` (installs linux-source-6.12 from bookworm-backports)", p.display());
                 }
                 Ok(p)
             }
-            Version::V7_2 => trixie_tarball(self),
+            Release::V7_2 => trixie_tarball(self),
         }
+    }
+}
+
+/// A kernel the project builds and tests: a release as Debian ships it,
+/// or with its series of `patches/linux/` applied (`fixed`; the fixes
+/// of the SBI PMU driver and, on 7.2, of KVM's SBI that
+/// docs/linux-patches.md describes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version {
+    pub release: Release,
+    pub fixed: bool,
+}
+
+impl Version {
+    pub const V6_12: Version = Version {
+        release: Release::V6_12,
+        fixed: false,
+    };
+    pub const V7_2: Version = Version {
+        release: Release::V7_2,
+        fixed: false,
+    };
+    pub const V6_12_FIXED: Version = Version {
+        release: Release::V6_12,
+        fixed: true,
+    };
+    pub const V7_2_FIXED: Version = Version {
+        release: Release::V7_2,
+        fixed: true,
+    };
+    /// The releases as Debian ships them, in the order the e2e suite runs
+    /// them.
+    pub const ALL: [Version; 2] = [Version::V7_2, Version::V6_12];
+    /// What the e2e suite runs: both releases as shipped (every check),
+    /// then with `patches/linux/` applied (the series' proofs only).
+    pub const TESTED: [Version; 4] = [
+        Version::V7_2,
+        Version::V6_12,
+        Version::V7_2_FIXED,
+        Version::V6_12_FIXED,
+    ];
+
+    /// `6.12`, `7.2`, `6.12-fixed`, `7.2-fixed`: the `--kernel` value.
+    pub fn name(self) -> &'static str {
+        match (self.release, self.fixed) {
+            (Release::V6_12, false) => "6.12",
+            (Release::V7_2, false) => "7.2",
+            (Release::V6_12, true) => "6.12-fixed",
+            (Release::V7_2, true) => "7.2-fixed",
+        }
+    }
+}
+
+/// `--kernel 7.2|6.12|7.2-fixed|6.12-fixed` for every command that takes
+/// one. Written out because the derive takes only enums of unit variants.
+impl clap::ValueEnum for Version {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Version::V6_12,
+            Version::V7_2,
+            Version::V6_12_FIXED,
+            Version::V7_2_FIXED,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match (self.release, self.fixed) {
+            (Release::V6_12, false) => "Linux 6.12 LTS (Debian bookworm-backports)",
+            (Release::V7_2, false) => "Linux 7.2 (Debian trixie-backports), the default",
+            (Release::V6_12, true) => "Linux 6.12 with its fixes of patches/linux/ applied",
+            (Release::V7_2, true) => "Linux 7.2 with its fixes of patches/linux/ applied",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }
 }
 
@@ -68,7 +144,7 @@ impl std::fmt::Display for Version {
 /// The tarball inside trixie-backports' source package, extracted once per
 /// package version into the cache. If the mirror cannot be reached, the
 /// last tarball fetched is used (and said so).
-fn trixie_tarball(v: Version) -> Result<PathBuf> {
+fn trixie_tarball(v: Release) -> Result<PathBuf> {
     let pkg = v.source_package();
     let dir = cache_dir().join(&pkg);
     std::fs::create_dir_all(&dir)?;
@@ -89,7 +165,7 @@ fn trixie_tarball(v: Version) -> Result<PathBuf> {
                 );
                 return Ok(prev);
             }
-            return Err(e.context(format!("fetching {pkg} for the {v} build")));
+            return Err(e.context(format!("fetching {pkg} for the Linux {} build", v.name())));
         }
     };
     let stem = deb
@@ -154,18 +230,87 @@ fn fragment_path() -> PathBuf {
     root().join("e2e/kernel.config")
 }
 
+/// Where the patch series of the `fixed` kernels lives.
+fn series_dir() -> PathBuf {
+    root().join("patches/linux")
+}
+
+/// One patch of a release's series: its path below `patches/linux/` and
+/// its bytes.
+pub(crate) struct Patch {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Patch {
+    /// The file name (without the release's folder, if any).
+    pub fn file_name(&self) -> &str {
+        self.name.rsplit('/').next().unwrap_or(&self.name)
+    }
+}
+
+/// The series of `release` (module doc): the `*.patch` files of
+/// `patches/linux/` and of `patches/linux/<release>/`, in the order they
+/// apply (by file name, as `git format-patch` numbers them).
+pub(crate) fn read_series(release: Release) -> Result<Vec<Patch>> {
+    let mut series = Vec::new();
+    for folder in ["", release.name()] {
+        let dir = series_dir().join(folder);
+        if !folder.is_empty() && !dir.is_dir() {
+            continue;
+        }
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
+            let path = entry?.path();
+            let Some(file) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if !file.ends_with(".patch") || !path.is_file() {
+                continue;
+            }
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let name = if folder.is_empty() {
+                file.to_string()
+            } else {
+                format!("{folder}/{file}")
+            };
+            series.push(Patch { name, bytes });
+        }
+    }
+    if series.is_empty() {
+        bail!("{} holds no *.patch file", series_dir().display());
+    }
+    series.sort_by(|a, b| a.file_name().cmp(b.file_name()));
+    Ok(series)
+}
+
 /// Make sure kernel `v` is built; returns it (cached after the first build).
 pub fn build(v: Version) -> Result<Kernel> {
     let fragment = std::fs::read_to_string(fragment_path())
         .with_context(|| format!("cannot read {}", fragment_path().display()))?;
-    let tarball = v.tarball()?;
+    let tarball = v.release.tarball()?;
     let tar_id = tarball_identity(&tarball)?;
-    let key = fnv64(&[
+    let series = if v.fixed {
+        read_series(v.release)?
+    } else {
+        Vec::new()
+    };
+    let options = config_lines(&fragment);
+    let mut parts: Vec<&[u8]> = vec![
         v.name().as_bytes(),
-        config_lines(&fragment).as_bytes(),
+        options.as_bytes(),
         tar_id.as_bytes(),
         RECIPE_VERSION.as_bytes(),
-    ]);
+    ];
+    // The series is part of a fixed kernel's key (an unfixed kernel's key
+    // has no such part, and stays what it is).
+    for p in &series {
+        parts.push(p.name.as_bytes());
+        parts.push(&p.bytes);
+    }
+    let key = fnv64(&parts);
     let build_dir = cache_dir().join(format!("linux-{}-build-{key:016x}", v.name()));
     let kernel = Kernel {
         image: build_dir.join("arch/riscv/boot/Image"),
@@ -176,7 +321,21 @@ pub fn build(v: Version) -> Result<Kernel> {
         step(&format!("{v} Image (cached: {})", kernel.image.display()));
         return Ok(kernel);
     }
-    let src = extract(v, &tarball, &tar_id)?;
+    let src = if v.fixed {
+        let series_key = fnv64(
+            &series
+                .iter()
+                .flat_map(|p| [p.name.as_bytes(), &p.bytes[..]])
+                .collect::<Vec<_>>(),
+        );
+        let dir = format!("linux-{}-src-{tar_id}-{series_key:016x}", v.name());
+        extract(v.release, &tarball, &dir, |src| {
+            apply_series(v, src, &series)
+        })?
+    } else {
+        let dir = format!("linux-{}-src-{tar_id}", v.name());
+        extract(v.release, &tarball, &dir, |_| Ok(()))?
+    };
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
     step(&format!(
@@ -220,21 +379,28 @@ pub fn build(v: Version) -> Result<Kernel> {
             log_path.display()
         );
     }
-    std::fs::write(&done, format!("fragment+tarball key {key:016x}\n"))?;
+    std::fs::write(&done, format!("build key {key:016x}\n"))?;
     Ok(kernel)
 }
 
-/// Extract the tarball once per tarball identity (into a temporary name,
-/// renamed when complete, so an interrupted extraction is never used).
-fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
-    let top = v.source_package();
-    let dir = cache_dir().join(format!("linux-{}-src-{tar_id}", v.name()));
+/// Extract the tarball of `release` into `cache_dir()/dir_name` once, then
+/// `prepare` the tree (into a temporary name, renamed when both are
+/// complete, so an interrupted extraction or a failed preparation is never
+/// used).
+fn extract(
+    release: Release,
+    tarball: &Path,
+    dir_name: &str,
+    prepare: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let top = release.source_package();
+    let dir = cache_dir().join(dir_name);
     let src = dir.join(&top);
     if src.join("Makefile").exists() {
         return Ok(src);
     }
     step(&format!("extracting {}", tarball.display()));
-    let tmp = cache_dir().join(format!("linux-{}-src-{tar_id}.partial", v.name()));
+    let tmp = cache_dir().join(format!("{dir_name}.partial"));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp)?;
     }
@@ -246,14 +412,107 @@ fn extract(v: Version, tarball: &Path, tar_id: &str) -> Result<PathBuf> {
             .arg("-C")
             .arg(&tmp),
     )?;
+    if !tmp.join(&top).join("Makefile").exists() {
+        bail!("{} did not contain {top}/Makefile", tarball.display());
+    }
+    if let Err(e) = prepare(&tmp.join(&top)) {
+        // A tree that failed its preparation is of no use: free its room.
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::rename(&tmp, &dir)?;
-    if !src.join("Makefile").exists() {
-        bail!("{} did not contain {top}/Makefile", tarball.display());
-    }
     Ok(src)
+}
+
+/// Apply `series` to the fresh tree `src` of `v`'s release: each patch
+/// must apply exactly (no fuzz; line offsets are fine) and not be there
+/// already; then the release's own `scripts/checkpatch.pl --strict` must
+/// find nothing in any of them.
+fn apply_series(v: Version, src: &Path, series: &[Patch]) -> Result<()> {
+    for p in series {
+        step(&format!("applying patches/linux/{} to {v}", p.name));
+        let out = Command::new("patch")
+            .current_dir(src)
+            .args([
+                "-p1",
+                "--forward",
+                "--batch",
+                "--fuzz=0",
+                "--no-backup-if-mismatch",
+            ])
+            .arg("-i")
+            .arg(series_dir().join(&p.name))
+            .output()
+            .context("cannot start `patch`: run `cargo xtask setup`")?;
+        if !out.status.success() {
+            bail!(
+                "patches/linux/{} does not apply to the {} source ({}):\n{}{}",
+                p.name,
+                v.release.name(),
+                v.release.source_package(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // checkpatch looks every Fixes: id up in the tree's git history and
+    // warns UNKNOWN_COMMIT_ID when there is none, as in a release tarball;
+    // everything else it checks must be clean.
+    let out = Command::new("perl")
+        .current_dir(src)
+        .env_remove("GIT_DIR")
+        .args([
+            "scripts/checkpatch.pl",
+            "--strict",
+            "--no-color",
+            "--ignore",
+            "UNKNOWN_COMMIT_ID",
+        ])
+        .args(series.iter().map(|p| series_dir().join(&p.name)))
+        .output()
+        .context("cannot start `perl` for checkpatch.pl: run `cargo xtask setup`")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Err(why) = checkpatch_clean(&text, series.len()).and_then(|()| {
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("checkpatch.pl exited with {}", out.status))
+        }
+    }) {
+        bail!(
+            "{}'s scripts/checkpatch.pl --strict on patches/linux: {why}\n{text}{}",
+            v.release.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    step(&format!(
+        "{}'s scripts/checkpatch.pl --strict: the {} patches are clean",
+        v.release.name(),
+        series.len()
+    ));
+    Ok(())
+}
+
+/// Whether checkpatch's output over `files` patches reports nothing: one
+/// `total:` line per file, each with 0 errors, 0 warnings and 0 checks.
+fn checkpatch_clean(output: &str, files: usize) -> std::result::Result<(), String> {
+    let totals: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("total: "))
+        .collect();
+    if totals.len() != files {
+        return Err(format!("{} result lines for {files} patches", totals.len()));
+    }
+    match totals
+        .iter()
+        .find(|l| !l.starts_with("total: 0 errors, 0 warnings, 0 checks,"))
+    {
+        Some(bad) => Err(format!("not clean: {bad}")),
+        None => Ok(()),
+    }
 }
 
 /// Every `CONFIG_X=v` line must be in the final .config verbatim and every
@@ -394,6 +653,113 @@ mod tests {
             a,
             config_lines("CONFIG_A=y\nCONFIG_N=4\n# CONFIG_X is not set\n")
         );
+    }
+
+    #[test]
+    fn checkpatch_output_is_clean_only_with_nothing_reported() {
+        let clean =
+            "-----\n0001.patch\n-----\ntotal: 0 errors, 0 warnings, 0 checks, 8 lines checked\n\n\
+                     0001.patch has no obvious style problems and is ready for submission.\n";
+        assert_eq!(checkpatch_clean(clean, 1), Ok(()));
+        let two = format!("{clean}{}", clean.replace("0001", "0002"));
+        assert_eq!(checkpatch_clean(&two, 2), Ok(()));
+        // A file without its result line (checkpatch stopped early).
+        assert!(checkpatch_clean(clean, 2).is_err());
+        for bad in [
+            "total: 1 errors, 0 warnings, 0 checks, 8 lines checked",
+            "total: 0 errors, 1 warnings, 0 checks, 8 lines checked",
+            "total: 0 errors, 0 warnings, 2 checks, 8 lines checked",
+        ] {
+            let e = checkpatch_clean(&format!("{bad}\n"), 1).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    /// The releases' series are one git format-patch series: the longest
+    /// (7.2's) is numbered 1..N, the other is the start of it, and each
+    /// patch carries `[PATCH i/N]`, at least one well-formed Fixes: tag and
+    /// a sign-off, and touches only what its subject names: the SBI PMU
+    /// driver (`drivers/perf: riscv:`) or KVM's RISC-V code (`RISC-V:
+    /// KVM:`). Whether it applies is the fixed kernels' build.
+    #[test]
+    fn series_are_one_sendable_series_of_driver_and_kvm_fixes() {
+        let whole = read_series(Release::V7_2).unwrap();
+        let start = read_series(Release::V6_12).unwrap();
+        assert!(!start.is_empty() && start.len() <= whole.len());
+        for (a, b) in start.iter().zip(&whole) {
+            assert_eq!(a.name, b.name);
+        }
+        let total = whole.len();
+        let width = total.to_string().len();
+        for (i, p) in whole.iter().enumerate() {
+            let text = std::str::from_utf8(&p.bytes).unwrap();
+            let n = format!("{:04}-", i + 1);
+            assert!(p.file_name().starts_with(&n), "{} is not patch {n}", p.name);
+            assert!(text.starts_with("From "), "{}: no mbox From line", p.name);
+            let subject = format!("Subject: [PATCH {:0width$}/{total}] ", i + 1);
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("Subject: "))
+                .unwrap_or_default();
+            let title = line
+                .strip_prefix(&subject)
+                .unwrap_or_else(|| panic!("{}: `{line}` does not start with `{subject}`", p.name));
+            let touches_only: fn(&str) -> bool = if title.starts_with("drivers/perf: riscv: ") {
+                |f| f == "drivers/perf/riscv_pmu_sbi.c"
+            } else if title.starts_with("RISC-V: KVM: ") {
+                |f| f.starts_with("arch/riscv/kvm/") || f.starts_with("arch/riscv/include/asm/kvm_")
+            } else {
+                panic!(
+                    "{}: subject `{title}` names neither the driver nor KVM",
+                    p.name
+                )
+            };
+            let fixes: Vec<&str> = text.lines().filter(|l| l.starts_with("Fixes: ")).collect();
+            assert!(!fixes.is_empty(), "{}: no Fixes: tag", p.name);
+            for f in fixes {
+                let (id, title) = f["Fixes: ".len()..].split_once(' ').unwrap_or_default();
+                assert!(
+                    id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "{}: Fixes id {id:?}",
+                    p.name
+                );
+                assert!(
+                    title.starts_with("(\"") && title.ends_with("\")"),
+                    "{}: Fixes title {title:?}",
+                    p.name
+                );
+            }
+            assert!(
+                text.lines().any(|l| l.starts_with("Signed-off-by: ")),
+                "{}: no Signed-off-by",
+                p.name
+            );
+            let files: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("diff --git a/"))
+                .map(|l| l.split(' ').next().unwrap_or_default())
+                .collect();
+            assert!(!files.is_empty(), "{}: no diff", p.name);
+            for f in files {
+                assert!(touches_only(f), "{}: `{title}` touches {f}", p.name);
+            }
+        }
+    }
+
+    /// `patches/linux/` holds patches and one folder per release, nothing
+    /// else: a folder of another name would be a series no build applies.
+    #[test]
+    fn series_folders_are_releases() {
+        let releases = [Release::V7_2, Release::V6_12].map(Release::name);
+        for entry in std::fs::read_dir(series_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                assert!(releases.contains(&name.as_str()), "patches/linux/{name}/");
+            } else {
+                assert!(name.ends_with(".patch"), "patches/linux/{name}");
+            }
+        }
     }
 
     #[test]

@@ -16,16 +16,60 @@
 //! Our own files (/init, the workloads, a boot's plan) are separate small
 //! archives appended after this one (the kernel unpacks concatenated
 //! archives in order), so changing them never repacks the userland.
+//!
+//! Two package sets, both here ([`GUEST`], [`KVM_HOST`]): the KVM host's
+//! is the guest's plus QEMU (the Linux that runs KVM guests starts them
+//! with Debian's `qemu-system-riscv64`). It is a userland of its own so
+//! that every other boot does not carry QEMU (its libraries and data,
+//! loaded and unpacked at each boot: docs/kvm.md has the sizes).
 
 use super::kernel::{fnv64, Kernel};
-use crate::host::debian::{unpack, Package, PrivateApt, TRIXIE_BACKPORTS};
+use crate::host::debian::{unpack, Package, Pin, PrivateApt, Request, TRIXIE, TRIXIE_BACKPORTS};
 use crate::host::{cache_dir, step};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// What the guest asks Debian for; apt adds every dependency.
-pub const PACKAGES: &[&str] = &["busybox-static", "linux-perf"];
+/// What a userland asks Debian for (apt adds every dependency), from
+/// trixie-backports where it has them (linux-perf of the 7.2 kernel).
+pub struct PackageSet {
+    /// Names the cache directory (`<name>-userland-<key>`).
+    pub name: &'static str,
+    pub wanted: &'static [&'static str],
+    /// Packages that must all come from one suite.
+    pub pins: &'static [Pin],
+}
+
+/// The guest's userland: busybox's shell and tools, Debian's perf.
+pub const GUEST: PackageSet = PackageSet {
+    name: "guest",
+    wanted: &["busybox-static", "linux-perf"],
+    pins: &[],
+};
+
+/// The KVM host's: the guest's and Debian's QEMU for riscv64, whose
+/// packages (qemu-system-riscv, -common, -data) all from trixie:
+/// trixie-backports has a newer architecture-independent
+/// `qemu-system-data` than its riscv64 build of QEMU, and
+/// qemu-system-riscv's dependency range would take it.
+pub const KVM_HOST: PackageSet = PackageSet {
+    name: "kvm-host",
+    wanted: &["busybox-static", "linux-perf", "qemu-system-riscv"],
+    pins: &[Pin {
+        packages: "qemu-*",
+        suite: TRIXIE,
+    }],
+};
+
+impl PackageSet {
+    fn request(&self) -> Request<'static> {
+        Request {
+            wanted: self.wanted,
+            release: TRIXIE_BACKPORTS,
+            pins: self.pins,
+        }
+    }
+}
 
 /// Bump when the unpacking recipe changes in a way the key would not see.
 const RECIPE_VERSION: &str = "2";
@@ -62,13 +106,12 @@ fn parse_manifest(text: &str) -> Vec<Package> {
         .collect()
 }
 
-/// Resolve, download, unpack and pack (or take the cached archive).
-pub fn build(kernel: &Kernel) -> Result<Userland> {
+/// Resolve, download, unpack and pack the userland of `set`, or take the
+/// cached archive.
+pub fn build(kernel: &Kernel, set: &PackageSet) -> Result<Userland> {
     let apt = PrivateApt::trixie("riscv64");
-    let last = cache_dir().join("guest-userland-last");
-    let resolved = apt
-        .update_once()
-        .and_then(|_| apt.resolve(PACKAGES, &TRIXIE_BACKPORTS));
+    let last = cache_dir().join(format!("{}-userland-last", set.name));
+    let resolved = apt.update_once().and_then(|_| apt.resolve(&set.request()));
     let pkgs = match resolved {
         Ok(p) => p,
         Err(e) => {
@@ -79,7 +122,8 @@ pub fn build(kernel: &Kernel) -> Result<Userland> {
             let cpio = PathBuf::from(cpio);
             if cpio.is_file() {
                 eprintln!(
-                    "    warning: {e:#}\n    using the guest userland built before: {}",
+                    "    warning: {e:#}\n    using the {} userland built before: {}",
+                    set.name,
                     cpio.display()
                 );
                 return Ok(Userland {
@@ -87,24 +131,30 @@ pub fn build(kernel: &Kernel) -> Result<Userland> {
                     packages: parse_manifest(list),
                 });
             }
-            return Err(e.context("resolving the guest userland (busybox-static, linux-perf)"));
+            return Err(e.context(format!(
+                "resolving the {} userland ({})",
+                set.name,
+                set.wanted.join(", ")
+            )));
         }
     };
     let list = manifest(&pkgs);
     let key = fnv64(&[list.as_bytes(), RECIPE_VERSION.as_bytes()]);
-    let dir = cache_dir().join(format!("guest-userland-{key:016x}"));
+    let dir = cache_dir().join(format!("{}-userland-{key:016x}", set.name));
     let cpio = dir.join("userland.cpio");
     if cpio.is_file() {
         step(&format!(
-            "guest userland: {} Debian trixie packages (cached: {})",
+            "{} userland: {} Debian trixie packages (cached: {})",
+            set.name,
             pkgs.len(),
             cpio.display()
         ));
     } else {
-        let debs = apt.download(PACKAGES, &TRIXIE_BACKPORTS, &pkgs)?;
+        let debs = apt.download(&set.request(), &pkgs)?;
         step(&format!(
-            "unpacking {} Debian packages into the guest userland ({})",
+            "unpacking {} Debian packages into the {} userland ({})",
             debs.len(),
+            set.name,
             dir.display()
         ));
         if dir.exists() {
@@ -135,7 +185,8 @@ pub fn build(kernel: &Kernel) -> Result<Userland> {
         std::fs::rename(&tmp, &cpio)?;
         let mb = std::fs::metadata(&cpio)?.len() as f64 / 1e6;
         step(&format!(
-            "guest userland packed: {mb:.0} MB, {} packages",
+            "{} userland packed: {mb:.0} MB, {} packages",
+            set.name,
             pkgs.len()
         ));
     }

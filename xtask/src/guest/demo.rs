@@ -236,6 +236,7 @@ impl Results {
         });
         Summary {
             smp,
+            kvm_guest: false,
             alu_per_iter: per,
             user,
             kernel,
@@ -338,6 +339,9 @@ pub struct Summary {
     /// Harts: with more than one, QEMU's icount counters of a hart also
     /// advance while the others run, and user counts are not exact.
     pub smp: u32,
+    /// The demo ran in a KVM guest: its PMU is KVM's, whose counters are
+    /// host perf events (the notes on multiplexing and sampling differ).
+    pub kvm_guest: bool,
     pub alu_per_iter: u64,
     /// instructions:u and cycles:u of alu N and alu 2N.
     pub user: [Difference; 2],
@@ -434,6 +438,7 @@ impl Summary {
         json!({
             "shown": SHOWN,
             "smp": self.smp,
+            "kvm_guest": self.kvm_guest,
             "exact": {
                 "from": ["stat-u", "stat-u2", "stat-k"],
                 "iterations": [n, 2 * n],
@@ -571,7 +576,13 @@ impl Summary {
                 signed_pct(s.error_pct())
             );
         }
-        if self.mux.iter().any(Scaled::scaled) {
+        if self.kvm_guest {
+            println!("  In a KVM guest these are not the scaling's errors: KVM (arch/riscv/kvm/vcpu_pmu.c) gives every");
+            println!("  cycles event the guest's counter 0 and every instructions event counter 2, replacing the host");
+            println!("  perf event of the event that held it; the guest's driver refuses the index already in use and");
+            println!("  multiplexes, and the event it took the counter from reads a host event never enabled");
+            println!("  (docs/kvm.md). The exact counts above are on counters of distinct events and are unaffected.");
+        } else if self.mux.iter().any(Scaled::scaled) {
             println!("  QEMU counts an event id on one HPM counter at a time, so rvpmu refuses a second HPM counter");
             println!("  for an id: cycles and instructions can use the fixed counters, but cycles:u and cycles:k need");
             println!("  the same HPM counter (so do instructions:u and instructions:k). Linux rotates the events on");
@@ -636,6 +647,11 @@ impl Summary {
                     format!("{pct:.2}%"),
                     format!("{:.2}%", parts as f64 * 25.0)
                 );
+            }
+            if self.kvm_guest {
+                println!("  In a KVM guest each sample is a host perf event's overflow that KVM injects as the guest's");
+                println!("  counter overflow interrupt; perf record gets a few samples where the construction says");
+                println!("  {} (docs/kvm.md).", s.loop_insns / RECORD_PERIOD);
             }
             println!();
         }

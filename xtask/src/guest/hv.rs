@@ -34,16 +34,23 @@ pub fn boot(
     timeout: Duration,
     append: Option<&str>,
 ) -> Result<Run> {
-    let mut q = Qemu::hv(memory);
+    let mut q = machine(&images.firmware, &images.hypervisor, bundle, memory);
     q.append = append.map(String::from);
-    q.bios = Some(images.firmware.clone());
-    q.kernel = Some(images.hypervisor.clone());
-    q.initrd = Some(bundle.to_path_buf());
     Ok(Run::from_captured(run_captured(
         &mut q.command(),
         timeout,
         None,
     )?))
+}
+
+/// The hypervisor's machine: `firmware` as -bios, the hypervisor image
+/// as -kernel, the guest `bundle` as -initrd, `memory` of host RAM.
+pub fn machine(firmware: &Path, hypervisor: &Path, bundle: &Path, memory: &str) -> Qemu {
+    let mut q = Qemu::hv(memory);
+    q.bios = Some(firmware.to_path_buf());
+    q.kernel = Some(hypervisor.to_path_buf());
+    q.initrd = Some(bundle.to_path_buf());
+    q
 }
 
 pub fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
@@ -65,12 +72,21 @@ pub fn run_vs_check(images: &Images, end: &str) -> Result<Run> {
 /// conformance`) as the guest, with vs-check's RAM.
 pub fn run_conformance(images: &Images) -> Result<Run> {
     let elf = conformance::build_kernel()?;
-    let kernel = std::fs::read(objcopy(&elf)?)?;
+    let bundle = conformance_bundle(&elf, "")?;
+    boot(images, &bundle, HV_MEMORY, Duration::from_secs(120), None)
+}
+
+/// Write target/hv/conformance.bundle: the conformance kernel `elf` as a
+/// raw image (the hypervisor enters it at the guest's RAM base plus
+/// 2 MiB, its link address) with vs-check's RAM and the command line
+/// `cmdline` (the guest DT's bootargs).
+pub fn conformance_bundle(elf: &Path, cmdline: &str) -> Result<PathBuf> {
+    let kernel = std::fs::read(objcopy(elf)?)?;
     let dir = root().join("target").join("hv");
     std::fs::create_dir_all(&dir)?;
     let bundle = dir.join("conformance.bundle");
-    write_bundle(&bundle, VS_CHECK_RAM, "", &kernel, &[])?;
-    boot(images, &bundle, HV_MEMORY, Duration::from_secs(120), None)
+    write_bundle(&bundle, VS_CHECK_RAM, cmdline, &kernel, &[])?;
+    Ok(bundle)
 }
 
 /// Linux's guest RAM: what a native run gets (1 GiB), the initramfs

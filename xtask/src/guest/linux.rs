@@ -190,12 +190,25 @@ impl Boot<'_> {
 
     pub fn run(&self) -> Result<Outcome> {
         let run = run_captured(&mut self.command()?, self.timeout, None)?;
-        let mut console = run.stdout;
-        if !run.stderr.trim().is_empty() {
+        Ok(Outcome::of_qemu(
+            &run.stdout,
+            &run.stderr,
+            run.timed_out,
+            run.wall,
+        ))
+    }
+}
+
+impl Outcome {
+    /// A QEMU run's outcome: its console (`stdout`) with what QEMU
+    /// printed on `stderr` after it, carriage returns removed.
+    pub fn of_qemu(stdout: &str, stderr: &str, timed_out: bool, wall: Duration) -> Outcome {
+        let mut console = stdout.replace('\r', "");
+        if !stderr.trim().is_empty() {
             console.push_str("\n[qemu stderr] ");
-            console.push_str(&run.stderr.replace('\r', ""));
+            console.push_str(&stderr.replace('\r', ""));
         }
-        Ok(Outcome::from_console(console, run.timed_out, run.wall))
+        Outcome::from_console(console, timed_out, wall)
     }
 }
 
@@ -203,6 +216,7 @@ impl Boot<'_> {
 pub fn kernel_pmu_lines(out: &Outcome) -> Vec<String> {
     out.console
         .lines()
+        .filter(|l| !l.starts_with(e2e_proto::RESULT))
         .filter(|l| l.contains("riscv-pmu-sbi") || l.contains("SBI PMU") || l.contains("riscv-pv"))
         .map(|l| match l.find("] ") {
             Some(i) if l.starts_with('[') => l[i + 2..].to_string(),

@@ -1,8 +1,9 @@
 //! The demo's guest booted to busybox's shell on the console, with `perf`
-//! and the workloads on the PATH, and a session on it through a
+//! and the workloads on the PATH (natively, or as a KVM guest), and a session on it through a
 //! pseudo-terminal (util-linux `script`) that types commands and reads the
 //! answers as a user would (the Linux suite's shell test).
 
+use super::kvm::KvmGuest;
 use super::linux::{Boot, Guest};
 use crate::build::dt::{Chosen, NoisyNeighbour};
 use crate::build::kernel::Version;
@@ -33,6 +34,11 @@ pub struct ShellArgs {
     /// count is repeatable. Off: host speed, counts of host time.
     #[arg(long)]
     pub icount: bool,
+    /// The shell of a KVM guest (one vCPU): the same Linux booted as a
+    /// KVM host on the firmware (one hart) hands its console to the KVM
+    /// guest's QEMU.
+    #[arg(long, conflicts_with_all = ["steal"])]
+    pub kvm: bool,
 }
 
 /// The shell's prompt (e2e-init sets PS1).
@@ -60,6 +66,17 @@ pub fn boot<'a>(
         args: "rvpmu.mode=shell".into(),
         timeout: Duration::from_secs(3600),
     })
+}
+
+/// The KVM guest of `cargo xtask shell --kvm`: the guest's Linux and
+/// initramfs in the shell mode, one vCPU.
+pub fn kvm_guest(guest: &Guest) -> KvmGuest {
+    KvmGuest::linux(
+        "shell",
+        guest,
+        guest.initramfs.archive.clone(),
+        "rvpmu.mode=shell",
+    )
 }
 
 /// A session on a pseudo-terminal: what it printed, and its input.

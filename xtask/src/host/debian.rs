@@ -173,6 +173,48 @@ pub const TRIXIE_BACKPORTS: Suite = Suite {
     alias: "stable-backports",
 };
 
+/// Packages that must all come from one suite, whatever suite the rest
+/// of a request prefers: an apt preferences entry (`Pin: release
+/// n=<codename>`) with priority 995, above the 990 `-t <release>` gives
+/// its target, below the 1000 that would allow downgrades. A set of
+/// binary packages built from one source (QEMU's) is only consistent at
+/// one version, and a backports suite may carry some of them (the
+/// architecture-independent ones) at a newer version than the rest.
+#[derive(Clone, Copy, Debug)]
+pub struct Pin {
+    /// apt's package glob: a name prefix and `*` (`qemu-*`).
+    pub packages: &'static str,
+    pub suite: Suite,
+}
+
+impl Pin {
+    /// The apt preferences entry.
+    fn preferences(&self) -> String {
+        format!(
+            "Package: {}\nPin: release n={}\nPin-Priority: 995\n",
+            self.packages, self.suite.codename
+        )
+    }
+
+    /// Whether `name` is one of the pinned packages.
+    pub fn covers(&self, name: &str) -> bool {
+        match self.packages.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == self.packages,
+        }
+    }
+}
+
+/// What to ask apt for: packages (apt adds every dependency), the
+/// release preferred where it has them, and the packages pinned to a
+/// suite.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub wanted: &'a [&'a str],
+    pub release: Suite,
+    pub pins: &'a [Pin],
+}
+
 /// A private apt configuration: its own sources, lists, archives and an
 /// empty dpkg status (so dependency resolution yields every package a
 /// root file system needs, not only what the host lacks).
@@ -246,6 +288,28 @@ impl PrivateApt {
             .arg("-oDebug::NoLocking=true")
             .arg("-q");
         c
+    }
+
+    /// [`PrivateApt::apt`] with `req`'s pins as the preferences (a file
+    /// of their own, so that each request sees only its pins).
+    fn apt_for(&self, tool: &str, req: &Request) -> Result<Command> {
+        let text: String = req.pins.iter().map(Pin::preferences).collect();
+        // Named after its pins: requests with the same pins share it.
+        let name: String = req
+            .pins
+            .iter()
+            .map(|p| format!("-{}-{}", p.packages.trim_end_matches('*'), p.suite.codename))
+            .collect();
+        let path = self.dir.join(format!("etc/pins{name}.pref"));
+        std::fs::create_dir_all(self.dir.join("etc"))?;
+        // Written whole under another name, then renamed: another xtask
+        // process may be reading it.
+        let tmp = path.with_extension(format!("{}.partial", std::process::id()));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &path)?;
+        let mut c = self.apt(tool);
+        c.arg(format!("-oDir::Etc::Preferences={}", path.display()));
+        Ok(c)
     }
 
     fn write_sources(&self, uri: &str, alias: bool) -> Result<()> {
@@ -351,18 +415,20 @@ impl PrivateApt {
         Ok(())
     }
 
-    /// The packages apt would install for `wanted` on an empty system,
-    /// preferring `release` (e.g. trixie-backports) where it has them.
-    pub fn resolve(&self, wanted: &[&str], release: &Suite) -> Result<Vec<Package>> {
-        let target = self.target_name(release);
+    /// The packages apt would install for the request on an empty
+    /// system, preferring its release where it has them; every pinned
+    /// package at one version (the pin's suite holds one).
+    pub fn resolve(&self, req: &Request) -> Result<Vec<Package>> {
+        let target = self.target_name(&req.release);
         let out = self
-            .apt("apt-get")
+            .apt_for("apt-get", req)?
             .args(["-s", "install", "-t", &target])
-            .args(wanted)
+            .args(req.wanted)
             .output()?;
         if !out.status.success() {
             bail!(
-                "apt cannot resolve {wanted:?} in Debian trixie ({}): {}",
+                "apt cannot resolve {:?} in Debian trixie ({}): {}",
+                req.wanted,
                 self.arch,
                 String::from_utf8_lossy(&out.stderr).trim()
             );
@@ -370,8 +436,9 @@ impl PrivateApt {
         let mut pkgs = parse_simulation(&String::from_utf8_lossy(&out.stdout));
         pkgs.sort();
         if pkgs.is_empty() {
-            bail!("apt resolved {wanted:?} to nothing");
+            bail!("apt resolved {:?} to nothing", req.wanted);
         }
+        check_pins(&pkgs, req.pins)?;
         Ok(pkgs)
     }
 
@@ -391,12 +458,8 @@ impl PrivateApt {
 
     /// Download `pkgs` (already resolved) and return their .deb paths;
     /// apt checks each file's size and SHA256 against the index.
-    pub fn download(
-        &self,
-        wanted: &[&str],
-        release: &Suite,
-        pkgs: &[Package],
-    ) -> Result<Vec<PathBuf>> {
+    pub fn download(&self, req: &Request, pkgs: &[Package]) -> Result<Vec<PathBuf>> {
+        let wanted = req.wanted;
         let paths: Vec<PathBuf> = pkgs
             .iter()
             .map(|p| self.archives().join(p.deb_name()))
@@ -404,7 +467,7 @@ impl PrivateApt {
         if paths.iter().all(|p| p.is_file()) {
             return Ok(paths);
         }
-        let target = self.target_name(release);
+        let target = self.target_name(&req.release);
         let mut last = String::new();
         for attempt in 1..=3 {
             step(&format!(
@@ -414,7 +477,7 @@ impl PrivateApt {
                 pkgs.first().map(|p| p.name.as_str()).unwrap_or("")
             ));
             let out = self
-                .apt("apt-get")
+                .apt_for("apt-get", req)?
                 .args(["install", "-y", "--download-only", "-t", &target])
                 .args(wanted)
                 .output()?;
@@ -495,6 +558,35 @@ impl PrivateApt {
     }
 }
 
+/// Every package a pin covers at one version: the pinned set is
+/// consistent (its packages depend on each other's exact versions or
+/// ranges the other suite's versions would not meet at run time).
+fn check_pins(pkgs: &[Package], pins: &[Pin]) -> Result<()> {
+    for pin in pins {
+        let covered: Vec<&Package> = pkgs.iter().filter(|p| pin.covers(&p.name)).collect();
+        if covered.is_empty() {
+            bail!(
+                "apt resolved no package `{}` though it is pinned to {}",
+                pin.packages,
+                pin.suite.codename
+            );
+        }
+        if covered.iter().any(|p| p.version != covered[0].version) {
+            bail!(
+                "the packages `{}` pinned to {} came at different versions: {}",
+                pin.packages,
+                pin.suite.codename,
+                covered
+                    .iter()
+                    .map(|p| format!("{} {}", p.name, p.version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `Inst name (version suites [arch])` lines of `apt-get -s install`.
 fn parse_simulation(text: &str) -> Vec<Package> {
     text.lines()
@@ -554,6 +646,38 @@ mod tests {
             "Types: deb\nURIs: http://s.example\nSuites: bookworm-security\nComponents: main\n",
         );
         assert_eq!(mirror_in(&only_sec, "bookworm"), None);
+    }
+
+    #[test]
+    fn pins_cover_their_glob_and_want_one_version() {
+        let pin = Pin {
+            packages: "qemu-*",
+            suite: TRIXIE,
+        };
+        assert_eq!(
+            pin.preferences(),
+            "Package: qemu-*\nPin: release n=trixie\nPin-Priority: 995\n"
+        );
+        assert!(pin.covers("qemu-system-data") && !pin.covers("opensbi"));
+        let p = |name: &str, version: &str| Package {
+            name: name.into(),
+            version: version.into(),
+            arch: "all".into(),
+        };
+        let one = [
+            p("opensbi", "1.6-1"),
+            p("qemu-system-data", "1:10.0.13"),
+            p("qemu-system-riscv", "1:10.0.13"),
+        ];
+        assert!(check_pins(&one, &[pin]).is_ok());
+        let mixed = [
+            p("qemu-system-data", "1:11.1.2"),
+            p("qemu-system-riscv", "1:10.0.13"),
+        ];
+        let e = check_pins(&mixed, &[pin]).unwrap_err().to_string();
+        assert!(e.contains("qemu-system-data 1:11.1.2"), "{e}");
+        assert!(check_pins(&[p("opensbi", "1.6-1")], &[pin]).is_err());
+        assert!(check_pins(&mixed, &[]).is_ok());
     }
 
     #[test]

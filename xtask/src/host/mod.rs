@@ -85,7 +85,23 @@ pub fn run_captured(
     timeout: Duration,
     stop_at: Option<&str>,
 ) -> Result<Captured> {
+    run_captured_watching(cmd, timeout, stop_at, &mut |_| {})
+}
+
+/// How often [`run_captured_watching`] shows its watcher the output.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// [`run_captured`], showing `watch` the standard output so far (lossy
+/// UTF-8) about once a second while the child runs: a long run's
+/// progress lines.
+pub fn run_captured_watching(
+    cmd: &mut Command,
+    timeout: Duration,
+    stop_at: Option<&str>,
+    watch: &mut dyn FnMut(&str),
+) -> Result<Captured> {
     let start = Instant::now();
+    let mut watched = start;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -112,6 +128,11 @@ pub fn run_captured(
         let seen = stop_at.is_some_and(|s| {
             String::from_utf8_lossy(&out.lock().expect("output lock")).contains(s)
         });
+        if watched.elapsed() >= WATCH_EVERY {
+            let text = String::from_utf8_lossy(&out.lock().expect("output lock")).into_owned();
+            watch(&text);
+            watched = Instant::now();
+        }
         timed_out = !seen && start.elapsed() > timeout;
         if seen || timed_out {
             // Our own child, by handle.

@@ -24,6 +24,10 @@ const APT_MAIN: &[&str] = &[
     "xz-utils",
     "libssl-dev",
     "libelf-dev",
+    // The fixed kernels: the series of patches/linux applied, then the
+    // kernel's checkpatch.pl run on it.
+    "patch",
+    "perl",
     "uftrace",
     // hpmtrace-cli: the SVG flame graph render test.
     "chromium",

@@ -38,6 +38,9 @@ pub struct Qemu {
     pub append: Option<String>,
     /// `-no-reboot`: a reset request ends QEMU (Linux guests).
     pub no_reboot: bool,
+    /// `-accel kvm -nic none`: a KVM guest, the QEMU a KVM host runs
+    /// (with `cpu` "host"; no icount under KVM).
+    pub kvm: bool,
 }
 
 impl Qemu {
@@ -56,7 +59,20 @@ impl Qemu {
             dtb: None,
             append: None,
             no_reboot: false,
+            kvm: false,
         }
+    }
+
+    /// A KVM guest as a KVM host's QEMU runs it: virt, the host's CPU
+    /// (`-cpu host`: its extensions, its PMU through KVM's SBI), `smp`
+    /// vCPUs, `memory` of RAM, nothing to boot yet.
+    pub fn kvm_guest(smp: u32, memory: &str) -> Qemu {
+        let mut q = Qemu::virt(smp);
+        q.cpu = "host".into();
+        q.memory = memory.into();
+        q.icount = false;
+        q.kvm = true;
+        q
     }
 
     /// The hypervisor's machine ([`HV_CPU`], one hart) with `memory` of
@@ -65,6 +81,15 @@ impl Qemu {
         let mut q = Qemu::virt(1);
         q.cpu = HV_CPU.into();
         q.memory = memory.into();
+        q
+    }
+
+    /// A KVM host's machine ([`KVM_HOST_CPU`], [`KVM_HOST_MEMORY`]) with
+    /// `smp` harts, nothing to boot yet.
+    pub fn kvm_host(smp: u32) -> Qemu {
+        let mut q = Qemu::virt(smp);
+        q.cpu = KVM_HOST_CPU.into();
+        q.memory = KVM_HOST_MEMORY.into();
         q
     }
 
@@ -93,9 +118,27 @@ impl Qemu {
     /// The whole command: the machine, the console on stdio, what boots.
     pub fn command(&self) -> Command {
         let mut c = Command::new(QEMU);
-        c.args(self.machine_args()).arg("-nographic");
+        c.args(self.args());
+        c
+    }
+
+    /// [`Qemu::command`] as an argv, program first (a command a guest
+    /// runs: its paths are the guest's).
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(QEMU.to_string())
+            .chain(self.args())
+            .collect()
+    }
+
+    /// The arguments of [`Qemu::command`].
+    fn args(&self) -> Vec<String> {
+        let mut v = self.machine_args();
+        if self.kvm {
+            v.extend(["-accel", "kvm", "-nic", "none"].map(String::from));
+        }
+        v.push("-nographic".into());
         if self.no_reboot {
-            c.arg("-no-reboot");
+            v.push("-no-reboot".into());
         }
         let files = [
             ("-bios", &self.bios),
@@ -105,13 +148,15 @@ impl Qemu {
         ];
         for (opt, path) in files {
             if let Some(p) = path {
-                c.arg(opt).arg(p);
+                v.push(opt.into());
+                v.push(p.display().to_string());
             }
         }
         if let Some(a) = &self.append {
-            c.arg("-append").arg(a);
+            v.push("-append".into());
+            v.push(a.clone());
         }
-        c
+        v
     }
 
     /// Write the DT QEMU generates for this machine to `out`
@@ -196,7 +241,8 @@ impl Firmware {
 
 /// The machine Linux guests boot on: everything that shapes the guest and
 /// its DT. One place, so the DT dumped for `-dtb` matches the machine
-/// booted.
+/// booted. A KVM host's harts and icount are given the same way (its
+/// CPU and RAM are [`Qemu::kvm_host`]'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     pub smp: u32,
@@ -237,6 +283,24 @@ pub const HV_MEMORY: &str = "512M";
 /// after the bundle; with more than 1 GiB QEMU puts the host DTB below
 /// 3 GiB, and the window goes after it.
 pub const HV_MEMORY_LINUX: &str = "2G";
+
+/// A KVM host's CPU: the hypervisor's ([`HV_CPU`]: H for KVM, Ssaia for
+/// a KVM guest's counter overflow interrupt) and Smcntrpmf, so that a
+/// mode-filtered cycles or instructions event (the KVM host's perf
+/// `:G`/`:H`, a KVM guest's counter) can go on the fixed counter: QEMU
+/// counts an event id on one HPM counter at a time.
+pub const KVM_HOST_CPU: &str = "rv64,h=true,sscofpmf=true,sstc=true,ssaia=true,smcntrpmf=true";
+
+/// A KVM host's RAM (Linux on the hypervisor machine, [`HV_CPU`]): its
+/// initramfs holds the KVM host userland and its KVM guests' kernel and
+/// initramfs, unpacked into RAM, and a KVM guest's RAM and QEMU come on
+/// top.
+pub const KVM_HOST_MEMORY: &str = "2G";
+
+/// A KVM guest's RAM inside the KVM host: the guest userland unpacks
+/// into it, and with 256 MiB QEMU finds no room for the DTB after the
+/// kernel and the initramfs.
+pub const KVM_GUEST_MEMORY: &str = "512M";
 
 /// Host RAM for two Linux guests: two 1 GiB windows and the bundle
 /// (150 MB) fit below 4 GiB with the firmware, the hypervisor and the
@@ -291,6 +355,36 @@ mod tests {
             !a.contains(&"-icount".to_string())
                 && !a.contains(&"-seed".to_string())
                 && a.contains(&"-no-reboot".to_string())
+        );
+    }
+
+    #[test]
+    fn kvm_guest_argv() {
+        let mut q = Qemu::kvm_guest(1, KVM_GUEST_MEMORY);
+        q.kernel = Some("/rvpmu/kvm/Image".into());
+        q.append = Some("console=ttyS0 rvpmu.mode=plan".into());
+        assert_eq!(
+            q.argv(),
+            [
+                QEMU,
+                "-machine",
+                "virt",
+                "-cpu",
+                "host",
+                "-smp",
+                "1",
+                "-m",
+                "512M",
+                "-accel",
+                "kvm",
+                "-nic",
+                "none",
+                "-nographic",
+                "-kernel",
+                "/rvpmu/kvm/Image",
+                "-append",
+                "console=ttyS0 rvpmu.mode=plan"
+            ]
         );
     }
 }

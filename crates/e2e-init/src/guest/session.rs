@@ -32,8 +32,12 @@ fn setup_env() -> Result<(), String> {
     // Debian's busybox-static package ships only /usr/bin/busybox; the
     // applet links (sh, taskset, ...) are what `--install -s` makes, once
     // per boot (the initramfs is in RAM). xtask cannot make them: the
-    // applet list lives in the riscv64 binary.
-    if std::fs::symlink_metadata("/bin/sh").is_err() {
+    // applet list lives in the riscv64 binary. An initramfs of our own
+    // files alone (no Debian userland) has no busybox: its plans run our
+    // programs only.
+    if std::fs::symlink_metadata("/bin/sh").is_err()
+        && std::fs::symlink_metadata("/bin/busybox").is_ok()
+    {
         let st = Command::new("/bin/busybox")
             .args(["--install", "-s"])
             .status()
@@ -150,7 +154,10 @@ fn console_device() -> String {
 
 /// `rvpmu.mode=shell`: busybox's `/bin/sh` on the console as the leader of
 /// a new session with the console as its controlling terminal, so Ctrl-C,
-/// Ctrl-Z and job control work. We start the session ourselves (setsid +
+/// Ctrl-Z and job control work. When the initramfs has
+/// [`plan::SHELL_SCRIPT`], the shell runs that script instead of reading
+/// commands (a KVM host execs its KVM guest's QEMU there, which then owns
+/// the console), and no banner is printed. We start the session ourselves (setsid +
 /// TIOCSCTTY in the child, see [`spawn_session_leader`]) rather than
 /// through `busybox setsid -c` or `cttyhack`: it needs no applet and we
 /// know exactly which terminal the shell gets. Returns when the shell
@@ -191,11 +198,21 @@ pub fn shell() -> Result<(), String> {
         .write(true)
         .open(&dev)
         .map_err(|e| format!("open {dev}: {e}"))?;
-    println!("{BANNER}");
-    println!("rvpmu /init: starting /bin/sh on {dev}");
+    let script = std::path::Path::new(plan::SHELL_SCRIPT).is_file();
+    let argv: &[&str] = if script {
+        println!(
+            "rvpmu /init: running {} with /bin/sh on {dev}",
+            plan::SHELL_SCRIPT
+        );
+        &["sh", plan::SHELL_SCRIPT]
+    } else {
+        println!("{BANNER}");
+        println!("rvpmu /init: starting /bin/sh on {dev}");
+        &["sh"]
+    };
     let _ = std::io::stdout().flush();
 
-    let shell_pid = spawn_session_leader(&tty, "/bin/sh", &["sh"])
+    let shell_pid = spawn_session_leader(&tty, "/bin/sh", argv)
         .map_err(|e| format!("cannot start /bin/sh: {e}"))?;
     drop(tty);
 

@@ -384,6 +384,13 @@ mod guest {
         ret("snapshot not page-aligned", r, RET_ERR_INVALID_PARAM, None);
         let r = sbi().pmu_snapshot_set_shmem(Some((ram.1 - 4096) as u64));
         ret("snapshot in the last guest page", r, RET_SUCCESS, None);
+        let r = sbi().pmu_snapshot_set_shmem(Some(ram.1 as u64));
+        ret(
+            "snapshot just past guest RAM",
+            r,
+            RET_ERR_INVALID_ADDRESS,
+            None,
+        );
         let r = sbi().pmu_snapshot_set_shmem(Some(page as u64));
         ret("snapshot in guest RAM", r, RET_SUCCESS, None);
         let r = sbi().pmu_counter_start(HPM_BASE, 1, Start::empty(), 0);
@@ -435,6 +442,35 @@ mod guest {
         );
         let r = sbi().pmu_event_get_info(info as u64 + 8, 1);
         ret("event_get_info misaligned", r, RET_ERR_INVALID_PARAM, None);
+        // The last entry of guest RAM (in the page the snapshot had above,
+        // past the DTB), and an array of two running past it: refused
+        // whole, the entry inside not written.
+        let last = (ram.1 - 16) as *mut [u32; 4];
+        // SAFETY: guest RAM that nothing else of vs-check's uses.
+        unsafe { core::ptr::write_volatile(last, [instructions as u32, 7, 0, 0]) };
+        let r = sbi().pmu_event_get_info(last as u64, 2);
+        ret(
+            "event_get_info running past guest RAM",
+            r,
+            RET_ERR_INVALID_ADDRESS,
+            None,
+        );
+        // SAFETY: as above.
+        let out = unsafe { core::ptr::read_volatile(last) }[1];
+        check(
+            "event_get_info running past guest RAM wrote nothing",
+            out == 7,
+            format_args!("output {out}"),
+        );
+        let r = sbi().pmu_event_get_info(last as u64, 1);
+        ret("event_get_info in the last 16 bytes", r, RET_SUCCESS, None);
+        // SAFETY: as above.
+        let out = unsafe { core::ptr::read_volatile(last) }[1];
+        check(
+            "event_get_info in the last 16 bytes: instructions supported",
+            out == 1,
+            format_args!("output {out}"),
+        );
 
         // A firmware counter: SET_TIMER, read with fw_read.
         let r = sbi().pmu_counter_config_matching(

@@ -3,7 +3,7 @@
 //! kernel bugs by their console signatures.
 
 use crate::build::dt::Chosen;
-use crate::build::kernel::Version;
+use crate::build::kernel::{Release, Version};
 use crate::guest::linux::{kernel_command_line, Guest, Outcome};
 use crate::qemu::Firmware;
 use crate::suite::{print_check, Verdict};
@@ -32,9 +32,9 @@ pub(super) fn snapshot_not_reregistered(kernel: Version) -> KnownBug {
     KnownBug {
         after: "CPU1: off",
         prefix: "riscv-pmu-sbi: Stopping counter idx ",
-        suffix: match kernel {
-            Version::V6_12 => " failed with error -524",
-            Version::V7_2 => " failed with error -12",
+        suffix: match kernel.release {
+            Release::V6_12 => " failed with error -524",
+            Release::V7_2 => " failed with error -12",
         },
         what: "known Linux bug (snapshot not re-registered after CPU online; 6.12 and 7.2); firmware answers NO_SHMEM per spec",
     }

@@ -6,11 +6,19 @@
 //!
 //! This file holds the perf_event_open scenarios and the run over kernels
 //! and firmwares; `harness` the check lines, clean-boot rules and known
-//! kernel bugs; `perf` the checks driven by Debian's perf tool; `steal` the
-//! steal-time checks; `tables` the side-by-side tables; `shell` the
-//! scripted session at the guest's shell.
+//! kernel bugs; `perf` the checks driven by Debian's perf tool; `patches`
+//! the proofs of the Linux patch series (the only checks the `fixed`
+//! kernels run); `kvm` the same kernel as a KVM host and guest (7.2);
+//! `kvmguests` sampling and steal time where KVM decides (7.2 and
+//! 7.2-fixed KVM guests in one nested boot); `steal` the steal-time
+//! checks; `tables` the side-by-side tables;
+//! `shell` the scripted sessions at the guest's shell (natively and in a
+//! KVM guest).
 
 mod harness;
+mod kvm;
+mod kvmguests;
+mod patches;
 mod perf;
 mod shell;
 mod steal;
@@ -21,6 +29,7 @@ use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::build::firmware;
 use crate::build::kernel::Version;
+use crate::guest::kvm::KvmHost;
 use crate::guest::linux::{Guest, Outcome};
 use crate::host::step;
 use crate::qemu::Firmware;
@@ -588,6 +597,22 @@ fn run_all(kernels: &[Version]) -> Result<()> {
     let mut cells = Vec::new();
     let mut perf_kept = Vec::new();
     for &kernel in kernels {
+        if kernel.fixed {
+            // The patch series' proofs only (docs/linux-patches.md): the
+            // rest of the suite is the unfixed kernel's.
+            let Some(fw) = &ours else { continue };
+            let guest = Guest::build(kernel)?;
+            let before = (report.passed, report.failed.len(), report.lacks.len());
+            patches::proofs(&guest, fw, &mut report);
+            cells.push((
+                kernel,
+                fw.name.clone(),
+                report.passed - before.0,
+                report.failed.len() - before.1,
+                report.lacks.len() - before.2,
+            ));
+            continue;
+        }
         let guest = Guest::build(kernel)?;
         let elf = &guest.initramfs.init_elf;
         let d = Derived {
@@ -599,12 +624,32 @@ fn run_all(kernels: &[Version]) -> Result<()> {
             d.alu, d.walk
         ));
         let mut kept = Vec::new();
+        // The KVM checks on the default kernel only (a nested boot per
+        // firmware is the slowest boot of the suite).
+        let kvm_host = if kernel == Version::V7_2 {
+            Some(KvmHost::build(kernel)?)
+        } else {
+            None
+        };
+        // The KVM sampling checks compare 7.2 with 7.2-fixed in one
+        // nested boot when the run includes the fixed kernel.
+        let kvm_fixed = if kvm_host.is_some() && kernels.contains(&Version::V7_2_FIXED) {
+            Some(Guest::build(Version::V7_2_FIXED)?)
+        } else {
+            None
+        };
         for fw in ours.iter().chain([&peer]) {
             let before = (report.passed, report.failed.len(), report.lacks.len());
             let k = suite(&guest, &d, fw, &mut report);
             let p = perf::suite(&guest, fw, &mut report);
             if ours.as_ref().is_some_and(|o| std::ptr::eq(o, fw)) {
-                perf::restart_bug(&guest, fw, &mut report);
+                patches::proofs(&guest, fw, &mut report);
+            }
+            if let Some(host) = &kvm_host {
+                kvm::suite(&guest, host, fw, p.exact, &mut report);
+                if ours.as_ref().is_some_and(|o| std::ptr::eq(o, fw)) {
+                    kvmguests::suite(&guest, kvm_fixed.as_ref(), host, fw, &mut report);
+                }
             }
             cells.push((
                 kernel,
@@ -626,6 +671,18 @@ fn run_all(kernels: &[Version]) -> Result<()> {
                     .failed
                     .push(format!("[{} shell] {e:#}", kernel.name())),
             }
+            if let Some(host) = &kvm_host {
+                match shell::test_kvm(&guest, host, fw, d.alu) {
+                    Ok(0) => report.passed += 1,
+                    Ok(n) => report.failed.push(format!(
+                        "[{} shell --kvm] {n} check(s) failed",
+                        kernel.name()
+                    )),
+                    Err(e) => report
+                        .failed
+                        .push(format!("[{} shell --kvm] {e:#}", kernel.name())),
+                }
+            }
         }
         let none = Kept::default();
         let (ours_kept, peer_kept) = match kept.as_slice() {
@@ -635,7 +692,9 @@ fn run_all(kernels: &[Version]) -> Result<()> {
         };
         print_kernel_tables(kernel, ours_kept, peer_kept);
     }
-    perf::print_tables(&perf_kept);
+    if !perf_kept.is_empty() {
+        perf::print_tables(&perf_kept);
+    }
     for (label, ok) in perf::compare_kernels(&perf_kept) {
         if ok {
             report.passed += 1;
@@ -669,10 +728,41 @@ fn run_all(kernels: &[Version]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     /// The whole Linux e2e suite on its own (minutes; needs QEMU and the
-    /// kernel): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
+    /// kernels): `cargo test -p xtask linux_e2e -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn linux_e2e() {
-        super::test(&super::Version::ALL).unwrap();
+        super::test(&super::Version::TESTED).unwrap();
+    }
+
+    /// The KVM checks alone on Linux 7.2, both firmwares, each after a
+    /// native boot of the commands whose counts they compare with:
+    /// `cargo test -p xtask kvm_e2e -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn kvm_e2e() {
+        use super::*;
+        let guest = Guest::build(Version::V7_2).unwrap();
+        let host = KvmHost::build(Version::V7_2).unwrap();
+        let mut report = Report {
+            passed: 0,
+            failed: Vec::new(),
+            lacks: Vec::new(),
+        };
+        let ours = firmware::ours("rvpmu-fw").unwrap();
+        for fw in [&ours, &Firmware::opensbi()] {
+            let native = perf::native_user_counts(&guest, fw);
+            kvm::suite(&guest, &host, fw, native, &mut report);
+        }
+        let alu = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_alu_loop").unwrap();
+        let shell_failed = shell::test_kvm(&guest, &host, &ours, alu).unwrap();
+        println!(
+            "{} passed, {} failed: {:?}, lacks {:?}",
+            report.passed,
+            report.failed.len(),
+            report.failed,
+            report.lacks
+        );
+        assert!(report.failed.is_empty() && shell_failed == 0);
     }
 }

@@ -19,6 +19,7 @@
 use super::{Report, Suite, Version};
 use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
+use crate::build::kernel::Release;
 use crate::guest::demo::{fw_event, HOT_N, RECORD_PERIOD};
 use crate::guest::linux::{Guest, Outcome};
 use crate::guest::perftool::{
@@ -29,7 +30,7 @@ use e2e_proto::plan::MODE as PLAN_MODE;
 use std::collections::BTreeSet;
 
 /// `alu` iterations for the exact counts (2 instructions each).
-const ALU_N: u64 = 10_000_000;
+pub(super) const ALU_N: u64 = 10_000_000;
 /// `alu` iterations under multiplexing: 2.5 G instructions (2.5 s of
 /// guest time), so each of the 20 events is on a counter for about 250 ms
 /// and the process's start-up (a few ms in the kernel, counted in
@@ -104,24 +105,24 @@ pub struct Kept {
     pub repro: [Option<(u64, u64)>; 3],
 }
 
-fn results(out: &Outcome) -> Vec<CmdResult> {
+pub(super) fn results(out: &Outcome) -> Vec<CmdResult> {
     out.scenario("cmd")
         .into_iter()
         .map(CmdResult::from_json)
         .collect()
 }
 
-fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
+pub(super) fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
     r.iter().find(|c| c.name == name)
 }
 
-fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
+pub(super) fn stat(r: &[CmdResult], name: &str) -> Vec<StatLine> {
     find(r, name)
         .map(|c| parse_stat_csv(&c.stderr))
         .unwrap_or_default()
 }
 
-fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
+pub(super) fn value(r: &[CmdResult], name: &str, event: &str) -> Option<u64> {
     stat(r, name).into_iter().find(|l| l.event == event)?.value
 }
 
@@ -340,7 +341,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         // config_matching; a failing call is logged ("pmu_sbi_check_event_info
         // failed", a complaint of the boot check). Which events it found
         // is compared with 6.12's probing after both kernels ran.
-        if guest.version == Version::V7_2 {
+        if guest.version.release == Release::V7_2 {
             let v3 = out.console.contains("SBI specification v3.0 detected");
             let failed = out.console.contains("pmu_sbi_check_event_info failed");
             s.check(&format!("{label}: Linux 7.2 learns the standard events through event_get_info (SBI 3.0)"),
@@ -514,64 +515,23 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     kept
 }
 
+/// The `user` and `base` commands of [`suite`] alone, natively: their
+/// `instructions:u` (for the KVM checks run on their own).
+#[cfg(test)]
+pub(super) fn native_user_counts(guest: &Guest, fw: &Firmware) -> Option<(u64, u64)> {
+    let mut p = Plan::exact();
+    let user = "perf stat -x, -e instructions:u,cycles:u -- rvpmu-work alu";
+    p.cmd("user", &format!("{user} {ALU_N}"));
+    p.cmd("base", &format!("{user} {}", 2 * ALU_N));
+    let out = guest.run_plan(fw, 1, Chosen::NONE, &p.text(), 300).ok()?;
+    let r = results(&out);
+    value(&r, "user", "instructions:u").zip(value(&r, "base", "instructions:u"))
+}
+
 fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Option<Outcome> {
     const TIMEOUT_S: u64 = 600;
     let booted = guest.run_plan(s.fw, smp, Chosen::NONE, &plan.text(), TIMEOUT_S);
     s.judge_boot(label, Chosen::NONE, None, PLAN_MODE, TIMEOUT_S, booted)
-}
-
-/// Linux's snapshot restart bug, shown on rvpmu-fw with its alias window
-/// off (`/chosen/rvpmu,pmu-alias-window = <0>`), as on any firmware that
-/// checks counter sets strictly: after an overflow,
-/// `pmu_sbi_start_ovf_ctrs_snapshot` (drivers/perf/riscv_pmu_sbi.c)
-/// restarts the counters with counter_idx_base `idx * BITS_PER_LONG`,
-/// where `idx` is left at 64 by the loop before it. Base 4096 is past
-/// every counter, so the firmware answers INVALID_PARAM (SBI spec: a set
-/// naming no valid counter), the kernel ignores the answer, and the
-/// counter stays stopped until something else restarts it: a single
-/// busy task samples only a few times where the construction says 160.
-/// The check passes while the bug is there (it is the reproducer).
-pub fn restart_bug(guest: &Guest, fw: &Firmware, report: &mut Report) {
-    const TIMEOUT_S: u64 = 300;
-    let mut s = Suite {
-        kernel: guest.version,
-        fw,
-        report,
-    };
-    let chosen = Chosen {
-        pmu_alias_window: Some(false),
-        ..Chosen::NONE
-    };
-    let label = "sampling with snapshot, alias window off";
-    let mut p = Plan::exact();
-    p.cmd("record", &format!("perf record -e cycles:u -c {RECORD_PERIOD} -o /root/perf.data -- rvpmu-work hot {HOT_N}"));
-    let booted = guest.run_plan(fw, 1, chosen, &p.text(), TIMEOUT_S);
-    let Some(out) = s.judge_boot(label, chosen, None, PLAN_MODE, TIMEOUT_S, booted) else {
-        return;
-    };
-    let Ok(hot) = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_hot_a") else {
-        s.check(
-            label,
-            false,
-            false,
-            "rvpmu_hot_a's loop",
-            "not found in /init",
-            None,
-        );
-        return;
-    };
-    let r = results(&out);
-    let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
-    let periods = 4 * HOT_N * hot / RECORD_PERIOD;
-    let snapshot = out.console.contains("SBI PMU snapshot detected");
-    s.check(
-        &format!("{label}: the Linux restart bug stops sampling after an overflow (known Linux bug, 6.12 and 7.2)"),
-        snapshot && rec.is_some_and(|n| n < periods / 2),
-        false,
-        &format!("snapshot in use, fewer than half of the loop's {periods} periods sampled (the restart at base 4096 is refused)"),
-        &format!("snapshot {}, record {rec:?}", if snapshot { "detected" } else { "not offered" }),
-        Some(&out),
-    );
 }
 
 /// For each firmware, the events perf finds supported must be the same on

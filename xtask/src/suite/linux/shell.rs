@@ -1,10 +1,12 @@
-//! The shell test: a scripted session on a pseudo-terminal drives the
-//! guest's busybox shell as a user would.
+//! The shell tests: a scripted session on a pseudo-terminal drives the
+//! guest's busybox shell as a user would, natively and in a KVM guest.
 
+use crate::guest::kvm::KvmHost;
 use crate::guest::linux::Guest;
-use crate::guest::shell::{boot, Session, ShellArgs, PROMPT};
+use crate::guest::shell::{boot, kvm_guest, Session, ShellArgs, PROMPT};
 use crate::host::step;
 use crate::qemu::Firmware;
+use crate::qemu::Machine;
 use crate::suite::{print_check, Verdict};
 use anyhow::Result;
 use std::time::Duration;
@@ -23,13 +25,48 @@ pub fn test(guest: &Guest, fw: &Firmware, alu_insns: u64) -> Result<u32> {
         smp: 2,
         steal: 0,
         icount: true,
+        kvm: false,
     };
     let b = boot(guest, fw, &a, &guest.initramfs.archive)?;
-    let mut s = Session::start(&b.command()?)?;
+    let s = Session::start(&b.command()?)?;
+    session(
+        s,
+        &format!("{} shell", guest.version.name()),
+        alu_insns,
+        None,
+    )
+}
+
+/// `cargo xtask shell --kvm`'s session, scripted the same way: the KVM
+/// guest's prompt on the terminal, its perf and tools, its SBI KVM's, and
+/// `poweroff` ending both QEMUs. Returns the number of failed checks.
+pub fn test_kvm(guest: &Guest, host: &KvmHost, fw: &Firmware, alu_insns: u64) -> Result<u32> {
+    step(&format!(
+        "shell --kvm: a scripted session on a pseudo-terminal ({} KVM host on {}, icount)",
+        guest.version, fw.name
+    ));
+    let machine = Machine {
+        smp: 1,
+        icount: true,
+    };
+    let cmd = host.shell_command(fw, machine, &kvm_guest(guest))?;
+    let s = Session::start(&cmd)?;
+    session(
+        s,
+        &format!("{} shell --kvm", guest.version.name()),
+        alu_insns,
+        Some("SBI implementation ID=0x3 "),
+    )
+}
+
+/// The scripted session on `s`, checks labelled `[label]`; `kvm`: the
+/// kernel line that says the shell is in a KVM guest (one vCPU), else
+/// the native guest's two harts are checked.
+fn session(mut s: Session, label: &str, alu_insns: u64, kvm: Option<&str>) -> Result<u32> {
     let mut failed = 0;
     let mut check = |name: &str, ok: bool, want: &str, got: &str| {
         print_check(
-            &format!("[{} shell] {name}", guest.version.name()),
+            &format!("[{label}] {name}"),
             if ok {
                 Verdict::Pass
             } else {
@@ -93,10 +130,11 @@ pub fn test(guest: &Guest, fw: &Firmware, alu_insns: u64) -> Result<u32> {
     let got = s
         .expect("done=", Duration::from_secs(60))
         .unwrap_or_else(|e| format!("{e:#}"));
+    let cpus = if kvm.is_some() { "1" } else { "2" };
     check(
         "busybox tools answer (grep /proc/cpuinfo)",
-        got.lines().any(|l| l.trim() == "2"),
-        "a line `2` (-smp 2)",
+        got.lines().any(|l| l.trim() == cpus),
+        &format!("a line `{cpus}` ({cpus} CPU(s))"),
         &format!(
             "lines {:?}",
             got.lines()
@@ -105,10 +143,35 @@ pub fn test(guest: &Guest, fw: &Firmware, alu_insns: u64) -> Result<u32> {
                 .collect::<Vec<_>>()
         ),
     );
+    if let Some(line) = kvm {
+        // Quoted apart in the typed line, whole only in the answer.
+        s.type_line(&format!(
+            "echo s''bi=$(dmesg | grep -c '{line}'); echo do''ne=$?"
+        ))?;
+        let got = s
+            .expect("done=", Duration::from_secs(60))
+            .unwrap_or_else(|e| format!("{e:#}"));
+        check(
+            "the shell runs in the KVM guest (its kernel found KVM's SBI)",
+            got.lines().any(|l| l.trim() == "sbi=1"),
+            &format!("`sbi=1`: one \"{line}\" line in dmesg"),
+            &format!(
+                "lines {:?}",
+                got.lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with("sbi="))
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
     s.type_line("poweroff")?;
     let exited = s.wait_exit(Duration::from_secs(120))?;
     check(
-        "`poweroff` ends QEMU",
+        if kvm.is_some() {
+            "`poweroff` ends the KVM guest's QEMU, then the KVM host's"
+        } else {
+            "`poweroff` ends QEMU"
+        },
         exited,
         "QEMU exits",
         if exited {
