@@ -58,8 +58,6 @@ pub struct Replay {
     enc: Encoder,
     /// Record position of the timestamp counter, if the header has one.
     ts_pos: Option<usize>,
-    /// Counters per record, timestamp included.
-    n: usize,
     /// Words per sample.
     words: usize,
 }
@@ -75,7 +73,6 @@ impl Replay {
         Replay {
             enc,
             ts_pos,
-            n,
             words: sample_words(values),
         }
     }
@@ -132,7 +129,7 @@ impl Replay {
         {
             let s = self.enc.shape();
             let delta = s.count_type == crate::format::CountType::Delta;
-            match (delta, self.n, self.ts_pos, s.tail_from) {
+            match (delta, s.n, self.ts_pos, s.tail_from) {
                 (true, n @ 1..=8, Some(0), 1) => return self.replay_fixed::<S, 0>(n, sink, words),
                 (true, n @ 2..=8, Some(1), 2) => return self.replay_fixed::<S, 1>(n, sink, words),
                 _ => {}
