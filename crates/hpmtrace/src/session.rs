@@ -79,7 +79,6 @@ impl SessionBuilder {
         self.cfg.encoder_thread = on;
         self
     }
-
     /// Most threads traced at once (default 1).
     pub fn max_threads(mut self, n: u32) -> Self {
         self.cfg.max_threads = n;
