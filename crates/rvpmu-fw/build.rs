@@ -1,7 +1,6 @@
-//! Links the bare-metal binaries with their linker scripts
-//! (`rvpmu_rt::link`; only for a `none` target, the host build is a stub):
-//! the firmware where QEMU's `-bios` goes, with its per-hart stacks after
-//! `.bss`; sbi-check where QEMU's `-kernel` goes.
+//! Links the firmware with its linker script (`rvpmu_rt::link`; only for a
+//! `none` target, the host build is a stub): where QEMU's `-bios` goes,
+//! with its per-hart stacks after `.bss`.
 use rvpmu_rt::link::{link, Image};
 
 include!("src/stacks.rs");
@@ -23,20 +22,12 @@ fn stacks() -> String {
 
 fn main() {
     link(
-        &[
-            Image {
-                bin: "rvpmu-fw",
-                origin: 0x8000_0000,
-                bss_align: 16,
-                extra: &stacks(),
-            },
-            Image {
-                bin: "sbi-check",
-                origin: 0x8020_0000,
-                bss_align: 16,
-                extra: "",
-            },
-        ],
+        &[Image {
+            bin: "rvpmu-fw",
+            origin: 0x8000_0000,
+            bss_align: 16,
+            extra: &stacks(),
+        }],
         &["src/stacks.rs"],
     );
 }

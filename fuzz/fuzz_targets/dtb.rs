@@ -1,5 +1,5 @@
 //! Fuzz the DTB reader over whole blobs: arbitrary bytes through
-//! `rvpmu::dtb::open` and then every lookup the firmware's platform parse,
+//! `rvpmu_dtb::open` and then every lookup the firmware's platform parse,
 //! the S-mode kernels and the engine's `riscv,pmu` binding make. No input
 //! may panic: a blob is refused with an error that points inside it, or it
 //! opens, has no NOP token left, opens again without a write, and every
@@ -16,7 +16,7 @@ use rvpmu::dt::{platform_quirk_of, EventMap, PmuProps};
 
 fuzz_target!(|data: &[u8]| {
     let mut blob = data.to_vec();
-    let fdt = match rvpmu::dtb::open(&mut blob) {
+    let fdt = match rvpmu_dtb::open(&mut blob) {
         Ok(f) => f,
         Err(e) => {
             assert!(e.offset <= data.len(), "{e} outside {} bytes", data.len());
@@ -64,6 +64,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = EventMap::from_fdt(&fdt);
     // Opened means normalised: a second open removes nothing.
     let again = blob.clone();
-    assert_eq!(rvpmu::dtb::normalise(&mut blob), Ok(0));
+    assert_eq!(rvpmu_dtb::normalise(&mut blob), Ok(0));
     assert_eq!(blob, again);
 });

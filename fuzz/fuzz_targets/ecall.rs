@@ -97,8 +97,8 @@ fn mode(b: u8) -> Mode {
     [Mode::U, Mode::S, Mode::M, Mode::VS, Mode::VU][b as usize % 5]
 }
 
-fn check_writes(pmu: &Pmu<SimHart, BufMemory>, from: usize, fid: usize, a: &[u64; 6], err: usize, area: Option<u64>) {
-    for &(x, n) in &pmu.mem().writes[from..] {
+fn check_writes(mem: &BufMemory, from: usize, fid: usize, a: &[u64; 6], err: usize, area: Option<u64>) {
+    for &(x, n) in &mem.writes[from..] {
         let n = n as u64;
         let inside = |b: u64, len: u64| x >= b && x.checked_add(n).is_some_and(|e| e <= b.saturating_add(len));
         let ok = match fid {
@@ -139,7 +139,8 @@ fn run(u: &mut Unstructured) -> Result<()> {
         alias_window: f & 16 != 0,
     };
     let hart = SimHart::new(present, width, f & 1 != 0, f & 2 != 0);
-    let mut pmu = Pmu::new(cfg, hart, BufMemory::virt(), present & !2);
+    let mut pmu = Pmu::new(cfg, hart);
+    let mut mem = BufMemory::virt();
 
     while !u.is_empty() {
         let op = u.arbitrary::<u8>()?;
@@ -154,9 +155,9 @@ fn run(u: &mut Unstructured) -> Result<()> {
                     *x = arg(u)?;
                 }
                 let area = pmu.snapshot_area();
-                let n = pmu.mem().writes.len();
-                let r = ecall::pmu(&mut pmu, fid, a.map(|x| x as usize));
-                check_writes(&pmu, n, fid, &a, r.error, area);
+                let n = mem.writes.len();
+                let r = ecall::pmu(&mut pmu, &mut mem, fid, a.map(|x| x as usize));
+                check_writes(&mem, n, fid, &a, r.error, area);
             }
             10 => {
                 let e = FwEvent::from_code(u.arbitrary::<u8>()? as u16 % 22).unwrap();
@@ -176,11 +177,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 let at = arg(u)?;
                 let v = u.arbitrary::<u64>()?;
                 if at >= BUF_BASE && at.checked_add(8).is_some_and(|e| e <= RAM_HI) {
-                    pmu.mem_mut().poke(at, &v.to_le_bytes());
+                    mem.poke(at, &v.to_le_bytes());
                 }
             }
         }
-        assert_eq!(pmu.mem().faults.get(), 0, "access outside the supervisor's memory");
+        assert_eq!(mem.faults.get(), 0, "access outside the supervisor's memory");
         assert_eq!(pmu.hw().absent_accesses, 0, "access to an absent counter");
         let configured = pmu.allocated_mask() | 0b101;
         assert_eq!(

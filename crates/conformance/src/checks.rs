@@ -587,7 +587,7 @@ fn supported_or_not(p: &Pmu, r: Ret, kind: Kind) -> Verdict {
 }
 
 fn events(s: &mut Suite<'_>, p: &Pmu) {
-    for g in rvpmu::event::General::ALL {
+    for g in rvpmu_sbi::event::General::ALL {
         let (code, name) = (g as usize, g.name());
         let id = text!("pmu.event.general.{code}");
         let what =
@@ -678,7 +678,7 @@ fn events(s: &mut Suite<'_>, p: &Pmu) {
             Verdict::new(ok, text!("SBI < 3.0: SUCCESS on a hardware counter, INVALID_PARAM or NOT_SUPPORTED"), text!("{r}"))
         }
     });
-    for (code, (_, name)) in rvpmu::event::FW_EVENTS.iter().enumerate() {
+    for (code, (_, name)) in rvpmu_sbi::event::FW_EVENTS.iter().enumerate() {
         let id = text!("pmu.event.fw.{code}");
         let what = text!("Table 6 SBI_PMU_FW_{name} (type 15 code {code})");
         s.check(id.as_str(), what.as_str(), || {

@@ -116,7 +116,7 @@ mod kernel {
         println!("BOOT hart={hartid} instret={boot_instret}");
         // SAFETY: the firmware passes the DTB address in a1, in RAM this
         // kernel may write (`open_at` removes NOP tokens in place).
-        let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+        let fdt = match unsafe { rvpmu_dtb::open_at(dtb as *mut u8) } {
             Ok(f) => f,
             Err(e) => {
                 println!("FATAL cannot parse the device tree at {dtb:#x}: {e}");

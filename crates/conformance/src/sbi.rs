@@ -1,13 +1,13 @@
 //! The checks' view of SBI: every call goes through the one S-mode client,
-//! `rvpmu::supervisor` (which holds the `ecall` instruction), with the
-//! numbers from `sbi-spec` and the firmware events from `rvpmu::event`.
+//! `rvpmu_sbi::client` (which holds the `ecall` instruction), with the
+//! numbers from `sbi-spec` and the firmware events from `rvpmu_sbi::event`.
 //! Calls whose flags or addresses the checks vary on purpose (undefined
 //! bits, reserved values) go through the client's raw `ecall`; the others
 //! are its typed calls. Nothing here interprets answers: the checks do that.
 
 use core::fmt;
-use rvpmu::ecall::SbiRet;
-use rvpmu::supervisor::{self as client, sbi};
+use rvpmu_sbi::client::{self as client, sbi};
+use rvpmu_sbi::SbiRet;
 
 /// Extension ids (`sbi-spec`).
 pub mod eid {
@@ -21,9 +21,9 @@ pub mod eid {
     pub use sbi_spec::time::EID_TIME as TIME;
 }
 
-/// PMU function ids, flags (`sbi-spec`) and event indices (`rvpmu::event`).
+/// PMU function ids, flags (`sbi-spec`) and event indices (`rvpmu_sbi::event`).
 pub mod pmu {
-    use rvpmu::event::{self, FwEvent, General};
+    use rvpmu_sbi::event::{self, FwEvent, General};
     use sbi_spec::pmu::flags::{
         CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop,
     };

@@ -382,7 +382,7 @@ impl Event {
 /// CSR number in bits 0-11, index of the most significant bit (width - 1)
 /// in bits 12-17. This is SBI's layout, not one that only looks like it:
 /// SiFive's library writes the word `counter_info` of its counters, and
-/// the codec is the PMU engine's ([`rvpmu::counter::CounterInfo`]), for a
+/// the codec is `rvpmu-sbi`'s ([`rvpmu_sbi::CounterInfo`]), for a
 /// hardware counter. The type bit (XLEN-1) is not in the header: on RV64
 /// it is above the 32 bits, on RV32 it is bit 31, which (like bits 18-30)
 /// is ignored here. The timestamp counter, software events and stand-ins
@@ -399,7 +399,7 @@ impl CounterInfo {
     /// Encode as the header word (SBI's encoding of a hardware counter,
     /// low 32 bits). Width is clamped to 1..=64.
     pub fn to_u32(self) -> u32 {
-        rvpmu::counter::CounterInfo::Hardware {
+        rvpmu_sbi::CounterInfo::Hardware {
             csr: self.csr,
             width: self.width.clamp(1, 64),
         }
@@ -408,10 +408,10 @@ impl CounterInfo {
 
     /// Decode the header word (bits above 17 are ignored).
     pub fn from_u32(v: u32) -> CounterInfo {
-        match rvpmu::counter::CounterInfo::decode(v as u64) {
-            rvpmu::counter::CounterInfo::Hardware { csr, width } => CounterInfo { csr, width },
+        match rvpmu_sbi::CounterInfo::decode(v as u64) {
+            rvpmu_sbi::CounterInfo::Hardware { csr, width } => CounterInfo { csr, width },
             // The type bit (63) is never within the low 32 bits.
-            rvpmu::counter::CounterInfo::Firmware { width } => CounterInfo { csr: 0, width },
+            rvpmu_sbi::CounterInfo::Firmware { width } => CounterInfo { csr: 0, width },
         }
     }
 
@@ -816,11 +816,11 @@ mod tests {
         );
         // The header word is the low half of what the SBI PMU answers.
         for sbi in [
-            rvpmu::counter::CounterInfo::Hardware {
+            rvpmu_sbi::CounterInfo::Hardware {
                 csr: 0xc03,
                 width: 40,
             },
-            rvpmu::counter::CounterInfo::Firmware { width: 64 },
+            rvpmu_sbi::CounterInfo::Firmware { width: 64 },
         ] {
             let word = sbi.encode();
             let hdr = CounterInfo::from_u32(word as u32);

@@ -35,7 +35,7 @@ pub extern "C" fn fw_main(hartid: usize, dtb: usize, info: usize) -> ! {
     unsafe { layout::zero_bss() };
     // SAFETY: a1 from the loader points at the DTB, in DRAM the firmware
     // owns until it enters S-mode (`open_at` removes NOP tokens in place).
-    let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+    let fdt = match unsafe { rvpmu_dtb::open_at(dtb as *mut u8) } {
         Ok(f) => f,
         Err(e) => {
             Out(crate::console::DEFAULT_UART)

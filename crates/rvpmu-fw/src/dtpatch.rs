@@ -2,12 +2,12 @@
 //! `/reserved-memory/mmode_resv0@<base>` child with `no-map`, so the kernel
 //! neither uses nor maps memory S-mode cannot touch. QEMU packs its DTB, so
 //! the blob grows into the free memory after it (the caller bounds that).
-//! The blocks may lie in any order (`rvpmu::dtb::layout` checks where):
+//! The blocks may lie in any order (`rvpmu_dtb::layout` checks where):
 //! the new node and the new property names each open a gap in place, and
 //! every block after a gap moves up by its size.
 #![cfg(target_os = "none")]
 
-use rvpmu::dtb::format::{Header, BEGIN_NODE, END, END_NODE, NOP, PROP};
+use rvpmu_dtb::format::{Header, BEGIN_NODE, END, END_NODE, NOP, PROP};
 
 /// Why the device tree could not be patched.
 #[derive(Debug)]
@@ -224,7 +224,7 @@ pub unsafe fn reserve(dtb: usize, room: usize, base: u64, size: u64) -> Result<u
         return Err(PatchError::BadHeader);
     }
     let mut b = Blob(core::slice::from_raw_parts_mut(dtb as *mut u8, room));
-    let l = rvpmu::dtb::layout(&b.0[..total]).map_err(|_| PatchError::BadHeader)?;
+    let l = rvpmu_dtb::layout(&b.0[..total]).map_err(|_| PatchError::BadHeader)?;
     let (st, strings, str_size) = (l.structs, l.strings, l.strings_size);
     let w = walk(&b, st, st + l.struct_size, strings).ok_or(PatchError::BadStructure)?;
 

@@ -13,14 +13,16 @@ use rvpmu::sta::StealTime;
 use rvpmu::{Pmu, PmuConfig};
 
 /// The engine as this firmware instantiates it.
-pub type HartPmu = Pmu<'static, CsrHpm, PhysMemory>;
+pub type HartPmu = Pmu<'static, CsrHpm>;
 
-/// One hart's PMU and steal-time state (`repr(C)`, `pmu` first: see
-/// `machine::HartLocal`).
+/// One hart's PMU and steal-time state, and the supervisor's memory both
+/// extensions (and DBCN) are handed on each call (`repr(C)`, `pmu` first:
+/// see `machine::HartLocal`).
 #[repr(C)]
 pub struct HartPerf {
     pub pmu: HartPmu,
     pub sta: StealTime,
+    pub mem: PhysMemory,
 }
 
 /// Counters this hart implements (bit per CSR offset; bit 1, `time`, never).
@@ -99,7 +101,8 @@ pub fn new_hart(
     // SAFETY: M-mode; `present` names only implemented counters.
     let hw = unsafe { CsrHpm::new(present) };
     HartPerf {
-        pmu: Pmu::new(cfg, hw, platform.ram, present),
+        pmu: Pmu::new(cfg, hw),
         sta: StealTime::new(),
+        mem: platform.ram,
     }
 }

@@ -127,13 +127,13 @@ sbi_fn!(
 // reaches them from `ecall_fast`, the full path from `ecall`).
 sbi_fn!(pmu_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
-    let hart = unsafe { this_hart() };
-    rvpmu::ecall::pmu(&mut hart.perf.pmu, fid, a)
+    let perf = &mut unsafe { this_hart() }.perf;
+    rvpmu::ecall::pmu(&mut perf.pmu, &mut perf.mem, fid, a)
 });
 sbi_fn!(sta_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let perf = &mut unsafe { this_hart() }.perf;
-    rvpmu::ecall::sta(&mut perf.sta, perf.pmu.mem_mut(), fid, a)
+    rvpmu::ecall::sta(&mut perf.sta, &mut perf.mem, fid, a)
 });
 sbi_fn!(base_ext, |a, fid| base_call(fid, a[0]));
 sbi_fn!(time_ext, |a, fid| {
@@ -170,7 +170,7 @@ sbi_fn!(srst_ext, |a, fid| {
 sbi_fn!(dbcn_ext, |a, fid| {
     // SAFETY: once per trap, on this hart, not kept past it.
     let hart = unsafe { this_hart() };
-    dbcn_call(hart.ready, hart.perf.pmu.mem_mut(), fid, a)
+    dbcn_call(hart.ready, &mut hart.perf.mem, fid, a)
 });
 sbi_fn!(unsupported_ext, |a, _fid| err(RET_ERR_NOT_SUPPORTED));
 

@@ -57,9 +57,8 @@ pub fn run(ready: Ready, f: &TrapFrame, perf: &mut HartPerf) -> u64 {
     if idle {
         return next;
     }
-    let mut mem = p.ram;
-    let HartPerf { pmu, sta } = perf;
-    sta.account(&mut mem, 0, true);
+    let HartPerf { pmu, sta, mem } = perf;
+    sta.account(mem, 0, true);
     let busy = ticks(p, n.busy_us);
     crate::machine::sleep_until(ready, csr::MHARTID.read(), start + busy, pmu);
     // Report the neighbour's own share. The hart may resume later than
@@ -68,6 +67,6 @@ pub fn run(ready: Ready, f: &TrapFrame, perf: &mut HartPerf) -> u64 {
     // and the platform does not report it at any other time either.
     let stolen = (now() - start).min(busy);
     let ns = stolen * 1_000_000_000 / p.timebase_hz;
-    sta.account(&mut mem, ns, false);
+    sta.account(mem, ns, false);
     next
 }

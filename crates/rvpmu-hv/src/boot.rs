@@ -9,8 +9,8 @@ use crate::switch::{HostPage, Switch};
 use crate::vcpu::{GuestRegs, Vcpu, VsCsrs, VsState, A0, A1};
 use core::cell::UnsafeCell;
 use rvpmu::dt::{EventMap, PmuProps};
+use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
-use rvpmu::supervisor::sbi;
 use rvpmu::Pmu;
 use rvpmu_hv::bundle::Bundle;
 use rvpmu_hv::dtb::{guest_dt, GuestDt, GuestIsa};
@@ -26,6 +26,7 @@ use rvpmu_rt::csr::{
     HSTATUS_SPV, HSTATUS_SPVP, HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW, IRQ_LCOF, SSTATUS_FS,
     SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP, VS_INTERRUPTS,
 };
+use rvpmu_sbi::client::sbi;
 use sbi_spec::{dbcn, srst};
 
 /// VMID of guest 0 (guest g has `FIRST_VMID + g`).
@@ -90,7 +91,7 @@ fn read_host_dt(hartid: usize, dtb: usize) -> Host {
     // SAFETY: a1 from the firmware points at the host DTB, which stays in
     // place (the firmware reserved it) and only this hart touches
     // (`open_at` removes NOP tokens in place; the firmware's copy has none).
-    let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+    let fdt = match unsafe { rvpmu_dtb::open_at(dtb as *mut u8) } {
         Ok(f) => f,
         Err(e) => {
             hvprintln!("host {e}");
@@ -256,7 +257,7 @@ extern "C" fn hv_main(hartid: usize, dtb: usize) -> ! {
                 fail("several guests need Sstc: the quanta are timed with stimecmp");
             }
         }
-        let pmu = guest_pmu(&host, ram, g == 0);
+        let pmu = guest_pmu(&host, g == 0);
         if g == 0 && pmu.is_some() {
             overflow_to_guest(&host);
         }
@@ -375,7 +376,7 @@ const GUEST_NAMES: [&str; MAX_GUESTS] = ["guest 0: ", "guest 1: ", "guest 2: ", 
 /// firmware's PMU. hcounteren lets the guest read those of them it has
 /// configured (`HostHpm` opens them as it configures them).
 /// Called once, at boot (it fills `GUEST_MAP`).
-fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
+fn guest_pmu(host: &Host, first: bool) -> Option<GuestPmu> {
     if !host.isa.split('_').any(|e| e == "sscofpmf") {
         hvprintln!("no PMU for the guest: the hart has no Sscofpmf");
         return None;
@@ -408,15 +409,7 @@ fn guest_pmu(host: &Host, ram: GuestRam, first: bool) -> Option<GuestPmu> {
             }
         );
     }
-    Some(Pmu::new(guest_pmu_config(map), hw, guest_mem(ram), present))
-}
-
-/// The guest's RAM for its engine's shared memory.
-fn guest_mem(ram: GuestRam) -> GuestMemory {
-    // SAFETY: the window is the guest's RAM, which the hypervisor reads
-    // and writes with plain accesses and where no Rust object lives; the
-    // engine keeps this value as long as the vCPU lives.
-    unsafe { GuestMemory::new(ram) }
+    Some(Pmu::new(guest_pmu_config(map), hw))
 }
 
 /// Counter overflow for the guest: the host counters' LCOFI (rvpmu-fw

@@ -5,7 +5,7 @@
 #![cfg(target_os = "none")]
 
 use core::fmt::{self, Write};
-use rvpmu::supervisor::sbi;
+use rvpmu_sbi::client::sbi;
 
 struct Line {
     buf: [u8; 256],

@@ -5,14 +5,13 @@
 //! every counter through to S-mode (HS here), so the reads never trap.
 #![cfg(target_os = "none")]
 
-use rvpmu::supervisor::Ecall;
-use rvpmu_hv::ram::GuestMemory;
 use rvpmu_hv::vpmu::{HostCounters, HostHpm};
 use rvpmu_rt::csr::{self, COUNTEREN_CY_TM_IR};
+use rvpmu_sbi::client::Ecall;
 
 /// The guest's PMU: the engine over these counters (through the host
-/// firmware), its shared memory guest-physical.
-pub type GuestPmu = rvpmu::Pmu<'static, HostHpm<Ecall, HsCounters>, GuestMemory>;
+/// firmware); its shared memory is the guest's (`GuestSbi::mem`).
+pub type GuestPmu = rvpmu::Pmu<'static, HostHpm<Ecall, HsCounters>>;
 
 /// The executing hart's counters.
 pub struct HsCounters;

@@ -8,12 +8,12 @@
 use crate::layout::GuestLayout;
 use crate::ram::GuestRam;
 
-use rvpmu::dtb::format::{
+use rvpmu_dtb::format::{
     BEGIN_NODE, END, END_NODE, HEADER_LEN, LAST_COMP_VERSION, MAGIC, PROP, VERSION,
 };
 
 /// The memory reservation block: only its terminating empty entry.
-const RSVMAP_LEN: usize = rvpmu::dtb::format::RSVMAP_ENTRY_LEN;
+const RSVMAP_LEN: usize = rvpmu_dtb::format::RSVMAP_ENTRY_LEN;
 const STRINGS_CAP: usize = 512;
 
 /// The tree does not fit the buffer (or the strings table).

@@ -11,7 +11,7 @@
 //! | HSM | one vCPU, hart id 0: always STARTED; start answers ALREADY_AVAILABLE, stop FAILED (the last hart cannot stop), suspend NOT_SUPPORTED for the two default types (no idle states are described), INVALID_PARAM for reserved and platform-specific types |
 //! | IPI | to hart 0: the guest's supervisor software interrupt (hvip.VSSIP) |
 //! | RFENCE | to hart 0: fence.i, or all of the guest's VS-stage translations (hfence.vvma); the hfence functions are NOT_SUPPORTED (the guest has no H) |
-//! | PMU | the `rvpmu` engine ([`GuestPmu`], built by the hypervisor over [`crate::vpmu::HostHpm`]) when there is one; SET_TIMER is its firmware event |
+//! | PMU | the `rvpmu` engine ([`PmuExtension`], built by the hypervisor over [`crate::vpmu::HostHpm`]) when there is one; SET_TIMER is its firmware event |
 //! | STA | `rvpmu`'s STA engine ([`rvpmu::ecall::sta`]) over the guest's RAM: the record is registered here, the scheduler (`crate::sched`) fills it |
 //!
 //! With more than one guest, a guest's SRST shutdown ends that guest only
@@ -25,38 +25,21 @@
 //! (the spec's binary encoding makes them signed 32-bit integers).
 
 use crate::ram::{GuestMemory, GuestRam};
+use rvpmu::ecall::PmuExtension;
 use rvpmu::event::FwEvent;
-use rvpmu::hw::Hpm;
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::sta::StealTime;
-use rvpmu::supervisor::{SbiCall, Supervisor};
 use rvpmu_rt::base::{err, ok, Base, MachineId};
+use rvpmu_sbi::client::{SbiCall, Supervisor};
 use sbi_spec::binary::{SbiRet, RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 use sbi_spec::binary::{RET_ERR_ALREADY_AVAILABLE, RET_ERR_FAILED};
 use sbi_spec::{base, dbcn, hsm, pmu, rfnc, spi, srst, sta, time};
 
-/// The guest's PMU extension as the dispatch sees it.
-pub trait GuestPmu {
-    /// One PMU call: `fid` (low 32 bits count), a0..a5.
-    fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet;
-    /// Count one standard firmware event the hypervisor served.
-    fn record(&mut self, ev: FwEvent);
-}
-
-impl<H: Hpm, M: SupervisorMemory> GuestPmu for rvpmu::Pmu<'_, H, M> {
-    fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
-        rvpmu::ecall::pmu(self, fid, a)
-    }
-    fn record(&mut self, ev: FwEvent) {
-        rvpmu::Pmu::record(self, ev)
-    }
-}
-
 /// No PMU for the guest (the type of `GuestSbi` without one).
 pub enum NoPmu {}
 
-impl GuestPmu for NoPmu {
-    fn call(&mut self, _: usize, _: [usize; 6]) -> SbiRet {
+impl PmuExtension<GuestMemory> for NoPmu {
+    fn call(&mut self, _: &mut GuestMemory, _: usize, _: [usize; 6]) -> SbiRet {
         match *self {}
     }
     fn record(&mut self, _: FwEvent) {
@@ -157,7 +140,7 @@ fn srst_valid(reset_type: usize, reason: usize) -> bool {
 }
 
 /// The SBI implementation one guest sees.
-pub struct GuestSbi<C: SbiCall, T: VsHart, P: GuestPmu = NoPmu> {
+pub struct GuestSbi<C: SbiCall, T: VsHart, P: PmuExtension<GuestMemory> = NoPmu> {
     /// The host firmware, through the one S-mode client.
     pub host: Supervisor<C>,
     /// The guest's hart.
@@ -213,7 +196,7 @@ struct LineBuf {
 }
 
 /// BASE: the probe is [`GuestSbi::extension`], the dispatch's table.
-impl<C: SbiCall, T: VsHart, P: GuestPmu> Base for GuestSbi<C, T, P> {
+impl<C: SbiCall, T: VsHart, P: PmuExtension<GuestMemory>> Base for GuestSbi<C, T, P> {
     const IMPL_ID: usize = rvpmu_rt::base::impl_id::HYPERVISOR;
     fn probe(&self, eid: usize) -> bool {
         self.extension(eid).is_some()
@@ -225,7 +208,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> Base for GuestSbi<C, T, P> {
     }
 }
 
-impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
+impl<C: SbiCall, T: VsHart, P: PmuExtension<GuestMemory>> GuestSbi<C, T, P> {
     /// The SBI of a guest whose RAM is `mem`, on `hart`, which has the
     /// guest timer when `timer`, and the PMU `pmu` if any.
     pub fn new(
@@ -329,7 +312,7 @@ impl<C: SbiCall, T: VsHart, P: GuestPmu> GuestSbi<C, T, P> {
                 ok(0)
             }
             Some(Extension::Pmu) => match &mut self.pmu {
-                Some(p) => p.call(fid, a),
+                Some(p) => p.call(&mut self.mem, fid, a),
                 None => err(RET_ERR_NOT_SUPPORTED),
             },
             Some(Extension::Hsm) => self.hsm(fid, a),
@@ -801,8 +784,8 @@ mod tests {
         calls: Vec<(usize, [usize; 6])>,
         events: Vec<FwEvent>,
     }
-    impl GuestPmu for &mut FakePmu {
-        fn call(&mut self, fid: usize, a: [usize; 6]) -> SbiRet {
+    impl PmuExtension<GuestMemory> for &mut FakePmu {
+        fn call(&mut self, _: &mut GuestMemory, fid: usize, a: [usize; 6]) -> SbiRet {
             self.calls.push((fid, a));
             ok(fid + 100)
         }

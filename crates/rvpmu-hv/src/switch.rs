@@ -21,8 +21,8 @@ use crate::console::hvprintln;
 use crate::counters::GuestPmu;
 use core::cell::UnsafeCell;
 use rvpmu::mem::{MemFault, SupervisorMemory};
-use rvpmu::supervisor::sbi;
 use rvpmu_rt::csr::{self, IRQ_LCOF, IRQ_S_TIMER};
+use rvpmu_sbi::client::sbi;
 
 const PAGE_SIZE: usize = 4096;
 

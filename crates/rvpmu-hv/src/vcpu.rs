@@ -12,10 +12,10 @@ use crate::counters::GuestPmu;
 use crate::switch::Switch;
 use core::cell::UnsafeCell;
 use core::mem::{offset_of, MaybeUninit};
-use rvpmu::supervisor::Ecall;
 use rvpmu_hv::options::MAX_GUESTS;
 use rvpmu_hv::sbi::{GuestSbi, VsHart};
 use rvpmu_rt::csr::{self, HSTATUS_SPVP, IRQ_VS_SOFT, SSTATUS_SPP};
+use rvpmu_sbi::client::Ecall;
 
 /// The guest's general registers and pc, as the trap vector saves them.
 #[repr(C)]

@@ -1,7 +1,7 @@
 //! The guest's virtual PMU: the `rvpmu` engine (the same one rvpmu-fw
 //! runs) over [`HostHpm`], an [`Hpm`] backend whose "CSRs" are host
 //! counters asked for through the host firmware's own SBI PMU extension
-//! (`rvpmu::supervisor`).
+//! (`rvpmu_sbi::client`).
 //!
 //! - **Indices.** Guest counter `i` (3..=31) is host counter `i`: rvpmu-fw's
 //!   logical index of a hardware counter is its CSR offset, so the CSR the
@@ -31,17 +31,18 @@
 //!   counter: stop then start with the value. Reads are the CSRs
 //!   (`HostCounters`), never a call.
 
-use rvpmu::counter::{CounterInfo, CSR_CYCLE};
+use rvpmu::counter::CSR_CYCLE;
 use rvpmu::dt::{EventMap, PmuProps};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::{FwEventSet, IsaFeatures};
 use rvpmu::hw::{bits, Hpm};
 use rvpmu::mem::SupervisorMemory;
 use rvpmu::snapshot;
-use rvpmu::supervisor::{
+use rvpmu::CounterInfo;
+use rvpmu::PmuConfig;
+use rvpmu_sbi::client::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
-use rvpmu::PmuConfig;
 
 /// HPM counters (3..=31).
 pub const HPM_COUNTERS: u32 = !0b111;
@@ -208,10 +209,6 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
         })
     }
 
-    /// The host HPM counters the guest gets (bit per CSR offset).
-    pub fn present(&self) -> u32 {
-        self.present
-    }
     /// Host calls that failed where the engine's state said they could
     /// not (each leaves that guest counter not counting).
     pub fn failures(&self) -> u32 {
@@ -429,6 +426,10 @@ impl<C: SbiCall, R: HostCounters> HostHpm<C, R> {
 }
 
 impl<C: SbiCall, R: HostCounters> Hpm for HostHpm<C, R> {
+    /// The host HPM counters the guest gets (bit per CSR offset).
+    fn present(&self) -> u32 {
+        self.present
+    }
     fn read_counter(&self, i: usize) -> u64 {
         let i = i % 32;
         if self.present & (1 << i) == 0 {
@@ -635,7 +636,24 @@ mod tests {
         Box::leak(Box::new(map))
     }
 
-    type Engine<'h> = Pmu<'static, HostHpm<&'h Host, Csr>, BufMemory>;
+    /// The guest's engine and the guest memory handed to it.
+    struct Engine<'h> {
+        pmu: Pmu<'static, HostHpm<&'h Host, Csr>>,
+        mem: BufMemory,
+    }
+
+    impl<'h> core::ops::Deref for Engine<'h> {
+        type Target = Pmu<'static, HostHpm<&'h Host, Csr>>;
+        fn deref(&self) -> &Self::Target {
+            &self.pmu
+        }
+    }
+
+    impl core::ops::DerefMut for Engine<'_> {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.pmu
+        }
+    }
 
     /// The hypervisor's own snapshot page (at 0x9000_0000), for the
     /// switches.
@@ -647,17 +665,19 @@ mod tests {
     fn guest(host: &Host) -> Engine<'_> {
         let hw = HostHpm::probe(Supervisor(host), Csr).expect("host PMU");
         assert_eq!(hw.present(), 0x7fff8);
-        let present = hw.present();
-        Pmu::new(
-            guest_pmu_config(qemu_map()),
-            hw,
-            BufMemory::new(0x8000_0000, 0x1_0000, 0x8000_0000, 0x1_0000),
-            present,
-        )
+        Engine {
+            pmu: Pmu::new(guest_pmu_config(qemu_map()), hw),
+            mem: BufMemory::new(0x8000_0000, 0x1_0000, 0x8000_0000, 0x1_0000),
+        }
     }
 
     fn call(g: &mut Engine<'_>, fid: usize, a: [usize; 5]) -> SbiRet {
-        rvpmu::ecall::pmu(g, fid, [a[0], a[1], a[2], a[3], a[4], 0])
+        rvpmu::ecall::pmu(
+            &mut g.pmu,
+            &mut g.mem,
+            fid,
+            [a[0], a[1], a[2], a[3], a[4], 0],
+        )
     }
 
     #[test]
@@ -723,7 +743,7 @@ mod tests {
         );
         assert_eq!(call(&mut g, 4, [3, 1, 2, 0, 0]).error, RET_SUCCESS);
         assert_eq!(host.calls.take(), [(4, [3, 1, 0, 0])]);
-        let snap = rvpmu::snapshot::read_value(g.mem(), 0x8000_1000, 0).unwrap();
+        let snap = rvpmu::snapshot::read_value(&g.mem, 0x8000_1000, 0).unwrap();
         assert_eq!(snap, 1003);
         // Start without a value: plain start; stop with RESET: stop, then
         // the release (stop RESET) on the host.
@@ -782,7 +802,7 @@ mod tests {
             RET_SUCCESS
         );
         assert_eq!(call(&mut g, 4, [4, 1, 2, 0, 0]).error, RET_SUCCESS);
-        let mem = g.mem();
+        let mem = &g.mem;
         assert_eq!(rvpmu::snapshot::read_overflow(mem, 0x8000_1000).unwrap(), 1);
         assert_eq!(
             rvpmu::snapshot::read_value(mem, 0x8000_1000, 0).unwrap(),
@@ -790,7 +810,7 @@ mod tests {
         );
         // Restart from the snapshot (Linux's alias-window base 4096 + 4):
         // the overflow is consumed.
-        rvpmu::snapshot::write_value(g.mem_mut(), 0x8000_1000, 0, period.wrapping_neg() as u64)
+        rvpmu::snapshot::write_value(&mut g.mem, 0x8000_1000, 0, period.wrapping_neg() as u64)
             .unwrap();
         assert_eq!(call(&mut g, 3, [4096 + 4, 1, 2, 0, 0]).error, RET_SUCCESS);
         assert_eq!(g.hw().overflowed(), 0);

@@ -8,7 +8,27 @@
 use sbi_spec::base;
 use sbi_spec::binary::{SbiRet, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
 
-pub use rvpmu::ecall::SPEC_VERSION;
+/// The SBI specification version the programs implement: 3.0, as BASE's
+/// get_spec_version encodes it (major << 24 | minor).
+pub const SPEC_VERSION: usize = 3 << 24;
+
+/// BASE's get_impl_version of an implementation whose version is
+/// `major.minor.patch` (decimal strings, as cargo's `CARGO_PKG_VERSION_*`):
+/// major << 16 | minor << 8 | patch. Shared by the firmware and the
+/// hypervisor, which answer BASE themselves.
+pub const fn impl_version(major: &str, minor: &str, patch: &str) -> usize {
+    const fn num(s: &str) -> usize {
+        let b = s.as_bytes();
+        let mut i = 0;
+        let mut v = 0;
+        while i < b.len() {
+            v = v * 10 + (b[i] - b'0') as usize;
+            i += 1;
+        }
+        v
+    }
+    num(major) << 16 | num(minor) << 8 | num(patch)
+}
 
 /// Implementation IDs. The SBI registry assigns 0..=11 (BBL, OpenSBI, ...,
 /// bhyve); the programs use ASCII tags far outside that range, each its
@@ -22,7 +42,7 @@ pub mod impl_id {
 
 /// Implementation version: the project's version (every program has the
 /// workspace's), major << 16 | minor << 8 | patch.
-pub const IMPL_VERSION: usize = rvpmu::ecall::impl_version(
+pub const IMPL_VERSION: usize = impl_version(
     env!("CARGO_PKG_VERSION_MAJOR"),
     env!("CARGO_PKG_VERSION_MINOR"),
     env!("CARGO_PKG_VERSION_PATCH"),
@@ -99,6 +119,13 @@ mod tests {
                 MachineId::Impl => 9,
             }
         }
+    }
+
+    #[test]
+    fn impl_version_packs_decimal_parts() {
+        assert_eq!(impl_version("0", "1", "0"), 0x100);
+        assert_eq!(impl_version("12", "34", "5"), 12 << 16 | 34 << 8 | 5);
+        assert_eq!(SPEC_VERSION, 0x0300_0000);
     }
 
     #[test]

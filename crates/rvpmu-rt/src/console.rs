@@ -4,7 +4,7 @@
 
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
-use rvpmu::supervisor::sbi;
+use rvpmu_sbi::client::sbi;
 use sbi_spec::{dbcn::EID_DBCN, legacy::LEGACY_CONSOLE_PUTCHAR};
 
 static USE_DBCN: AtomicBool = AtomicBool::new(false);
@@ -16,7 +16,7 @@ pub fn init() {
     USE_DBCN.store(r.error == 0 && r.value != 0, Ordering::Relaxed);
 }
 
-pub use rvpmu::text::Text;
+pub use crate::text::Text;
 
 /// Short text for report fields.
 pub type Field = Text<240>;

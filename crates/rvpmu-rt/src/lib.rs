@@ -10,11 +10,12 @@
 //! - [`base`]: the SBI BASE answers of the programs that serve SBI, and
 //!   their answers' two shapes (`ok`, `err`);
 //! - [`tally`]: the test kernels' count of checks made and failed;
+//! - [`text`](mod@text): a fixed-capacity string for formatting without an allocator;
 //! - `link` (host only): the linker scripts, for the build scripts;
 //! - `runtime`, `console` (riscv64gc-unknown-none-elf only): the S-mode
 //!   test kernels' entry, stacks, SMP bring-up, trap vector, power-off
 //!   and console (`println!`, `text!`). SBI calls go through the one
-//!   client, `rvpmu::supervisor`.
+//!   client, `rvpmu_sbi::client`, never the engine.
 //!
 //! `no_std` and without an allocator on the bare-metal target; on the
 //! host it builds with std and its tests run there.
@@ -28,7 +29,8 @@
 //! | `base` | |
 //! | `tally` | |
 //! | `link` | |
-//! | `console` | |
+//! | `text` | |
+//! | `console` | `text` |
 //! | `runtime` | |
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]
@@ -43,3 +45,4 @@ pub mod link;
 #[cfg(target_os = "none")]
 pub mod runtime;
 pub mod tally;
+pub mod text;

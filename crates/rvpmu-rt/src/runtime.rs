@@ -27,7 +27,7 @@
 //!   the interrupted code resumes with all its registers when it returns
 //!   (it may step sepc).
 
-use rvpmu::supervisor::sbi;
+use rvpmu_sbi::client::sbi;
 use sbi_spec::legacy::LEGACY_SHUTDOWN;
 use sbi_spec::srst::{RESET_REASON_NO_REASON, RESET_REASON_SYSTEM_FAILURE, RESET_TYPE_SHUTDOWN};
 

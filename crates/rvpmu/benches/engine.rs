@@ -97,7 +97,10 @@ fn big(masks: usize) -> EventMap {
     EventMap::from_rows(&selectors, &ranges, &raw, None).unwrap()
 }
 
-fn pmu(map: &EventMap) -> Pmu<'_, SimHart, BufMemory> {
+/// A hart's engine and the supervisor memory handed to it on each call.
+type Hart<'m> = (Pmu<'m, SimHart>, BufMemory);
+
+fn pmu(map: &EventMap) -> Hart<'_> {
     let mut fw_events = FwEventSet::all_standard();
     fw_events.implementation[0] = 256;
     let cfg = PmuConfig {
@@ -113,11 +116,11 @@ fn pmu(map: &EventMap) -> Pmu<'_, SimHart, BufMemory> {
     };
     let mut hw = SimHart::qemu_virt();
     hw.logging = false; // an unbounded log would inflate every CSR write
-    Pmu::new(cfg, hw, BufMemory::virt(), 0x7fffd)
+    (Pmu::new(cfg, hw), BufMemory::virt())
 }
 
-fn call(p: &mut Pmu<'_, SimHart, BufMemory>, fid: usize, a: [u64; 6]) -> usize {
-    let r = ecall::pmu(p, fid, a.map(|x| x as usize));
+fn call((p, mem): &mut Hart<'_>, fid: usize, a: [u64; 6]) -> usize {
+    let r = ecall::pmu(p, mem, fid, a.map(|x| x as usize));
     black_box(r.value)
 }
 
@@ -199,13 +202,13 @@ fn fw_read_and_record(c: &mut Criterion) {
             call(&mut p, CFG, [FW0, 0xffff, 4, 0xF0006, 0, 0]);
         }
         g.bench_function(format!("{listeners}_counters"), |b| {
-            b.iter(|| p.record(black_box(FwEvent::IpiSent)))
+            b.iter(|| p.0.record(black_box(FwEvent::IpiSent)))
         });
     }
     let mut p = pmu(&map);
     call(&mut p, CFG, [FW0, 1, 4, 0xF0100, 0, 0]);
     g.bench_function("impl_event_1_counter", |b| {
-        b.iter(|| p.record_impl(black_box(256)))
+        b.iter(|| p.0.record_impl(black_box(256)))
     });
     g.finish();
 }

@@ -142,6 +142,7 @@ impl RawRow {
 
 /// The three properties of the binding, and this project's boolean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Property {
     /// `riscv,event-to-mhpmevent`
     EventToMhpmevent,
@@ -238,6 +239,7 @@ impl fmt::Display for Place {
 
 /// Why a node was refused. See the module documentation for the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reason {
     /// The property length is not a multiple of 4 bytes.
     PartialCell {
@@ -457,6 +459,7 @@ impl std::error::Error for DtError {}
 
 /// Why an accepted row can never take effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WarningKind {
     /// A selector for a general/cache code SBI 3.0 does not define.
     UndefinedEvent {
@@ -515,13 +518,12 @@ pub struct CounterList(pub u32);
 
 impl fmt::Display for CounterList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = crate::text::Text::<100>::new();
         let bits = self.0;
         if bits == 0 {
-            let _ = fmt::Write::write_str(&mut buf, "none");
+            return f.write_str("none");
         }
         let mut i = 0u32;
-        let mut first = true;
+        let mut sep = "";
         while i < 32 {
             if bits & (1 << i) == 0 {
                 i += 1;
@@ -532,15 +534,14 @@ impl fmt::Display for CounterList {
                 i += 1;
             }
             let end = i - 1;
-            let sep = if first { "" } else { "," };
-            first = false;
-            let _ = match end - start {
-                0 => fmt::write(&mut buf, format_args!("{sep}{start}")),
-                1 => fmt::write(&mut buf, format_args!("{sep}{start},{end}")),
-                _ => fmt::write(&mut buf, format_args!("{sep}{start}-{end}")),
-            };
+            match end - start {
+                0 => write!(f, "{sep}{start}")?,
+                1 => write!(f, "{sep}{start},{end}")?,
+                _ => write!(f, "{sep}{start}-{end}")?,
+            }
+            sep = ",";
         }
-        f.pad(buf.as_str())
+        Ok(())
     }
 }
 
@@ -794,7 +795,7 @@ impl EventMap {
     /// `Ok(None)` when there is no such node. Counters are not checked
     /// against the hart (use [`PmuProps::find`] and
     /// [`EventMap::load_props`] with `present_counters` for that). `fdt`
-    /// comes from [`crate::dtb::open`], which checks the blob and removes
+    /// comes from `rvpmu_dtb::open`, which checks the blob and removes
     /// its NOP tokens first.
     pub fn from_fdt(fdt: &fdt::Fdt<'_>) -> Result<Option<EventMap>, DtError> {
         let Some(props) = PmuProps::find(fdt) else {

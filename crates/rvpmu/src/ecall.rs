@@ -28,28 +28,6 @@ use crate::Error;
 pub use sbi_spec::binary::SbiRet;
 use sbi_spec::pmu as fid;
 
-/// The SBI specification version the engine implements: 3.0, as BASE's
-/// get_spec_version encodes it (major << 24 | minor).
-pub const SPEC_VERSION: usize = 3 << 24;
-
-/// BASE's get_impl_version of an implementation whose version is
-/// `major.minor.patch` (decimal strings, as cargo's `CARGO_PKG_VERSION_*`):
-/// major << 16 | minor << 8 | patch. Shared by the firmware and the
-/// hypervisor, which answer BASE themselves.
-pub const fn impl_version(major: &str, minor: &str, patch: &str) -> usize {
-    const fn num(s: &str) -> usize {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let mut v = 0;
-        while i < b.len() {
-            v = v * 10 + (b[i] - b'0') as usize;
-            i += 1;
-        }
-        v
-    }
-    num(major) << 16 | num(minor) << 8 | num(patch)
-}
-
 /// EID of the PMU extension ("PMU").
 pub const EID_PMU: usize = sbi_spec::pmu::EID_PMU;
 /// EID of the STA extension ("STA").
@@ -78,18 +56,45 @@ fn function_id(function: usize) -> usize {
     function as i32 as isize as usize
 }
 
-/// Dispatch one PMU call (EID 0x504D55) for the calling hart.
+/// The PMU extension as an SBI implementation's dispatch sees it: the seam
+/// between a firmware's or hypervisor's trap handler and the engine, so
+/// that the dispatch can be tested with a stand-in. [`Pmu`] implements it
+/// with [`pmu`] and [`Pmu::record`].
+pub trait PmuExtension<M: SupervisorMemory> {
+    /// One PMU call: `function` (its low 32 bits count) and a0..a5, with
+    /// the supervisor's memory as the calling hart sees it.
+    fn call(&mut self, mem: &mut M, function: usize, a: [usize; 6]) -> SbiRet;
+    /// Count one standard firmware event the implementation served.
+    fn record(&mut self, ev: FwEvent);
+}
+
+impl<H: Hpm, M: SupervisorMemory> PmuExtension<M> for Pmu<'_, H> {
+    #[inline(always)]
+    fn call(&mut self, mem: &mut M, function: usize, a: [usize; 6]) -> SbiRet {
+        pmu(self, mem, function, a)
+    }
+    #[inline(always)]
+    fn record(&mut self, ev: FwEvent) {
+        Pmu::record(self, ev)
+    }
+}
+
+/// Dispatch one PMU call (EID 0x504D55) for the calling hart: `pmu` is
+/// that hart's engine, `mem` the supervisor's memory as the hart sees it
+/// (snapshot and event-info areas are read and written through it).
 #[inline(always)]
 pub fn pmu<H: Hpm, M: SupervisorMemory>(
-    pmu: &mut Pmu<'_, H, M>,
+    pmu: &mut Pmu<'_, H>,
+    mem: &mut M,
     function: usize,
     a: [usize; 6],
 ) -> SbiRet {
     let a = a.map(|x| x as u64);
-    pmu_function::<H, M>(function_id(function))(a[0], a[1], a[2], a[3], a[4], pmu)
+    pmu_function::<H, M>(function_id(function))(a[0], a[1], a[2], a[3], a[4], pmu, mem)
 }
 
-/// One PMU function: `a0..a4` as passed, then the hart's engine.
+/// One PMU function: `a0..a4` as passed, then the hart's engine and the
+/// supervisor's memory.
 ///
 /// Every function is its own non-inlined `extern "C"` body with this one
 /// signature, taking the arguments in the registers they arrived in and
@@ -97,7 +102,7 @@ pub fn pmu<H: Hpm, M: SupervisorMemory>(
 /// call, and a firmware pays in register saves only for what the call it
 /// serves needs.
 type PmuFunction<H, M> =
-    for<'p, 'a> extern "C" fn(u64, u64, u64, u64, u64, &'p mut Pmu<'a, H, M>) -> SbiRet;
+    for<'p, 'a, 'm> extern "C" fn(u64, u64, u64, u64, u64, &'p mut Pmu<'a, H>, &'m mut M) -> SbiRet;
 
 #[inline(always)]
 fn pmu_function<H: Hpm, M: SupervisorMemory>(function: usize) -> PmuFunction<H, M> {
@@ -117,7 +122,7 @@ fn pmu_function<H: Hpm, M: SupervisorMemory>(function: usize) -> PmuFunction<H, 
 
 /// Declares a `PmuFunction` named `$name` over the argument names given.
 macro_rules! pmu_fn {
-    ($name:ident, |$a0:ident, $a1:ident, $a2:ident, $a3:ident, $a4:ident, $pmu:ident| $body:expr) => {
+    ($name:ident, |$a0:ident, $a1:ident, $a2:ident, $a3:ident, $a4:ident, $pmu:ident, $mem:ident| $body:expr) => {
         #[inline(never)]
         extern "C" fn $name<H: Hpm, M: SupervisorMemory>(
             a0: u64,
@@ -125,7 +130,8 @@ macro_rules! pmu_fn {
             a2: u64,
             a3: u64,
             a4: u64,
-            pmu: &mut Pmu<'_, H, M>,
+            pmu: &mut Pmu<'_, H>,
+            mem: &mut M,
         ) -> SbiRet {
             #[inline(always)]
             #[allow(unused_variables)]
@@ -135,11 +141,12 @@ macro_rules! pmu_fn {
                 $a2: u64,
                 $a3: u64,
                 $a4: u64,
-                $pmu: &mut Pmu<'_, H, M>,
+                $pmu: &mut Pmu<'_, H>,
+                $mem: &mut M,
             ) -> Result<u64, Error> {
                 $body
             }
-            ret(body(a0, a1, a2, a3, a4, pmu))
+            ret(body(a0, a1, a2, a3, a4, pmu, mem))
         }
     };
 }
@@ -162,18 +169,14 @@ fn stop_flags(flags: u64) -> Result<CounterStopFlags, Error> {
 /// `counter_idx_base` + `counter_idx_mask` as a set of this hart's
 /// counters, or INVALID_PARAM.
 #[inline(always)]
-fn counter_set<H: Hpm, M: SupervisorMemory>(
-    pmu: &Pmu<'_, H, M>,
-    base: u64,
-    mask: u64,
-) -> Result<CounterSet, Error> {
+fn counter_set<H: Hpm>(pmu: &Pmu<'_, H>, base: u64, mask: u64) -> Result<CounterSet, Error> {
     pmu.layout().set(base, mask)
 }
 
-pmu_fn!(num_counters, |a0, a1, a2, a3, a4, pmu| Ok(
+pmu_fn!(num_counters, |a0, a1, a2, a3, a4, pmu, mem| Ok(
     pmu.num_counters() as u64
 ));
-pmu_fn!(counter_get_info, |idx, a1, a2, a3, a4, pmu| {
+pmu_fn!(counter_get_info, |idx, a1, a2, a3, a4, pmu, mem| {
     let (_, counter) = pmu.layout().resolve(idx)?;
     Ok(pmu.counter_get_info(counter).encode())
 });
@@ -207,18 +210,25 @@ extern "C" fn config_matching<H: Hpm, M: SupervisorMemory>(
     flags: u64,
     idx: u64,
     data: u64,
-    pmu: &mut Pmu<'_, H, M>,
+    pmu: &mut Pmu<'_, H>,
+    mem: &mut M,
 ) -> SbiRet {
     if standard_fw_request(flags, idx, data) {
         // The event is passed as its code (0..=21).
-        config_matching_fw(base, mask, flags, fw_code(idx), data, pmu)
+        config_matching_fw(base, mask, flags, fw_code(idx), data, pmu, mem)
     } else if flags & CounterCfgFlags::SKIP_MATCH.bits() as u64 != 0 {
-        config_matching_in_place(base, mask, flags, idx, data, pmu)
+        config_matching_in_place(base, mask, flags, idx, data, pmu, mem)
     } else {
-        config_matching_general(base, mask, flags, idx, data, pmu)
+        config_matching_general(base, mask, flags, idx, data, pmu, mem)
     }
 }
-pmu_fn!(config_matching_fw, |base, mask, flags, code, data, pmu| {
+pmu_fn!(config_matching_fw, |base,
+                             mask,
+                             flags,
+                             code,
+                             data,
+                             pmu,
+                             mem| {
     let set = counter_set(pmu, base, mask)?;
     // `config_matching` found both valid.
     let Some(ev) = FwEvent::from_code(code as u16) else {
@@ -229,7 +239,7 @@ pmu_fn!(config_matching_fw, |base, mask, flags, code, data, pmu| {
 });
 pmu_fn!(
     config_matching_in_place,
-    |base, mask, flags, idx, data, pmu| {
+    |base, mask, flags, idx, data, pmu, mem| {
         // The flags, the set and the event all answer INVALID_PARAM when
         // malformed, so the order of the checks does not show.
         let flags = cfg_flags(flags)?;
@@ -240,7 +250,7 @@ pmu_fn!(
 );
 pmu_fn!(
     config_matching_general,
-    |base, mask, flags, idx, data, pmu| {
+    |base, mask, flags, idx, data, pmu, mem| {
         // The event is decoded first, while the least is live across the call.
         let decoded = Event::decode(idx, data);
         let flags = cfg_flags(flags)?;
@@ -251,25 +261,25 @@ pmu_fn!(
         pmu.config_match(&set, flags, ev)
     }
 );
-pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu| {
+pmu_fn!(counter_start, |base, mask, flags, value, a4, pmu, mem| {
     let value = InitialValue::from_flags(start_flags(flags)?, value)?;
     let set = counter_set(pmu, base, mask)?;
-    pmu.counter_start(&set, value).map(|_| 0)
+    pmu.counter_start(mem, &set, value).map(|_| 0)
 });
-pmu_fn!(counter_stop, |base, mask, flags, a3, a4, pmu| {
+pmu_fn!(counter_stop, |base, mask, flags, a3, a4, pmu, mem| {
     let flags = stop_flags(flags)?;
     let set = counter_set(pmu, base, mask)?;
-    pmu.counter_stop(&set, flags).map(|_| 0)
+    pmu.counter_stop(mem, &set, flags).map(|_| 0)
 });
-pmu_fn!(counter_fw_read, |idx, a1, a2, a3, a4, pmu| {
+pmu_fn!(counter_fw_read, |idx, a1, a2, a3, a4, pmu, mem| {
     let (_, counter) = pmu.layout().resolve(idx)?;
     pmu.counter_fw_read(counter)
 });
-pmu_fn!(counter_fw_read_hi, |idx, a1, a2, a3, a4, pmu| {
+pmu_fn!(counter_fw_read_hi, |idx, a1, a2, a3, a4, pmu, mem| {
     let (_, counter) = pmu.layout().resolve(idx)?;
     pmu.counter_fw_read_hi(counter)
 });
-pmu_fn!(snapshot_set_shmem, |lo, hi, flags, a3, a4, pmu| {
+pmu_fn!(snapshot_set_shmem, |lo, hi, flags, a3, a4, pmu, mem| {
     // A function not offered answers NOT_SUPPORTED whatever its arguments.
     if !pmu.snapshot_offered() {
         return Err(Error::NotSupported);
@@ -278,19 +288,19 @@ pmu_fn!(snapshot_set_shmem, |lo, hi, flags, a3, a4, pmu| {
         return Err(Error::InvalidParam);
     }
     let area = SnapshotArea::parse(lo, hi)?;
-    pmu.snapshot_set_shmem(area).map(|_| 0)
+    pmu.snapshot_set_shmem(mem, area).map(|_| 0)
 });
-pmu_fn!(event_get_info, |lo, hi, num, flags, a4, pmu| {
+pmu_fn!(event_get_info, |lo, hi, num, flags, a4, pmu, mem| {
     if flags != 0 {
         return Err(Error::InvalidParam);
     }
     match event_info::Entries::parse(lo, hi, num)? {
-        Some(entries) => pmu.event_get_info(entries).map(|_| 0),
+        Some(entries) => pmu.event_get_info(mem, entries).map(|_| 0),
         // No entry to update, no memory to touch.
         None => Ok(0),
     }
 });
-pmu_fn!(not_supported, |a0, a1, a2, a3, a4, pmu| Err(
+pmu_fn!(not_supported, |a0, a1, a2, a3, a4, pmu, mem| Err(
     Error::NotSupported
 ));
 
@@ -321,14 +331,4 @@ fn sta_set_shmem<M: SupervisorMemory + ?Sized>(
     }
     let area = StaArea::parse(lo, hi)?;
     sta.set_shmem(mem, area).map(|_| 0)
-}
-
-#[cfg(test)]
-mod version_tests {
-    #[test]
-    fn impl_version_packs_decimal_parts() {
-        assert_eq!(super::impl_version("0", "1", "0"), 0x100);
-        assert_eq!(super::impl_version("12", "34", "5"), 12 << 16 | 34 << 8 | 5);
-        assert_eq!(super::SPEC_VERSION, 0x0300_0000);
-    }
 }

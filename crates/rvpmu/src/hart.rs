@@ -9,14 +9,14 @@
 //! canonical logical indices (see [`crate::counter`]).
 
 use crate::counter::{
-    BitIter, Counter, CounterInfo, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
+    BitIter, Counter, CounterLayout, CounterSet, CYCLE, HW_SLOTS, INSTRET, NUM_FW,
 };
 use crate::dt::EventMap;
 use crate::event::{code_of, kind, type_of, Cache, Event, FwEvent, General, FW_EVENT_COUNT};
 use crate::hw::{bits, Hpm};
 use crate::mem::SupervisorMemory;
 use crate::snapshot::{self, event_info, SnapshotArea, SNAPSHOT_SIZE};
-use crate::Error;
+use crate::{CounterInfo, Error};
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
 
 /// What counter_start gives the counters it starts: `start_flags` and
@@ -170,7 +170,7 @@ struct HwEventInfo {
 const _: () = assert!(General::ALL.len() < 16 && Cache::CODE_SPACE <= 64);
 
 impl HwEventInfo {
-    fn of<H: Hpm, M: SupervisorMemory>(pmu: &Pmu<'_, H, M>) -> HwEventInfo {
+    fn of<H: Hpm>(pmu: &Pmu<'_, H>) -> HwEventInfo {
         let mut t = HwEventInfo::default();
         for g in General::ALL {
             if pmu.hw_candidates(&Event::General(g)) != 0 {
@@ -199,11 +199,14 @@ impl HwEventInfo {
     }
 }
 
-/// One hart's PMU: engine state plus its two seams.
-pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
+/// One hart's PMU: engine state plus its hardware seam. The supervisor's
+/// memory is not held: each call that reads or writes it (counter_start,
+/// counter_stop, snapshot_set_shmem, event_get_info) takes it as an
+/// argument, as the STA calls do, so an embedder hands over the view that
+/// is current (a hypervisor its guest's) and keeps it for its own calls.
+pub struct Pmu<'a, H: Hpm> {
     cfg: PmuConfig<'a>,
     hw: H,
-    mem: M,
     layout: CounterLayout,
     /// Counters owned by a config_matching mapping (released by RESET).
     allocated: u64,
@@ -226,14 +229,15 @@ pub struct Pmu<'a, H: Hpm, M: SupervisorMemory> {
     hw_info: HwEventInfo,
 }
 
-impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
+impl<'a, H: Hpm> Pmu<'a, H> {
     /// Probe the hart's counters through `hw` and put them in their boot
     /// state: cycle and instret configured and counting, every HPM counter
     /// inhibited with an empty selector.
     ///
-    /// `hw_present` says which hardware counters exist (bit per CSR offset);
-    /// their widths are probed, not assumed.
-    pub fn new(cfg: PmuConfig<'a>, mut hw: H, mem: M, hw_present: u32) -> Self {
+    /// The hardware counters are those [`Hpm::present`] names; their
+    /// widths are probed, not assumed.
+    pub fn new(cfg: PmuConfig<'a>, mut hw: H) -> Self {
+        let hw_present = hw.present();
         let mut widths = [0u8; HW_SLOTS];
         for i in BitIter(hw_present as u64) {
             widths[i] = if i == CYCLE || i == INSTRET {
@@ -264,7 +268,6 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         let mut pmu = Pmu {
             cfg,
             hw,
-            mem,
             layout,
             allocated: 0,
             started,
@@ -292,14 +295,6 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     /// The hardware seam, mutably.
     pub fn hw_mut(&mut self) -> &mut H {
         &mut self.hw
-    }
-    /// The memory seam.
-    pub fn mem(&self) -> &M {
-        &self.mem
-    }
-    /// The memory seam, mutably.
-    pub fn mem_mut(&mut self) -> &mut M {
-        &mut self.mem
     }
     /// Counters currently counting (canonical bitmap).
     pub fn started_mask(&self) -> u64 {
@@ -728,7 +723,12 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// FID 3.
     #[inline(always)]
-    pub fn counter_start(&mut self, set: &CounterSet, value: InitialValue) -> Result<(), Error> {
+    pub fn counter_start<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &M,
+        set: &CounterSet,
+        value: InitialValue,
+    ) -> Result<(), Error> {
         if set.members() & !self.configured_mask() != 0 {
             return Err(Error::InvalidParam);
         }
@@ -737,7 +737,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         let already = match value {
             InitialValue::Snapshot => {
                 let area = self.snapshot_shmem.ok_or(Error::NoShmem)?;
-                self.start_from_snapshot(set, area)?
+                self.start_from_snapshot(mem, set, area)?
             }
             InitialValue::Value(v) => self.start_members(set, |_, _| Ok(Some(v)))?,
             InitialValue::Current => self.start_members(set, |_, _| Ok(None))?,
@@ -774,9 +774,14 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// `start_members` with the values from the snapshot area.
     #[inline(never)]
-    fn start_from_snapshot(&mut self, set: &CounterSet, area: u64) -> Result<bool, Error> {
-        self.start_members(set, |pmu, j| {
-            snapshot::read_value(&pmu.mem, area, j)
+    fn start_from_snapshot<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &M,
+        set: &CounterSet,
+        area: u64,
+    ) -> Result<bool, Error> {
+        self.start_members(set, |_, j| {
+            snapshot::read_value(mem, area, j)
                 .map(Some)
                 .map_err(|_| Error::Failed)
         })
@@ -784,7 +789,12 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// FID 4.
     #[inline(always)]
-    pub fn counter_stop(&mut self, set: &CounterSet, flags: CounterStopFlags) -> Result<(), Error> {
+    pub fn counter_stop<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        set: &CounterSet,
+        flags: CounterStopFlags,
+    ) -> Result<(), Error> {
         let shmem = if flags.contains(CounterStopFlags::TAKE_SNAPSHOT) {
             Some(self.snapshot_shmem.ok_or(Error::NoShmem)?)
         } else {
@@ -800,7 +810,7 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
         // As in counter_start: only the snapshot path makes calls.
         if let Some(area) = shmem {
-            return self.stop_tail_with_snapshot(set, flags, already, area);
+            return self.stop_tail_with_snapshot(mem, set, flags, already, area);
         }
         self.stop_tail(set, flags, already)
     }
@@ -827,22 +837,28 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// The end of counter_stop with TAKE_SNAPSHOT.
     #[inline(never)]
-    fn stop_tail_with_snapshot(
+    fn stop_tail_with_snapshot<M: SupervisorMemory + ?Sized>(
         &mut self,
+        mem: &mut M,
         set: &CounterSet,
         flags: CounterStopFlags,
         already: bool,
         area: u64,
     ) -> Result<(), Error> {
-        self.take_snapshot(area, set)?;
+        self.take_snapshot(mem, area, set)?;
         self.stop_tail(set, flags, already)
     }
 
-    fn take_snapshot(&mut self, area: u64, set: &CounterSet) -> Result<(), Error> {
+    fn take_snapshot<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        area: u64,
+        set: &CounterSet,
+    ) -> Result<(), Error> {
         let mut overflow = 0u64;
         for (j, c) in set.iter() {
             let v = self.read_value(c);
-            snapshot::write_value(&mut self.mem, area, j, v).map_err(|_| Error::Failed)?;
+            snapshot::write_value(mem, area, j, v).map_err(|_| Error::Failed)?;
             if let Counter::Hw(i) = self.layout.kind(c) {
                 if self.cfg.isa.sscofpmf && i >= 3 && self.hw.read_event(i as usize) & bits::OF != 0
                 {
@@ -852,12 +868,12 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
         }
         // Without Sscofpmf the bitmap "must be zero" (Table 16).
         let new = if self.cfg.isa.sscofpmf {
-            let old = snapshot::read_overflow(&self.mem, area).map_err(|_| Error::Failed)?;
+            let old = snapshot::read_overflow(mem, area).map_err(|_| Error::Failed)?;
             (old & !set.relative_mask()) | overflow
         } else {
             0
         };
-        snapshot::write_overflow(&mut self.mem, area, new).map_err(|_| Error::Failed)
+        snapshot::write_overflow(mem, area, new).map_err(|_| Error::Failed)
     }
 
     /// Drop the counter-to-event mapping of a stopped counter.
@@ -895,7 +911,11 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
     /// NOT_SUPPORTED when the snapshot is not offered
     /// ([`Self::snapshot_offered`]), INVALID_ADDRESS when the supervisor
     /// does not own the page; registration zeroes it.
-    pub fn snapshot_set_shmem(&mut self, area: Option<SnapshotArea>) -> Result<(), Error> {
+    pub fn snapshot_set_shmem<M: SupervisorMemory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        area: Option<SnapshotArea>,
+    ) -> Result<(), Error> {
         if !self.cfg.snapshot {
             return Err(Error::NotSupported);
         }
@@ -904,11 +924,10 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
             return Ok(());
         };
         let addr = area.addr();
-        if !self.mem.owns(addr, SNAPSHOT_SIZE) {
+        if !mem.owns(addr, SNAPSHOT_SIZE) {
             return Err(Error::InvalidAddress);
         }
-        self.mem
-            .zero(addr, SNAPSHOT_SIZE)
+        mem.zero(addr, SNAPSHOT_SIZE)
             .map_err(|_| Error::InvalidAddress)?;
         self.snapshot_shmem = Some(addr);
         Ok(())
@@ -916,21 +935,25 @@ impl<'a, H: Hpm, M: SupervisorMemory> Pmu<'a, H, M> {
 
     /// FID 8: fill the `output` word of each entry. All entries are checked
     /// before any is written, so an INVALID_PARAM leaves memory untouched.
-    pub fn event_get_info(&mut self, entries: event_info::Entries) -> Result<(), Error> {
+    pub fn event_get_info<M: SupervisorMemory + ?Sized>(
+        &self,
+        mem: &mut M,
+        entries: event_info::Entries,
+    ) -> Result<(), Error> {
         let (addr, num) = (entries.addr(), entries.num());
-        if !self.mem.owns(addr, entries.size()) {
+        if !mem.owns(addr, entries.size()) {
             return Err(Error::InvalidAddress);
         }
         for k in 0..num {
-            let idx = event_info::read_idx(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            let idx = event_info::read_idx(mem, addr, k).map_err(|_| Error::Failed)?;
             if crate::event::reserved_bits(idx as u64) {
                 return Err(Error::InvalidParam);
             }
         }
         for k in 0..num {
-            let e = event_info::read(&self.mem, addr, k).map_err(|_| Error::Failed)?;
+            let e = event_info::read(mem, addr, k).map_err(|_| Error::Failed)?;
             let output = self.event_info_output(&e);
-            event_info::write_output(&mut self.mem, addr, k, output).map_err(|_| Error::Failed)?;
+            event_info::write_output(mem, addr, k, output).map_err(|_| Error::Failed)?;
         }
         Ok(())
     }

@@ -24,6 +24,10 @@ pub mod bits {
 
 /// Access to one hart's performance-counter CSRs.
 pub trait Hpm {
+    /// Which counters exist: bit `i` for CSR offset `i` (0 `mcycle`, 2
+    /// `minstret`, 3..=31 `mhpmcounterN`; bit 1, `time`, is ignored). The
+    /// engine reads it once, when it is built.
+    fn present(&self) -> u32;
     /// Read `mcycle` (0), `minstret` (2) or `mhpmcounterN` (3..=31).
     fn read_counter(&self, i: usize) -> u64;
     /// Write a counter (same indices as `read_counter`).
@@ -59,8 +63,10 @@ pub trait Hpm {
     }
 }
 
-/// The real CSRs of the executing hart (riscv64 M-mode only).
-#[cfg(target_arch = "riscv64")]
+/// The real CSRs of the executing hart: the M-mode backend (feature
+/// `csr`; it exists on riscv64 only, so that a workspace that enables it
+/// for its firmware still builds its host tools).
+#[cfg(all(feature = "csr", target_arch = "riscv64"))]
 pub mod csr {
     use super::Hpm;
 
@@ -78,10 +84,6 @@ pub mod csr {
         pub const unsafe fn new(present: u32) -> CsrHpm {
             CsrHpm { present }
         }
-        /// The counters this hart has.
-        pub fn present(&self) -> u32 {
-            self.present
-        }
     }
 
     // Each CSR number must be an immediate, so an access by index enters a
@@ -90,44 +92,48 @@ pub mod csr {
     // and the inline asm that calls them says so: the engine keeps its
     // values in registers across an access (a Rust call would clobber all
     // caller-saved registers and cost spills), and the index's low five
-    // bits select the entry, so no index can jump outside a table.
+    // bits select the entry, so no index can jump outside a table. Each
+    // table is a naked function reached through a `sym` operand, so its
+    // symbol is Rust's mangled name: two copies of this crate in one link
+    // do not clash.
     macro_rules! csr_table {
-        ($name:literal, $op:literal) => {
+        ($name:ident, $op:literal) => {
             csr_table!($name, $op, "");
         };
-        ($name:literal, $op:literal, $tail:literal) => {
-            core::arch::global_asm!(
-                ".pushsection .text.rvpmu_csr_table, \"ax\"",
-                ".option push",
-                ".option norvc",
-                ".balign 8",
-                concat!(".globl ", $name),
-                concat!($name, ":"),
-                "   andi a0, a0, 31",
-                "   slli a0, a0, 3",
-                "1: auipc t0, %pcrel_hi(2f)",
-                "   addi t0, t0, %pcrel_lo(1b)",
-                "   add t0, t0, a0",
-                "   jr t0",
-                ".balign 8",
-                "2:",
-                ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
-                concat!("   ", $op, "\\n", $tail),
-                "   jalr zero, 0(ra)",
-                ".endr",
-                ".option pop",
-                ".popsection",
-            );
+        ($name:ident, $op:literal, $tail:literal) => {
+            /// A CSR access table; entered only through the inline asm
+            /// of the accessors below, with the index in a0.
+            #[unsafe(naked)]
+            unsafe extern "C" fn $name() {
+                core::arch::naked_asm!(
+                    ".option push",
+                    ".option norvc",
+                    ".balign 8",
+                    "   andi a0, a0, 31",
+                    "   slli a0, a0, 3",
+                    "1: auipc t0, %pcrel_hi(2f)",
+                    "   addi t0, t0, %pcrel_lo(1b)",
+                    "   add t0, t0, a0",
+                    "   jr t0",
+                    ".balign 8",
+                    "2:",
+                    ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+                    concat!("   ", $op, "\\n", $tail),
+                    "   jalr zero, 0(ra)",
+                    ".endr",
+                    ".option pop",
+                );
+            }
         };
     }
     // mcycle = 0xB00, mhpmcounterN = 0xB00 + N; mhpmeventN = 0x320 + N.
-    csr_table!("rvpmu_csrr_counter", "csrr a0, 0xB00 + ");
-    csr_table!("rvpmu_csrw_counter", "csrw 0xB00 + ", ", a1");
-    csr_table!("rvpmu_csrr_event", "csrr a0, 0x320 + ");
-    csr_table!("rvpmu_csrw_event", "csrw 0x320 + ", ", a1");
+    csr_table!(csrr_counter, "csrr a0, 0xB00 + ");
+    csr_table!(csrw_counter, "csrw 0xB00 + ", ", a1");
+    csr_table!(csrr_event, "csrr a0, 0x320 + ");
+    csr_table!(csrw_event, "csrw 0x320 + ", ", a1");
 
     macro_rules! csr_read_fn {
-        ($fn_name:ident, $table:literal) => {
+        ($fn_name:ident, $table:ident) => {
             #[inline(always)]
             fn $fn_name(i: usize) -> u64 {
                 let v: u64;
@@ -135,7 +141,8 @@ pub mod csr {
                 // the asm names every register the routine touches.
                 unsafe {
                     core::arch::asm!(
-                        concat!("call ", $table),
+                        "call {table}",
+                        table = sym $table,
                         inlateout("a0") i as u64 => v,
                         out("t0") _,
                         out("ra") _,
@@ -147,14 +154,15 @@ pub mod csr {
         };
     }
     macro_rules! csr_write_fn {
-        ($fn_name:ident, $table:literal) => {
+        ($fn_name:ident, $table:ident) => {
             #[inline(always)]
             fn $fn_name(i: usize, v: u64) {
                 // SAFETY: M-mode CSR write through the table (see above);
                 // the asm names every register the routine touches.
                 unsafe {
                     core::arch::asm!(
-                        concat!("call ", $table),
+                        "call {table}",
+                        table = sym $table,
                         inlateout("a0") i => _,
                         in("a1") v,
                         out("t0") _,
@@ -165,12 +173,15 @@ pub mod csr {
             }
         };
     }
-    csr_read_fn!(read_mcounter, "rvpmu_csrr_counter");
-    csr_write_fn!(write_mcounter, "rvpmu_csrw_counter");
-    csr_read_fn!(read_mevent, "rvpmu_csrr_event");
-    csr_write_fn!(write_mevent, "rvpmu_csrw_event");
+    csr_read_fn!(read_mcounter, csrr_counter);
+    csr_write_fn!(write_mcounter, csrw_counter);
+    csr_read_fn!(read_mevent, csrr_event);
+    csr_write_fn!(write_mevent, csrw_event);
 
     impl Hpm for CsrHpm {
+        fn present(&self) -> u32 {
+            self.present
+        }
         fn read_counter(&self, i: usize) -> u64 {
             read_mcounter(i)
         }

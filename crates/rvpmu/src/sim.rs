@@ -141,11 +141,6 @@ impl SimHart {
         }
     }
 
-    /// Counters that exist.
-    pub fn present(&self) -> u32 {
-        self.present
-    }
-
     /// Set one counter's width (for wrap tests).
     pub fn set_width(&mut self, i: usize, bits: u8) {
         self.width[i] = bits;
@@ -221,6 +216,9 @@ impl SimHart {
 }
 
 impl Hpm for SimHart {
+    fn present(&self) -> u32 {
+        self.present
+    }
     fn read_counter(&self, i: usize) -> u64 {
         if !self.check(i) {
             return 0;

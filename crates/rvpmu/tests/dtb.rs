@@ -1,4 +1,4 @@
-//! The DTB reader (`rvpmu::dtb`): trees with FDT_NOP tokens anywhere and
+//! The DTB reader (`rvpmu_dtb`): trees with FDT_NOP tokens anywhere and
 //! blocks in any order read exactly like the tree without them; malformed
 //! blobs are refused with what and where. NOPed trees come from libfdt
 //! itself (`fdt_nop_property`, `fdt_nop_node` through Debian's
@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use rvpmu::dt::{platform_quirk_of, EventMap};
-use rvpmu::dtb::{self, Block, Problem};
+use rvpmu_dtb as dtb;
+use rvpmu_dtb::{Block, Problem};
 
 const BEGIN_NODE: u32 = 1;
 const END_NODE: u32 = 2;

@@ -480,7 +480,8 @@ impl Coverage {
 }
 
 struct Run<'m> {
-    pmu: Pmu<'m, SimHart, BufMemory>,
+    pmu: Pmu<'m, SimHart>,
+    mem: BufMemory,
     model: Hart,
     cov: Coverage,
 }
@@ -518,7 +519,7 @@ fn build_map(p: &Platform) -> EventMap {
     map
 }
 
-fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart, BufMemory> {
+fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart> {
     let mut fw = FwEventSet::all_standard();
     fw.standard = p.fw_std;
     fw.implementation = [0; MAX_EXTRA_FW_EVENTS];
@@ -544,7 +545,7 @@ fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart, BufMemory> {
     if p.qemu_event_map {
         hart = hart.qemu_event_map();
     }
-    Pmu::new(cfg, hart, BufMemory::virt(), p.hw())
+    Pmu::new(cfg, hart)
 }
 
 fn in_buffer(addr: u64, len: u64) -> bool {
@@ -555,6 +556,7 @@ impl<'m> Run<'m> {
     fn new(p: &Platform, map: &'m EventMap) -> Run<'m> {
         Run {
             pmu: engine(p, map),
+            mem: BufMemory::virt(),
             model: Hart::new(p.clone()),
             cov: Coverage::default(),
         }
@@ -574,7 +576,7 @@ impl<'m> Run<'m> {
                 {
                     let at = lo.wrapping_add(16 * k as u64);
                     if in_buffer(at, 16) {
-                        let mem = self.pmu.mem_mut();
+                        let mem = &mut self.mem;
                         mem.poke(at, &idx.to_le_bytes());
                         mem.poke(at + 4, &out.to_le_bytes());
                         mem.poke(at + 8, &data.to_le_bytes());
@@ -649,9 +651,7 @@ impl<'m> Run<'m> {
             }
             Op::Poke(j, v) => {
                 if let Some(a) = self.model.shmem {
-                    self.pmu
-                        .mem_mut()
-                        .poke(a + 8 + 8 * j as u64, &v.to_le_bytes());
+                    self.mem.poke(a + 8 + 8 * j as u64, &v.to_le_bytes());
                 }
             }
             Op::PokeOverflow(v) => {
@@ -659,7 +659,7 @@ impl<'m> Run<'m> {
                 // has no reason to store there and the model does not ask
                 // the engine to clean it up.
                 if let (Some(a), true) = (self.model.shmem, self.model.p.sscofpmf) {
-                    self.pmu.mem_mut().poke(a, &v.to_le_bytes());
+                    self.mem.poke(a, &v.to_le_bytes());
                 }
             }
             Op::Record(code, n) => {
@@ -740,12 +740,12 @@ impl<'m> Run<'m> {
 
     fn call(&mut self, fid: usize, a: [u64; 6]) -> Result<(), String> {
         let area = self.model.shmem;
-        let area_before = area.map(|x| self.pmu.mem().peek(x, 4096).to_vec());
+        let area_before = area.map(|x| self.mem.peek(x, 4096).to_vec());
         let entries_before = if fid == 8 {
             a[2].checked_mul(16).filter(|&s| owned(a[0], s)).map(|_| {
                 (0..a[2])
                     .map(|k| {
-                        let b = self.pmu.mem().peek(a[0] + 16 * k, 16);
+                        let b = self.mem.peek(a[0] + 16 * k, 16);
                         (
                             u32::from_le_bytes(b[0..4].try_into().unwrap()),
                             u32::from_le_bytes(b[4..8].try_into().unwrap()),
@@ -757,11 +757,11 @@ impl<'m> Run<'m> {
         } else {
             None
         };
-        let nwrites = self.pmu.mem().writes.len();
-        let ret = ecall::pmu(&mut self.pmu, fid, a.map(|x| x as usize));
+        let nwrites = self.mem.writes.len();
+        let ret = ecall::pmu(&mut self.pmu, &mut self.mem, fid, a.map(|x| x as usize));
         let error = ret.error as isize;
-        let area_after = area.map(|x| self.pmu.mem().peek(x, 4096).to_vec());
-        let mem = self.pmu.mem();
+        let area_after = area.map(|x| self.mem.peek(x, 4096).to_vec());
+        let mem = &self.mem;
         let peek = |x: u64, n: usize| mem.peek(x, n).to_vec();
         let obs = Obs {
             error,
@@ -814,7 +814,7 @@ impl<'m> Run<'m> {
             }
         }
         if fid == 8 && error == 0 {
-            let mem = self.pmu.mem();
+            let mem = &self.mem;
             self.cov.supported_entries += (0..a[2].min(64))
                 .filter(|k| mem.peek(a[0] + 16 * k + 4, 4) == [1, 0, 0, 0])
                 .count() as u32;
@@ -837,10 +837,7 @@ impl<'m> Run<'m> {
                 _ => false,
             }
         };
-        if let Some(w) = self.pmu.mem().writes[nwrites..]
-            .iter()
-            .find(|w| !allowed(w))
-        {
+        if let Some(w) = self.mem.writes[nwrites..].iter().find(|w| !allowed(w)) {
             return Err(format!(
                 "FID {fid} {a:x?} -> {error}: write {w:x?} outside the areas it may touch"
             ));
@@ -850,11 +847,8 @@ impl<'m> Run<'m> {
 
     fn invariants(&self) -> Result<(), String> {
         let (pmu, m) = (&self.pmu, &self.model);
-        if pmu.mem().faults.get() != 0 {
-            return Err(format!(
-                "{} refused memory accesses",
-                pmu.mem().faults.get()
-            ));
+        if self.mem.faults.get() != 0 {
+            return Err(format!("{} refused memory accesses", self.mem.faults.get()));
         }
         if pmu.hw().absent_accesses != 0 {
             return Err(format!(
@@ -1095,8 +1089,8 @@ fn linux_flow_agrees_with_model() {
     // The kernel-visible outcome: cycles on hpmcounter3 (1000 S-mode
     // ticks), instructions on hpmcounter4 (500 U-mode ticks), both saved
     // in the snapshot and restored from it; 3 IPIs on firmware counter 19.
-    assert_eq!(run.pmu.mem().peek_u64(RAM_LO + 8), 1000);
-    assert_eq!(run.pmu.mem().peek_u64(RAM_LO + 16), 500);
+    assert_eq!(run.mem.peek_u64(RAM_LO + 8), 1000);
+    assert_eq!(run.mem.peek_u64(RAM_LO + 16), 500);
     assert_eq!(run.pmu.hw().counter(3), 1000);
     assert_eq!(run.pmu.hw().counter(4), 500);
     assert_eq!(run.pmu.started_mask() & 0b111000, 0b111000);
@@ -1147,9 +1141,9 @@ fn overflow_reaches_the_snapshot_bitmap() {
         let area = RAM_LO + 0x2000;
         // Counters 2, 3, 4 at bits 0, 1, 2 (relative to base 2).
         let want = if sscofpmf { 0b010 } else { 0 };
-        assert_eq!(run.pmu.mem().peek_u64(area), want, "sscofpmf {sscofpmf}");
-        assert_eq!(run.pmu.mem().peek_u64(area + 16), 15);
-        assert_eq!(run.pmu.mem().peek_u64(area + 24), 25);
+        assert_eq!(run.mem.peek_u64(area), want, "sscofpmf {sscofpmf}");
+        assert_eq!(run.mem.peek_u64(area + 16), 15);
+        assert_eq!(run.mem.peek_u64(area + 24), 25);
     }
 }
 

@@ -1,30 +1,30 @@
 //! The supervisor-side typed API driving the engine in-process (the
 //! transport is the engine's own ecall dispatch instead of `ecall`).
 
-use rvpmu::counter::CounterInfo;
 use rvpmu::dt::{EventMap, RangeRow};
 use rvpmu::ecall::{self, SbiRet, EID_PMU, EID_STA};
 use rvpmu::event::FwEvent;
 use rvpmu::hart::IsaFeatures;
-use rvpmu::sim::{BufMemory, SimHart};
+use rvpmu::sim::SimHart;
 use rvpmu::sta::StealTime;
-use rvpmu::supervisor::{
+use rvpmu::CounterInfo;
+use rvpmu::Error;
+use rvpmu_sbi::client::{
     CounterCfgFlags, CounterStartFlags, CounterStopFlags, SbiCall, Supervisor,
 };
-use rvpmu::{Error, Pmu};
 
 mod common;
 
 struct Loopback {
-    pmu: Pmu<'static, SimHart, BufMemory>,
+    hart: common::P,
     sta: StealTime,
 }
 
 impl SbiCall for Loopback {
     fn call(&mut self, eid: usize, fid: usize, a: [usize; 6]) -> SbiRet {
         match eid {
-            EID_PMU => ecall::pmu(&mut self.pmu, fid, a),
-            EID_STA => ecall::sta(&mut self.sta, self.pmu.mem_mut(), fid, a),
+            EID_PMU => ecall::pmu(&mut self.hart.pmu, &mut self.hart.mem, fid, a),
+            EID_STA => ecall::sta(&mut self.sta, &mut self.hart.mem, fid, a),
             _ => SbiRet {
                 error: Error::NotSupported.code() as usize,
                 value: 0,
@@ -52,7 +52,7 @@ fn sbi() -> Supervisor<Loopback> {
     };
     let cfg = common::config(map, isa, false);
     Supervisor(Loopback {
-        pmu: common::engine(cfg, SimHart::qemu_virt()),
+        hart: common::engine(cfg, SimHart::qemu_virt()),
         sta: StealTime::new(),
     })
 }
@@ -78,8 +78,8 @@ fn typed_calls_round_trip() {
     );
     assert_eq!(r.error, 0);
     let idx = r.value;
-    s.0.pmu.record(FwEvent::SetTimer);
-    s.0.pmu.record(FwEvent::SetTimer);
+    s.0.hart.pmu.record(FwEvent::SetTimer);
+    s.0.hart.pmu.record(FwEvent::SetTimer);
     assert_eq!(s.pmu_counter_fw_read(idx).value, 2);
     assert_eq!(s.pmu_counter_fw_read_hi(idx).value, 0);
     assert_eq!(s.pmu_counter_stop(idx, 1, CounterStopFlags::RESET).error, 0);

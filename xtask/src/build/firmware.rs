@@ -16,7 +16,7 @@ fn cargo_build(bin: &str) -> Result<PathBuf> {
     run(cargo().args([
         "build",
         "-p",
-        "rvpmu-fw",
+        bin,
         "--bin",
         bin,
         "--target",

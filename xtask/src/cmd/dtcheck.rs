@@ -69,7 +69,7 @@ fn dump_qemu_dtb() -> Result<PathBuf> {
     Ok(dtb)
 }
 
-/// FILE as a blob: a .dtb as it is (`rvpmu::dtb::open` checks it as the
+/// FILE as a blob: a .dtb as it is (`rvpmu_dtb::open` checks it as the
 /// firmware does; dtc refuses some valid blobs, e.g. NOP tokens before the
 /// root node), a .dts compiled with dtc.
 fn load_dtb(file: &Path) -> Result<(Vec<u8>, &'static str)> {
@@ -96,8 +96,7 @@ fn load_dtb(file: &Path) -> Result<(Vec<u8>, &'static str)> {
 fn check(file: &Path, present: Option<u32>, strict: bool) -> Result<()> {
     let (mut blob, kind) = load_dtb(file)?;
     let size = blob.len();
-    let fdt =
-        rvpmu::dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let fdt = rvpmu_dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     println!("{}: {kind}, {size} bytes", file.display());
     print_isa(&fdt);
 
@@ -505,7 +504,7 @@ ITLB_READ_MISS             0x10021   0x10021 (idx)        3-18
         std::fs::write(&b, &nopped).unwrap();
         let map = |file: &std::path::Path| {
             let (mut blob, _) = load_dtb(file).unwrap();
-            let fdt = rvpmu::dtb::open(&mut blob).unwrap();
+            let fdt = rvpmu_dtb::open(&mut blob).unwrap();
             map_table(&rvpmu::dt::EventMap::from_fdt(&fdt).unwrap().unwrap())
         };
         assert_eq!(map(&b), map(&a));

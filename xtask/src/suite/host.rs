@@ -1,6 +1,8 @@
 //! The host tests: `cargo test` of the workspace, the warning gate
-//! (clippy and rustdoc, host and targets), rvpmu for the bare target, and
-//! the loom model of the STA sequence protocol.
+//! (clippy and rustdoc, host and targets; clippy's `incompatible_msrv`
+//! holds the standard library to the declared `rust-version`), the
+//! published crates' dry-run publish, rvpmu for the bare target, and the
+//! loom model of the STA sequence protocol.
 
 use crate::host::{cargo, root, run as run_cmd, step};
 use crate::host::{BARE_TARGET, LINUX_TARGET};
@@ -18,6 +20,26 @@ pub fn run() -> Result<()> {
         "conformance",
     ]))?;
     lint()?;
+    // Each published crate packaged (only the files its `include` names)
+    // and built from its package against the others' packages, as
+    // crates.io would; nothing is uploaded. The working tree is what is
+    // tested, committed or not.
+    step("the published crates package and build (cargo publish --dry-run)");
+    run_cmd(cargo().args([
+        "publish",
+        "--dry-run",
+        "--allow-dirty",
+        "-p",
+        "rvpmu-sbi",
+        "-p",
+        "rvpmu-dtb",
+        "-p",
+        "rvpmu",
+        "-p",
+        "hpmtrace",
+        "-p",
+        "hpmtrace-cli",
+    ]))?;
     step(&format!(
         "rvpmu builds for {BARE_TARGET} (no_std, no allocator)"
     ));
@@ -86,8 +108,8 @@ fn lint() -> Result<()> {
     ];
     let steps = [
         (
-            "clippy -D warnings, host, all targets: rvpmu, hpmtrace, hpmtrace-cli, \
-             e2e-init (unit tests), xtask"
+            "clippy -D warnings, host, all targets: rvpmu-sbi, rvpmu-dtb, rvpmu, hpmtrace, \
+             hpmtrace-cli, e2e-init (unit tests), xtask"
                 .to_string(),
             vec![
                 clippy(None, &host_all, &[]),
@@ -109,14 +131,18 @@ fn lint() -> Result<()> {
             // The firmware's profile; conformance builds with --release,
             // which has the same cfgs (no debug assertions).
             format!(
-                "clippy -D warnings, {BARE_TARGET}: rvpmu (no_std), rvpmu-rt, rvpmu-fw \
-                 (firmware, sbi-check), rvpmu-hv (hypervisor, vs-check), conformance"
+                "clippy -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu (no_std), rvpmu-rt, rvpmu-fw, \
+                 rvpmu-hv, conformance, sbi-check, vs-check"
             ),
             vec![clippy(
                 Some(BARE_TARGET),
                 &[
                     "--profile",
                     "fw",
+                    "-p",
+                    "rvpmu-sbi",
+                    "-p",
+                    "rvpmu-dtb",
                     "-p",
                     "rvpmu",
                     "-p",
@@ -127,6 +153,10 @@ fn lint() -> Result<()> {
                     "rvpmu-hv",
                     "-p",
                     "conformance",
+                    "-p",
+                    "sbi-check",
+                    "-p",
+                    "vs-check",
                 ],
                 &[],
             )],
@@ -161,16 +191,26 @@ fn lint() -> Result<()> {
         // library, and its documentation would overwrite the library's
         // (cargo issue 6313).
         (
-            "rustdoc -D warnings, host: rvpmu, rvpmu-hv, hpmtrace, xtask".to_string(),
-            vec![rustdoc(None, &["rvpmu", "rvpmu-hv", "hpmtrace", "xtask"])],
+            "rustdoc -D warnings, host: rvpmu-sbi, rvpmu-dtb, rvpmu, rvpmu-hv, hpmtrace, xtask"
+                .to_string(),
+            vec![rustdoc(None, &["rvpmu-sbi", "rvpmu-dtb", "rvpmu", "rvpmu-hv", "hpmtrace", "xtask"])],
         ),
         (
             format!(
-                "rustdoc -D warnings, {BARE_TARGET}: rvpmu, rvpmu-rt, rvpmu-fw, rvpmu-hv, conformance"
+                "rustdoc -D warnings, {BARE_TARGET}: rvpmu-sbi, rvpmu-dtb, rvpmu, rvpmu-rt, rvpmu-fw, \
+                 rvpmu-hv, conformance"
             ),
             vec![rustdoc(
                 Some(BARE_TARGET),
-                &["rvpmu", "rvpmu-rt", "rvpmu-fw", "rvpmu-hv", "conformance"],
+                &[
+                    "rvpmu-sbi",
+                    "rvpmu-dtb",
+                    "rvpmu",
+                    "rvpmu-rt",
+                    "rvpmu-fw",
+                    "rvpmu-hv",
+                    "conformance",
+                ],
             )],
         ),
         (

@@ -10,7 +10,7 @@ use hpmtrace::linux::perf_event::{
     FLAG_EXCLUDE_USER, FLAG_PINNED, PERF_FORMAT_TOTAL_TIME_ENABLED as FORMAT_TOTAL_TIME_ENABLED,
     PERF_FORMAT_TOTAL_TIME_RUNNING as FORMAT_TOTAL_TIME_RUNNING,
 };
-pub use rvpmu::event::FwEvent;
+pub use rvpmu_sbi::event::FwEvent;
 
 const TYPE_HARDWARE: u32 = 0;
 const TYPE_SOFTWARE: u32 = 1;

@@ -45,11 +45,11 @@ pub use sbi::Sbi as This;
 mod sbi {
     use super::{Platform, Refusal};
     use crate::format::{CounterInfo, Event, EventType};
-    use rvpmu::counter::CounterInfo as SbiInfo;
-    use rvpmu::supervisor::{sbi, CounterCfgFlags, CounterStopFlags};
+    use rvpmu_sbi::client::{sbi, CounterCfgFlags, CounterStopFlags};
+    use rvpmu_sbi::CounterInfo as SbiInfo;
     use sbi_spec::legacy::LEGACY_CONSOLE_PUTCHAR;
 
-    /// S-mode on an SBI firmware (rvpmu::supervisor).
+    /// S-mode on an SBI firmware (rvpmu_sbi::client).
     pub struct Sbi;
 
     impl Platform for Sbi {

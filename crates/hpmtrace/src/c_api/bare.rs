@@ -247,7 +247,7 @@ pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
 /// `int perfSetDeviceTree(void *dtb)`: the timebase from the device tree
 /// the firmware passed (`/cpus/timebase-frequency`); in M-mode also the
 /// CLINT whose `mtimecmp` the timer uses. The tree is checked first and its
-/// NOP tokens removed in place (`rvpmu::dtb`).
+/// NOP tokens removed in place (`rvpmu_dtb`).
 ///
 /// # Safety
 /// `dtb` points to a flattened device tree (its header's size is trusted)
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
         return fail(WHAT, format_args!("dtb is NULL"));
     }
     // SAFETY: the caller passes a device tree that is ours for the call.
-    let fdt = match unsafe { rvpmu::dtb::open_at(dtb.cast()) } {
+    let fdt = match unsafe { rvpmu_dtb::open_at(dtb.cast()) } {
         Ok(f) => f,
         Err(e) => return fail(WHAT, format_args!("at {dtb:p}: {e}")),
     };

@@ -96,13 +96,42 @@ pub fn sscofpmf() -> IsaFeatures {
     }
 }
 
-pub type P = Pmu<'static, SimHart, BufMemory>;
+/// One hart as a firmware holds it: the engine and the supervisor's
+/// memory it is handed on each call.
+pub struct P {
+    pub pmu: Pmu<'static, SimHart>,
+    pub mem: BufMemory,
+}
+
+impl P {
+    pub fn mem(&self) -> &BufMemory {
+        &self.mem
+    }
+    pub fn mem_mut(&mut self) -> &mut BufMemory {
+        &mut self.mem
+    }
+}
+
+impl std::ops::Deref for P {
+    type Target = Pmu<'static, SimHart>;
+    fn deref(&self) -> &Self::Target {
+        &self.pmu
+    }
+}
+
+impl std::ops::DerefMut for P {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.pmu
+    }
+}
 
 /// The engine with `cfg` on `hw` (the counters it has) and QEMU virt's
 /// memory.
 pub fn engine(cfg: PmuConfig<'static>, hw: SimHart) -> P {
-    let present = hw.present();
-    Pmu::new(cfg, hw, BufMemory::virt(), present)
+    P {
+        pmu: Pmu::new(cfg, hw),
+        mem: BufMemory::virt(),
+    }
 }
 
 pub fn qemu() -> P {
@@ -114,7 +143,7 @@ pub fn call(p: &mut P, fid: usize, a: &[u64]) -> Result<u64, Error> {
     for (r, v) in regs.iter_mut().zip(a) {
         *r = *v as usize;
     }
-    let r = ecall::pmu(p, fid, regs);
+    let r = ecall::pmu(&mut p.pmu, &mut p.mem, fid, regs);
     if r.error == 0 {
         Ok(r.value as u64)
     } else {

@@ -231,7 +231,7 @@ fn timebase_hz(dir: &Path) -> Result<u64> {
     let dtb = dir.join("virt.dtb");
     crate::qemu::Qemu::virt(1).dump_dtb(&dtb)?;
     let mut blob = std::fs::read(&dtb)?;
-    let fdt = rvpmu::dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("QEMU's DT: {e}"))?;
+    let fdt = rvpmu_dtb::open(&mut blob).map_err(|e| anyhow::anyhow!("QEMU's DT: {e}"))?;
     fdt.find_node("/cpus")
         .and_then(|n| n.property("timebase-frequency"))
         .and_then(|p| p.as_usize())

@@ -1,7 +1,6 @@
-//! Opening a flattened device tree blob: every reader of a DTB in this
-//! project (the firmware, the hypervisor, the S-mode kernels, bare-metal
-//! hpmtrace, `cargo xtask dt-check`) gets its [`fdt::Fdt`] from [`open`] or
-//! [`open_at`].
+#![doc = include_str!("../README.md")]
+//!
+//! ## What is checked, and why
 //!
 //! [`open`] checks the whole blob against the Devicetree Specification
 //! v0.4, chapter 5 ("Flattened Devicetree (DTB) Format"): the header
@@ -41,6 +40,15 @@
 //! The rewrite needs the blob writable. The firmware patches the DTB in RAM
 //! anyway, and the stages after it find it already without NOP tokens, so
 //! for them [`open`] only reads.
+//!
+//! ## Layering
+//!
+//! | module | uses |
+//! |---|---|
+//! | `format` | |
+
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
 
 use core::fmt;
 
@@ -105,6 +113,7 @@ use format::*;
 
 /// The blocks of a DTB, for errors and layout checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Block {
     /// The 40-byte header.
     Header,
@@ -129,6 +138,7 @@ impl fmt::Display for Block {
 
 /// What is wrong with a blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Problem {
     /// A null pointer instead of a blob.
     Null,

@@ -13,9 +13,11 @@
 //! same call between two edges of the `time` CSR, for cost probes where
 //! `instret` is not readable), all riscv64 only.
 
-use crate::ecall::{SbiRet, EID_PMU, EID_STA};
+use sbi_spec::binary::SbiRet;
 use sbi_spec::pmu as fid;
 pub use sbi_spec::pmu::flags::{CounterCfgFlags, CounterStartFlags, CounterStopFlags};
+use sbi_spec::pmu::EID_PMU;
+use sbi_spec::sta::EID_STA;
 use sbi_spec::{base, dbcn, hsm, rfnc, spi, srst, time};
 
 /// A way to make an SBI call.
@@ -209,7 +211,7 @@ impl<C: SbiCall> Supervisor<C> {
     pub fn pmu_num_counters(&mut self) -> usize {
         self.pmu(fid::NUM_COUNTERS, [0; 6]).value
     }
-    /// FID 1: `counter_info` of a counter (decode with [`crate::counter::CounterInfo::decode`]).
+    /// FID 1: `counter_info` of a counter (decode with [`crate::CounterInfo::decode`]).
     pub fn pmu_counter_get_info(&mut self, counter_idx: usize) -> SbiRet {
         self.pmu(fid::COUNTER_GET_INFO, [counter_idx, 0, 0, 0, 0, 0])
     }

@@ -1,7 +1,6 @@
 //! A fixed-capacity string, for formatting without an allocator: the
-//! engine's [`dt::CounterList`](crate::dt::CounterList) pads through it,
-//! and the S-mode runtime (`crates/rvpmu-rt`) builds its console lines and
-//! report fields in it.
+//! S-mode runtime builds its console lines and report fields in it, and
+//! the firmware and the hypervisor their messages.
 
 use core::fmt;
 

@@ -72,6 +72,7 @@ pub const fn reserved_bits(event_idx: u64) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 #[allow(missing_docs)] // variants are the spec's SBI_PMU_HW_* names
+#[non_exhaustive]
 pub enum General {
     CpuCycles = hw::CPU_CYCLES as u8,
     Instructions = hw::INSTRUCTIONS as u8,
@@ -175,6 +176,7 @@ impl Cache {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 #[allow(missing_docs)] // variants are the spec's SBI_PMU_FW_* names
+#[non_exhaustive]
 pub enum FwEvent {
     MisalignedLoad = fw::MISALIGNED_LOAD as u8,
     MisalignedStore = fw::MISALIGNED_STORE as u8,
@@ -298,6 +300,7 @@ pub const FW_IMPL_FIRST: u16 = 256;
 
 /// Any well-formed SBI PMU event: `event_idx` plus the `event_data` it uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Event {
     /// Type 0.
     General(General),

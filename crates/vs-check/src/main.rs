@@ -15,7 +15,7 @@
 //! 0x10000000 (QEMU's UART, not mapped for the guest), which the
 //! hypervisor must report and stop. Run by `cargo xtask hv`. Runtime:
 //! `rvpmu_rt` (entry, stack, trap vector, console), calls through
-//! `rvpmu::supervisor`. Bare-metal; an empty stub on the host.
+//! `rvpmu_sbi::client`. Bare-metal; an empty stub on the host.
 //!
 //! ## Layering
 //!
@@ -32,10 +32,10 @@ fn main() {
 #[cfg(target_os = "none")]
 mod guest {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    use rvpmu::supervisor::sbi;
     use rvpmu_rt::csr::HPMCOUNTER3;
     use rvpmu_rt::tally::Tally;
     use rvpmu_rt::{console, println, runtime};
+    use rvpmu_sbi::client::sbi;
     use sbi_spec::binary::{RET_ERR_INVALID_PARAM, RET_ERR_NOT_SUPPORTED, RET_SUCCESS};
     use sbi_spec::{base::EID_BASE, dbcn::EID_DBCN, srst::EID_SRST, time::EID_TIME};
 
@@ -104,7 +104,7 @@ mod guest {
         }
     }
 
-    fn ret(name: &str, r: rvpmu::ecall::SbiRet, error: usize, value: Option<usize>) {
+    fn ret(name: &str, r: rvpmu_sbi::SbiRet, error: usize, value: Option<usize>) {
         let ok = r.error == error && value.is_none_or(|v| r.value == v);
         check(
             name,
@@ -113,9 +113,9 @@ mod guest {
         );
     }
 
-    fn raw(eid: usize, fid: usize) -> rvpmu::ecall::SbiRet {
-        let (error, value) = rvpmu::supervisor::ecall(eid, fid, [0; 6]);
-        rvpmu::ecall::SbiRet {
+    fn raw(eid: usize, fid: usize) -> rvpmu_sbi::SbiRet {
+        let (error, value) = rvpmu_sbi::client::ecall(eid, fid, [0; 6]);
+        rvpmu_sbi::SbiRet {
             error: error as usize,
             value,
         }
@@ -133,7 +133,7 @@ mod guest {
         // SAFETY: a1 points at the DT the hypervisor wrote into guest RAM,
         // which nothing else touches while the guest runs (`open_at`
         // removes NOP tokens in place).
-        let fdt = match unsafe { rvpmu::dtb::open_at(dtb as *mut u8) } {
+        let fdt = match unsafe { rvpmu_dtb::open_at(dtb as *mut u8) } {
             Ok(f) => f,
             Err(e) => {
                 println!("vs-check: FAIL no valid device tree at a1 = {dtb:#x}: {e}");
@@ -254,20 +254,20 @@ mod guest {
 
     /// What one guest PMU call costs: instret (every mode) around the
     /// ecall, the empty bracket subtracted.
-    fn cost(fid: usize, a: [usize; 6]) -> (u64, rvpmu::ecall::SbiRet) {
-        let (d, (error, value)) = rvpmu::supervisor::ecall_counted(sbi_spec::pmu::EID_PMU, fid, a);
-        let r = rvpmu::ecall::SbiRet {
+    fn cost(fid: usize, a: [usize; 6]) -> (u64, rvpmu_sbi::SbiRet) {
+        let (d, (error, value)) = rvpmu_sbi::client::ecall_counted(sbi_spec::pmu::EID_PMU, fid, a);
+        let r = rvpmu_sbi::SbiRet {
             error: error as usize,
             value,
         };
-        (d - rvpmu::supervisor::empty_bracket(), r)
+        (d - rvpmu_sbi::client::empty_bracket(), r)
     }
 
     fn pmu_checks(ram: (usize, usize)) {
-        use rvpmu::counter::CounterInfo;
-        use rvpmu::supervisor::{
+        use rvpmu_sbi::client::{
             CounterCfgFlags as Cfg, CounterStartFlags as Start, CounterStopFlags as Stop,
         };
+        use rvpmu_sbi::CounterInfo;
         use sbi_spec::binary::{
             RET_ERR_ALREADY_STARTED, RET_ERR_ALREADY_STOPPED, RET_ERR_INVALID_ADDRESS,
         };
@@ -509,7 +509,7 @@ mod guest {
             RET_ERR_INVALID_PARAM,
             None,
         );
-        let bad_flag = rvpmu::supervisor::ecall(
+        let bad_flag = rvpmu_sbi::client::ecall(
             sbi_spec::pmu::EID_PMU,
             sbi_spec::pmu::COUNTER_CONFIG_MATCHING,
             [HPM_BASE, HPM_MASK, 1 << 8, instructions, 0, 0],
@@ -554,7 +554,7 @@ mod guest {
             ),
             (sbi_spec::pmu::COUNTER_STOP, "stop with a reserved flag bit"),
         ] {
-            let (e, _) = rvpmu::supervisor::ecall(
+            let (e, _) = rvpmu_sbi::client::ecall(
                 sbi_spec::pmu::EID_PMU,
                 fid,
                 [HPM_BASE, 1, 1 << 2, 0, 0, 0],
@@ -614,7 +614,7 @@ mod guest {
             ("stop_reset", 4, [HPM_BASE, 1, 1, 0, 0, 0], RET_SUCCESS),
             ("fw_read", 5, [FW_BASE, 0, 0, 0, 0, 0], RET_SUCCESS),
         ];
-        let mut line = rvpmu::text::Text::<256>::new();
+        let mut line = rvpmu_rt::text::Text::<256>::new();
         for (name, fid, a, want) in calls {
             let (d, r) = cost(fid, a);
             ret(name, r, want, None);

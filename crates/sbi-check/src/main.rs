@@ -5,7 +5,7 @@
 //! (with "system failure" if anything failed). Run by `cargo xtask firmware
 //! --test`. Entry, stacks, SMP bring-up, trap vector and console are the
 //! S-mode runtime it shares with the conformance kernel (`rvpmu_rt`); its SBI
-//! calls go through `rvpmu::supervisor`. Bare-metal; an empty stub on the
+//! calls go through `rvpmu_sbi::client`. Bare-metal; an empty stub on the
 //! host.
 //!
 //! ## Layering
@@ -23,12 +23,12 @@ fn main() {
 #[cfg(target_os = "none")]
 mod payload {
     use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    use rvpmu::ecall::SbiRet;
-    use rvpmu::event::FwEvent;
-    use rvpmu::supervisor::{ecall, sbi as client, CounterCfgFlags, CounterStopFlags};
     use rvpmu_rt::runtime::{hartid, park, secondary_entry, MAX_HARTS};
     use rvpmu_rt::tally::Tally;
     use rvpmu_rt::{console, println};
+    use rvpmu_sbi::client::{ecall, sbi as client, CounterCfgFlags, CounterStopFlags};
+    use rvpmu_sbi::event::FwEvent;
+    use rvpmu_sbi::SbiRet;
     use sbi_spec::base::EID_BASE;
     use sbi_spec::binary::{
         RET_ERR_ALREADY_AVAILABLE, RET_ERR_INVALID_ADDRESS, RET_ERR_INVALID_PARAM,
@@ -237,7 +237,7 @@ mod payload {
         // this payload's image and stacks and written only here (`open_at`
         // removes NOP tokens in place), so it stays valid for the 'static
         // borrow. open_at checks the header and the whole tree first.
-        let Ok(fdt) = (unsafe { rvpmu::dtb::open_at(dtb as *mut u8) }) else {
+        let Ok(fdt) = (unsafe { rvpmu_dtb::open_at(dtb as *mut u8) }) else {
             return dt;
         };
         for node in fdt.all_nodes() {
