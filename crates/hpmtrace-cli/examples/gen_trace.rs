@@ -5,7 +5,7 @@
 
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{CountType, CounterDesc, CounterInfo, Event, Header, RecordType};
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::sink::{ByteSink, Stopped};
 use object::{Object, ObjectSymbol, SymbolKind};
 use std::io::{BufWriter, Write};
@@ -51,8 +51,8 @@ fn main() {
         });
     }
     let file = std::fs::File::create(&args[1]).expect("create output");
-    let mut w = RtdWriter::new(
-        RtdConfig::default(),
+    let mut w = NexusWriter::new(
+        WriterConfig::default(),
         0,
         FileSink(BufWriter::with_capacity(1 << 20, file), 0),
     );

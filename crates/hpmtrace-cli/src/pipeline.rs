@@ -29,7 +29,7 @@ pub struct InputArgs {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub src_bits: u8,
     /// Width of the trace encoder's timestamp counter in bits.
-    #[arg(long, default_value_t = hpmtrace::wire::DEFAULT_TIMESTAMP_BITS, value_parser = clap::value_parser!(u8).range(1..=63))]
+    #[arg(long, default_value_t = hpmtrace::nexus::DEFAULT_TIMESTAMP_BITS, value_parser = clap::value_parser!(u8).range(1..=63))]
     pub ts_bits: u8,
     /// Do not show a progress bar.
     #[arg(long, short = 'q')]

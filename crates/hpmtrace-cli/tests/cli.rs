@@ -4,7 +4,7 @@
 
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{CountType, CounterDesc, CounterInfo, Event, Header, RecordType};
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::sink::VecBuffer;
 use object::{Object, ObjectSymbol};
 use std::path::{Path, PathBuf};
@@ -93,19 +93,19 @@ fn header(ct: CountType) -> Header {
 /// writer of its core, traced on at tick `at` with the counters at `on`.
 struct Trace {
     enc: Encoder,
-    w: RtdWriter<VecBuffer>,
+    w: NexusWriter<VecBuffer>,
 }
 
 impl Trace {
     /// Core 0, the default configuration.
     fn on(ct: CountType, on: [u64; 2], at: u64) -> Trace {
-        Trace::on_core(RtdConfig::default(), 0, ct, on, at)
+        Trace::on_core(WriterConfig::default(), 0, ct, on, at)
     }
 
-    fn on_core(cfg: RtdConfig, src: u16, ct: CountType, on: [u64; 2], at: u64) -> Trace {
+    fn on_core(cfg: WriterConfig, src: u16, ct: CountType, on: [u64; 2], at: u64) -> Trace {
         let mut enc = Encoder::new(header(ct));
         // Room for the largest trace here (100,000 records).
-        let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(16 << 20));
+        let mut w = NexusWriter::new(cfg, src, VecBuffer::with_capacity(16 << 20));
         enc.trace_on(&mut w, &on, at).unwrap();
         Trace { enc, w }
     }
@@ -766,9 +766,9 @@ fn svg_flame_graph_renders_in_headless_chromium() {
 #[test]
 fn cores_are_reported_separately() {
     let p = prog();
-    let cfg = RtdConfig {
+    let cfg = WriterConfig {
         src_bits: 1,
-        ..RtdConfig::default()
+        ..WriterConfig::default()
     };
     // Core 0: the usual calls trace; core 1: main -> leaf.
     let mut core0 = Trace::on_core(cfg, 0, CountType::Delta, [900, 450], 90);

@@ -4,11 +4,16 @@
 //!
 //! `cargo run --release -p hpmtrace --example overhead [-- N [ROUNDS]]`
 //!
-//! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (another build of
-//! the library, e.g. before a change), fib is also linked with that one
-//! and every hpmtrace configuration runs with both in the same rounds; a
-//! second table gives the other library's figures.
-//! `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the in-process breakdown.
+//! A/B: with `HPMTRACE_BENCH_AB=/path/to/libhpmtrace.a` (other builds of
+//! the library, e.g. before a change; several separated by `:`, each
+//! optionally with `?VAR=VALUE`, an environment variable for its runs),
+//! fib is also linked with each and every hpmtrace configuration runs
+//! with all of them in the same rounds; a table per library gives its
+//! figures and, per round, its cost over this build's in the same round.
+//! `HPMTRACE_BENCH_SETS=1,2u,6u` runs only those counter sets (default:
+//! all). `HPMTRACE_BENCH_RAW=FILE` writes every run's time (ns), one line
+//! per configuration. `HPMTRACE_BENCH_NO_BREAKDOWN=1` skips the
+//! in-process breakdown.
 //!
 //! End to end: builds benches/fib_bench.c with gcc -O1 -fno-inline
 //! -fno-optimize-sibling-calls (so every fib call stays a real call in
@@ -121,10 +126,10 @@ fn min(v: &[f64]) -> f64 {
 }
 
 /// One run of `cmd` with `env`: the fib time in ns it prints.
-fn run_once(dir: &Path, cmd: &[String], env: &[(&str, &str)]) -> f64 {
+fn run_once(dir: &Path, cmd: &[String], env: &[(String, String)]) -> f64 {
     let out = Command::new(&cmd[0])
         .args(&cmd[1..])
-        .envs(env.iter().copied())
+        .envs(env.iter().cloned())
         .current_dir(dir)
         .output()
         .expect("run");
@@ -144,7 +149,7 @@ fn run_once(dir: &Path, cmd: &[String], env: &[(&str, &str)]) -> f64 {
 /// A program run to time: its command line and environment.
 struct Config {
     cmd: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(String, String)>,
     times: Vec<f64>,
 }
 
@@ -246,14 +251,40 @@ fn main() {
         &["-finstrument-functions", "-DUSE_HPMTRACE"],
         &[lib],
     );
-    let other = std::env::var_os("HPMTRACE_BENCH_AB").map(|lib| {
-        gcc(
-            &dir,
-            "traced-ab",
-            &["-finstrument-functions", "-DUSE_HPMTRACE"],
-            &[PathBuf::from(lib)],
-        )
-    });
+    // Each `path[?VAR=VALUE]`: a library, and an environment variable
+    // its runs get.
+    let ab_libs: Vec<(PathBuf, Option<(String, String)>)> = std::env::var("HPMTRACE_BENCH_AB")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once('?') {
+            Some((lib, var)) => {
+                let (k, v) = var.split_once('=').expect("?VAR=VALUE");
+                (PathBuf::from(lib), Some((k.to_string(), v.to_string())))
+            }
+            None => (PathBuf::from(l), None),
+        })
+        .collect();
+    let others: Vec<(PathBuf, Option<(String, String)>)> = ab_libs
+        .iter()
+        .enumerate()
+        .map(|(i, (lib, var))| {
+            let exe = gcc(
+                &dir,
+                &format!("traced-ab{i}"),
+                &["-finstrument-functions", "-DUSE_HPMTRACE"],
+                std::slice::from_ref(lib),
+            );
+            (exe, var.clone())
+        })
+        .collect();
+    let sets: Vec<(&str, &str)> = match std::env::var("HPMTRACE_BENCH_SETS") {
+        Ok(list) => SETS
+            .into_iter()
+            .filter(|(s, _)| list.split(',').any(|x| x.trim() == *s))
+            .collect(),
+        Err(_) => SETS.to_vec(),
+    };
     let cyg = gcc(&dir, "cyg", &["-finstrument-functions"], &[]);
     let pg = gcc(&dir, "pg", &["-pg"], &[]);
     let ns = n.to_string();
@@ -269,7 +300,7 @@ fn main() {
             ns.clone(),
         ]
     };
-    let config = |cmd: Vec<String>, env: Vec<(&'static str, &'static str)>| Config {
+    let config = |cmd: Vec<String>, env: Vec<(String, String)>| Config {
         cmd,
         env,
         times: Vec::new(),
@@ -280,15 +311,16 @@ fn main() {
         config(uftrace(&cyg), vec![]),
         config(uftrace(&pg), vec![]),
     ];
-    // Per set: at off, in run; then the same with the A/B library.
-    let libs: Vec<&PathBuf> = std::iter::once(&traced).chain(other.as_ref()).collect();
-    for exe in &libs {
-        for (set, _) in SETS {
+    // Per set: at off, in run; then the same with each A/B library.
+    let this = (traced, None);
+    let libs: Vec<&(PathBuf, Option<(String, String)>)> =
+        std::iter::once(&this).chain(&others).collect();
+    for (exe, var) in &libs {
+        for &(set, _) in &sets {
             for stage in ["64M", "256K"] {
-                configs.push(config(
-                    vec![p(exe), ns.clone(), set.into()],
-                    vec![("HPMTRACE_STAGE_BYTES", stage)],
-                ));
+                let mut env = vec![("HPMTRACE_STAGE_BYTES".to_string(), stage.to_string())];
+                env.extend(var.clone());
+                configs.push(config(vec![p(exe), ns.clone(), set.into()], env));
             }
         }
     }
@@ -296,6 +328,20 @@ fn main() {
         for c in configs.iter_mut() {
             c.times.push(run_once(&dir, &c.cmd, &c.env));
         }
+    }
+    if let Some(path) = std::env::var_os("HPMTRACE_BENCH_RAW") {
+        let mut csv = String::new();
+        for c in &configs {
+            let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let times: Vec<String> = c.times.iter().map(|t| format!("{t:.0}")).collect();
+            csv += &format!(
+                "{} {},{}\n",
+                env.join(" "),
+                c.cmd.join(" "),
+                times.join(",")
+            );
+        }
+        std::fs::write(path, csv).expect("HPMTRACE_BENCH_RAW");
     }
     let base = median(configs[0].times.clone());
     let base_min = min(&configs[0].times);
@@ -333,13 +379,25 @@ fn main() {
         "uftrace record, -pg build:                    {u_pg:7.1} ns/pair (best {u_pg_best:.1})"
     );
 
-    for (l, exe) in libs.iter().enumerate() {
+    // Per round: this library's cost over this build's in the same round.
+    let versus = |c: &Config, this: &Config| {
+        let mut r: Vec<f64> = (0..rounds)
+            .map(|i| {
+                let b = configs[0].times[i];
+                (c.times[i] - b) / (this.times[i] - b)
+            })
+            .collect();
+        r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (r[rounds / 2], r[rounds / 4], r[(3 * rounds) / 4])
+    };
+    let iqr = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} [{lo:.2}-{hi:.2}]");
+    for l in 0..libs.len() {
         println!(
             "\nhpmtrace end to end{} (C fib, ns per enter+exit pair, median (best); ratio = median / uftrace median; per round: ratio to uftrace in the same round, median [quartiles]; goal <= 0.50):",
             if l == 0 {
                 String::new()
             } else {
-                format!(", A/B library ({})", exe.display())
+                format!(", A/B library {l} ({:?})", ab_libs[l - 1])
             }
         );
         println!(
@@ -352,9 +410,8 @@ fn main() {
             "ratio",
             "per round [IQR]"
         );
-        let iqr = |(m, lo, hi): (f64, f64, f64)| format!("{m:.2} [{lo:.2}-{hi:.2}]");
-        let first = 3 + 2 * SETS.len() * l;
-        for (i, (set, label)) in SETS.iter().enumerate() {
+        let first = 3 + 2 * sets.len() * l;
+        for (i, (set, label)) in sets.iter().enumerate() {
             let (off, off_best) = per_pair(&configs[first + 2 * i]);
             let (run, run_best) = per_pair(&configs[first + 1 + 2 * i]);
             println!(
@@ -367,6 +424,17 @@ fn main() {
                 run / u_cyg,
                 iqr(paired(&configs[first + 1 + 2 * i]))
             );
+        }
+        if l > 0 {
+            println!("  cost over this build's in the same round, median [quartiles]:");
+            for (i, (set, _)) in sets.iter().enumerate() {
+                let (a, b) = (first + 2 * i, 3 + 2 * i);
+                println!(
+                    "  {set:>2}: at off {:>17}   in run {:>17}",
+                    iqr(versus(&configs[a], &configs[b])),
+                    iqr(versus(&configs[a + 1], &configs[b + 1]))
+                );
+            }
         }
     }
 
@@ -385,7 +453,7 @@ fn main() {
         "hook in run",
         "chunks: inline, ahead"
     );
-    for (set, label) in SETS {
+    for (set, label) in sets {
         let (read, user) = read_cost(set);
         let (hook, encode, _, _) = hook_and_encode(set, calls, 128 << 20);
         let (hook_run, _, inline, ahead) = hook_and_encode(set, calls, 256 << 10);

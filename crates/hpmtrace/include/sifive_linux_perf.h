@@ -11,8 +11,15 @@
  *    thread is its own Nexus source (SRC field of ceil(log2(num_cores))
  *    bits); num_funnels is accepted and ignored;
  *  - perfTimerISRInit() samples the calling thread with a SIGPROF timer;
- *  - full staging chunks are encoded by a library thread while the
- *    program runs; perfTraceOff() and perfWriteTrace() wait for it;
+ *  - the first init call starts a thread in the process, "hpmtrace-enc"
+ *    (all signals blocked), that encodes full staging chunks while the
+ *    program runs; perfTraceOff() and perfWriteTrace() wait for it.
+ *    HPMTRACE_ENCODER_THREAD=0 starts none: samples are encoded at
+ *    perfTraceOff() and perfWriteTrace(), and by the recording thread
+ *    when its staging buffer (HPMTRACE_STAGE_BYTES) is full;
+ *  - the first init call also registers pthread_atfork() handlers that
+ *    keep fork() from happening while a library lock is held (a child
+ *    would inherit it locked); a child has no encoder thread;
  *  - an event the machine cannot count is left out of the trace (a
  *    warning on stderr names it, its ctrInfo is 0, init succeeds);
  *    HPMTRACE_SW_FALLBACK=1 counts a Linux software event in its place

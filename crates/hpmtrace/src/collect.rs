@@ -31,9 +31,11 @@
 //! every thread's chunks and the partly filled one.
 //!
 //! fork(): every thread holds `FORK_LOCK` for reading while it holds
-//! or waits for a stream's lock (or the stream list's); `pthread_atfork`
-//! handlers take it for writing around fork(), so a child never inherits
-//! a lock held by a thread that does not exist in it. The child has no
+//! or waits for a stream's lock (or the stream list's, or the
+//! configuration's); `pthread_atfork` handlers, registered by the first
+//! [`configure`] whether or not it starts the encoder thread, take it for
+//! writing around fork(), so a child never inherits a lock held by a
+//! thread that does not exist in it. The child has no
 //! encoder thread: its threads encode their full chunks themselves. It
 //! inherits the parent's streams as they were at the fork (tracing state,
 //! staged samples, trace bytes), like any other memory.
@@ -49,16 +51,15 @@ use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNT
 use crate::linux::{
     check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
 };
+use crate::nexus::write::{ChainState, NexusWriter, WriterConfig, SYNC_PERIOD};
 use crate::nexus::MAX_SOURCES;
-use crate::rtd::{ChainState, RtdConfig, RtdWriter, SYNC_PERIOD};
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::io::{self, Write};
+use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::atomic::{
-    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{
     Arc, Mutex, MutexGuard, Once, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError,
 };
@@ -97,10 +98,13 @@ pub struct Config {
     pub max_threads: u32,
     /// What to do with an event this machine cannot count.
     pub unavailable: Unavailable,
-    /// Encode full staging chunks on the process's encoder thread (the
-    /// default). Off, a recording thread encodes its chunks itself when
-    /// its staging buffer is full, as before the thread existed: for a
-    /// program that must not get another thread, and for tests.
+    /// Encode full staging chunks on the process's encoder thread
+    /// (`hpmtrace-enc`, started by the first configuration that asks for
+    /// it; the default). Off, no thread is started: samples are encoded
+    /// at trace-off and when the trace is read or written, and by a
+    /// recording thread itself whenever its staging buffer is full (for a
+    /// program that must not get another thread; the C API's
+    /// `HPMTRACE_ENCODER_THREAD=0`).
     pub encoder_thread: bool,
     /// Whether a recording thread whose staging buffer is full encodes
     /// its newest chunk while the encoder thread works on older ones
@@ -196,7 +200,7 @@ pub const STAGE_CHUNKS: usize = 4;
 const _: () = assert!(STAGE_CHUNKS.is_power_of_two() && STAGE_CHUNKS >= 2);
 
 /// Width of the trace clock as declared for `HW_TIMESTAMP`.
-pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
+pub const TIMESTAMP_BITS: u8 = crate::nexus::write::DEFAULT_TIMESTAMP_BITS;
 
 /// Why a configuration was refused.
 #[derive(Debug)]
@@ -241,7 +245,7 @@ struct Collector {
     header: Header,
     perf_events: Vec<(usize, Event)>,
     ts_pos: Option<usize>,
-    rtd: RtdConfig,
+    framing: WriterConfig,
     buffer_bytes: usize,
     stage_words: usize,
     encoder_thread: bool,
@@ -254,7 +258,7 @@ struct Collector {
 /// The encoding side of a stream (behind the stream's mutex).
 struct Encoding {
     replay: Replay,
-    writer: RtdWriter<VecBuffer>,
+    writer: NexusWriter<VecBuffer>,
     /// Words of chunk `Stream::encoded` already encoded (non-zero only
     /// after that chunk was read while it was being filled).
     consumed: usize,
@@ -268,9 +272,8 @@ struct Encoding {
 /// Chunks one thread may have encoded ahead and waiting for their turn.
 /// One would do if the encoder thread always came to it before the thread
 /// needs to encode ahead again, but it often does not: with one the
-/// recording thread still waits while its one chunk waits its turn; three
-/// is as fast as four or six on the overhead benchmark's fib with 6
-/// counters and a 256 KiB stage (crates/hpmtrace/BENCH.md).
+/// recording thread still waits while its one chunk waits its turn
+/// (crates/hpmtrace/BENCH.md has the choice of three).
 const AHEAD_SLOTS: usize = 3;
 
 /// Where a chunk encoded ahead waits ([`Ahead`]): allocated with the
@@ -293,7 +296,7 @@ struct AheadChunk {
     start_chain: ChainState,
     /// The encoder's state after the chunk, and the chunk's bytes.
     replay: Replay,
-    writer: RtdWriter<VecBuffer>,
+    writer: NexusWriter<VecBuffer>,
 }
 
 /// What the recording thread knows of the sync position at the start of
@@ -505,7 +508,7 @@ impl Stream {
     }
 }
 
-/// A thread's recording state, reached through [`LOCAL`].
+/// A thread's recording state, reached through [`LOCAL`] by [`Busy::local`].
 struct Local {
     collector: u64,
     /// Generation whose header this thread has staged.
@@ -514,9 +517,9 @@ struct Local {
     chunk: *mut u64,
     /// Its sequence number (`stream.written`).
     seq: u64,
-    /// Its published length, `stream.lens[seq % STAGE_CHUNKS]` (a pointer:
-    /// the hook stores through it on every record).
-    len: *const AtomicUsize,
+    /// Its slot, `seq % STAGE_CHUNKS` (`stream.lens[slot]` is its
+    /// published length).
+    slot: usize,
     /// Words filled in it (local copy of its `stream.lens` entry).
     filled: usize,
     /// Chunk capacity, words.
@@ -536,7 +539,7 @@ struct Local {
 }
 
 impl Local {
-    /// Stage one sample. The caller holds this thread's [`BUSY`] flag.
+    /// Stage one sample (the state is borrowed through [`Busy`]).
     #[inline(always)]
     fn push(&mut self, tag: u64, a0: u64, a1: u64) {
         if self.filled + self.words > self.cap {
@@ -556,9 +559,7 @@ impl Local {
         };
         self.group.read_members(s);
         self.filled += self.words;
-        // SAFETY: `len` points into `self.stream`, which this state keeps
-        // alive.
-        unsafe { &*self.len }.store(self.filled, Ordering::Release);
+        self.stream.lens[self.slot].store(self.filled, Ordering::Release);
     }
 
     /// The chunk is full: hand it to the encoder thread and continue in
@@ -631,7 +632,7 @@ impl Local {
         // Publishes the full chunk and the cleared length together.
         s.written.store(next, Ordering::Release);
         self.seq = next;
-        self.len = &s.lens[slot];
+        self.slot = slot;
         self.filled = 0;
         // SAFETY: the slot lies inside the stage (slot < STAGE_CHUNKS).
         self.chunk = unsafe { (s.stage.as_ptr() as *mut u64).add(slot * s.chunk_words) };
@@ -731,7 +732,12 @@ impl Local {
     }
 }
 
-static COLLECTOR: AtomicPtr<Collector> = AtomicPtr::new(std::ptr::null_mut());
+/// The current configuration: replaced by [`configure`], freed when the
+/// last thread that took it ([`collector`]) is done with it. Locked only
+/// under the locking thread's [`Busy`] flag.
+static COLLECTOR: Mutex<Option<Arc<Collector>>> = Mutex::new(None);
+/// Its id (0: none): what a thread's state is compared with.
+static COLLECTOR_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Trace-on generations; never reused, so a thread whose staged header
 /// carries the current generation belongs to the current collector.
@@ -841,33 +847,73 @@ struct LocalGuard;
 
 impl Drop for LocalGuard {
     fn drop(&mut self) {
+        // Nothing on this thread uses the state unless it holds the flag;
+        // if something does (a destructor that traces), the state is left
+        // to it rather than freed under it.
+        let Some(_busy) = Busy::enter() else { return };
         let p = LOCAL.with(|l| l.replace(std::ptr::null_mut()));
         if !p.is_null() {
-            // SAFETY: LOCAL owns the box; it is no longer reachable.
+            // SAFETY: LOCAL owned the box and no longer points to it;
+            // references to it are borrowed from a `Busy`, and this thread
+            // holds the only one.
             drop(unsafe { Box::from_raw(p) });
         }
     }
 }
 
-fn collector() -> Option<&'static Collector> {
-    let p = COLLECTOR.load(Ordering::Acquire);
-    // SAFETY: collectors are leaked, never freed (a process configures a
-    // handful at most), so the reference stays valid.
-    unsafe { p.as_ref() }
+/// This thread's [`BUSY`] flag, held: proof that nothing else on this
+/// thread (a signal handler, or instrumented code it calls) is inside the
+/// collector meanwhile, because [`Busy::enter`] fails while another
+/// `Busy` of the thread lives. The thread's state ([`LOCAL`]) is borrowed
+/// through it ([`Busy::local`]), so it is never borrowed twice. Not
+/// `Send`: it belongs to the thread that took it. Dropping it clears the
+/// flag.
+struct Busy(PhantomData<*const ()>);
+
+impl Busy {
+    /// Take this thread's flag; `None` if the thread holds it already
+    /// (re-entered from a signal handler).
+    #[inline(always)]
+    fn enter() -> Option<Busy> {
+        if BUSY.with(|b| b.replace(true)) {
+            return None;
+        }
+        compiler_fence(Ordering::SeqCst);
+        Some(Busy(PhantomData))
+    }
+
+    /// This thread's recording state, if it has one.
+    #[inline(always)]
+    fn local(&mut self) -> Option<&mut Local> {
+        let p = LOCAL.with(|l| l.get());
+        // SAFETY: LOCAL points to a box only this thread reaches, and only
+        // through the one `Busy` it holds (this one, borrowed mutably for
+        // as long as the reference lives): no other reference exists.
+        unsafe { p.as_mut() }
+    }
 }
 
-/// Run `f` with this thread's [`BUSY`] flag set; `None` if it already was
-/// (re-entered from a signal handler).
-#[inline(always)]
-fn exclusive<R>(f: impl FnOnce() -> R) -> Option<R> {
-    if BUSY.with(|b| b.replace(true)) {
-        return None;
+impl Drop for Busy {
+    #[inline(always)]
+    fn drop(&mut self) {
+        compiler_fence(Ordering::SeqCst);
+        BUSY.with(|b| b.set(false));
     }
-    compiler_fence(Ordering::SeqCst);
-    let r = f();
-    compiler_fence(Ordering::SeqCst);
-    BUSY.with(|b| b.set(false));
-    Some(r)
+}
+
+/// The current configuration. Only under the thread's [`Busy`] flag, so
+/// that a signal handler of a thread that holds the lock never waits for
+/// it (its [`Busy::enter`] fails first).
+fn collector(_busy: &Busy) -> Option<Arc<Collector>> {
+    let _fork = fork_read();
+    COLLECTOR.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Run `f` with this thread's [`Busy`] flag; `None` if the thread holds it
+/// already (re-entered from a signal handler).
+#[inline(always)]
+fn exclusive<R>(f: impl FnOnce(&mut Busy) -> R) -> Option<R> {
+    Busy::enter().map(|mut b| f(&mut b))
 }
 
 /// Install a configuration (tracing stays off). Replaces any previous one;
@@ -972,9 +1018,9 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         header,
         perf_events,
         ts_pos,
-        rtd: RtdConfig {
+        framing: WriterConfig {
             channel: cfg.channel,
-            src_bits: RtdConfig::src_bits_for(cfg.max_threads),
+            src_bits: WriterConfig::src_bits_for(cfg.max_threads),
             timestamp_bits: TIMESTAMP_BITS,
         },
         buffer_bytes,
@@ -997,7 +1043,13 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
     if c.encoder_thread {
         start_encoder();
     }
-    COLLECTOR.store(Box::into_raw(Box::new(c)), Ordering::Release);
+    let id = c.id;
+    exclusive(|_| {
+        let _fork = fork_read();
+        *COLLECTOR.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(c));
+        COLLECTOR_ID.store(id, Ordering::Release);
+    })
+    .ok_or(Error::Busy)?;
     if let Mode::Timer { interval_us } = cfg.mode {
         attach_timer_to_current_thread(interval_us)?;
     }
@@ -1020,7 +1072,7 @@ fn left_out(i: usize, err: &OpenError) {
 
 /// The header of the current configuration.
 pub fn header() -> Option<Header> {
-    collector().map(|c| c.header)
+    exclusive(|b| collector(b).map(|c| c.header)).flatten()
 }
 
 fn new_local(c: &Collector) -> Option<Box<Local>> {
@@ -1056,11 +1108,15 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
                 start: replay.clone(),
                 start_chain: ChainState::default(),
                 replay: replay.clone(),
-                // Room for a chunk's messages: fib's take 0.8 times the
-                // samples' size, a record at most about 3 times (headers
-                // more: a chunk that does not fit is encoded again in its
-                // turn). Zeroed pages the OS maps when first written.
-                writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::with_capacity(4 * 8 * cap)),
+                // Room for a chunk's messages: four times the samples'
+                // size, more than records take (a chunk that does not fit
+                // is encoded again in its turn). Zeroed pages the OS maps
+                // when first written.
+                writer: NexusWriter::new(
+                    c.framing,
+                    src as u16,
+                    VecBuffer::with_capacity(4 * 8 * cap),
+                ),
             }),
         })
         .collect();
@@ -1076,7 +1132,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         encoded: AtomicU64::new(0),
         enc: Mutex::new(Encoding {
             replay,
-            writer: RtdWriter::new(c.rtd, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
+            writer: NexusWriter::new(c.framing, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
             consumed: 0,
             start_left: 0,
             last_count: 0,
@@ -1098,7 +1154,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         generation: 0,
         chunk: stream.stage.as_ptr() as *mut u64,
         seq: 0,
-        len: &stream.lens[0],
+        slot: 0,
         filled: 0,
         cap,
         words,
@@ -1168,58 +1224,49 @@ fn encoder_loop() -> ! {
     }
 }
 
-/// This thread's state for collector `c`, created (allocating) when
-/// missing or stale if `create`. Call with [`BUSY`] set.
-fn local_for(c: &Collector, create: bool) -> Option<&'static mut Local> {
-    let p = LOCAL.with(|l| l.get());
-    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
-    if let Some(l) = unsafe { p.as_mut() } {
-        if l.collector == c.id {
-            return Some(l);
-        }
+/// This thread's state for the current configuration; created
+/// (allocating) when missing or stale if `create`.
+fn local_for(busy: &mut Busy, create: bool) -> Option<&mut Local> {
+    let id = COLLECTOR_ID.load(Ordering::Acquire);
+    if busy.local().is_some_and(|l| l.collector == id) {
+        return busy.local();
     }
-    if !create || UNTRACED_IN.with(|u| u.get()) == c.id {
+    if !create || UNTRACED_IN.with(|u| u.get()) == id {
         return None;
     }
     // Registering the guard fails once the thread is exiting: trace no
     // more then (nothing would free the state).
     GUARD.try_with(|_| ()).ok()?;
-    let new = new_local(c).map_or(std::ptr::null_mut(), Box::into_raw);
-    LOCAL.with(|l| l.set(new));
-    if !p.is_null() {
-        // SAFETY: the old state was owned by LOCAL, which no longer
-        // points to it.
-        drop(unsafe { Box::from_raw(p) });
+    let c = collector(busy)?;
+    let new = new_local(&c).map_or(std::ptr::null_mut(), Box::into_raw);
+    let old = LOCAL.with(|l| l.replace(new));
+    if !old.is_null() {
+        // SAFETY: LOCAL owned the old state and no longer points to it;
+        // references to it are borrowed from `busy`, and none lives here.
+        drop(unsafe { Box::from_raw(old) });
     }
-    // SAFETY: just created, owned by LOCAL.
-    unsafe { new.as_mut() }
+    busy.local()
 }
 
 /// The per-record fast path: this thread's state is current, so only the
 /// sample is stored.
 #[inline(always)]
 fn stage_record(gen: u64, tag: u64, a0: u64, a1: u64) {
-    if BUSY.with(|b| b.replace(true)) {
+    let Some(mut busy) = Busy::enter() else {
         return;
-    }
-    compiler_fence(Ordering::SeqCst);
-    let p = LOCAL.with(|l| l.get());
-    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
-    match unsafe { p.as_mut() } {
+    };
+    match busy.local() {
         Some(l) if l.generation == gen => l.push(tag, a0, a1),
-        _ => record_slow(gen, tag, a0, a1, true),
+        _ => record_slow(&mut busy, gen, tag, a0, a1, true),
     }
-    compiler_fence(Ordering::SeqCst);
-    BUSY.with(|b| b.set(false));
 }
 
-/// First record of a thread or of a trace-on: create the state and stage
-/// the header. Called with BUSY set.
+/// First record of a thread or of a trace-on: create the state (if
+/// `create`) and stage the header.
 #[cold]
 #[inline(never)]
-fn record_slow(gen: u64, tag: u64, a0: u64, a1: u64, create: bool) {
-    let Some(c) = collector() else { return };
-    let Some(l) = local_for(c, create) else {
+fn record_slow(busy: &mut Busy, gen: u64, tag: u64, a0: u64, a1: u64, create: bool) {
+    let Some(l) = local_for(busy, create) else {
         return;
     };
     if l.generation != gen {
@@ -1252,21 +1299,20 @@ pub fn hook(kind: RecordType, this_fn: usize, call_site: usize) {
 /// Start recording: every traced thread writes a header (the calling
 /// thread now, others at their next record) and Delta restarts here.
 pub fn trace_on() -> Result<(), Error> {
-    let c = collector().ok_or(Error::NotInitialized)?;
     let gen = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
-    exclusive(|| {
-        if let Some(l) = local_for(c, true) {
+    let mode = exclusive(|busy| {
+        let mode = collector(busy)?.mode;
+        if let Some(l) = local_for(busy, true) {
             l.push(TAG_TRACE_ON, 0, 0);
             l.generation = gen;
         }
-    });
+        Some(mode)
+    })
+    .ok_or(Error::Busy)?
+    .ok_or(Error::NotInitialized)?;
     ON_GEN.store(gen, Ordering::Release);
     HOOK_GEN.store(
-        if c.mode == Mode::FuncEntryExit {
-            gen
-        } else {
-            0
-        },
+        if mode == Mode::FuncEntryExit { gen } else { 0 },
         Ordering::Release,
     );
     Ok(())
@@ -1296,7 +1342,7 @@ fn streams_by_src() -> Vec<Arc<Stream>> {
 /// busy meanwhile, so its signal handlers do not stage into a locked
 /// stream).
 fn drain_all() {
-    exclusive(|| {
+    exclusive(|_| {
         let _fork = fork_read();
         for s in streams_by_src() {
             let mut enc = s.lock();
@@ -1340,7 +1386,7 @@ pub fn stats() -> Stats {
         inline_chunks: INLINE_CHUNKS.load(Ordering::Relaxed),
         ..Default::default()
     };
-    exclusive(|| {
+    exclusive(|_| {
         let _fork = fork_read();
         for b in streams_by_src() {
             let mut enc = b.lock();
@@ -1363,7 +1409,7 @@ pub fn stats() -> Stats {
 /// samples are encoded first).
 pub fn snapshot() -> Vec<u8> {
     let mut out = Vec::new();
-    exclusive(|| {
+    exclusive(|_| {
         let _fork = fork_read();
         for b in streams_by_src() {
             let mut enc = b.lock();
@@ -1376,7 +1422,7 @@ pub fn snapshot() -> Vec<u8> {
 
 /// Write the trace to `path` (tracing state unchanged).
 pub fn write_trace(path: &Path) -> Result<(), Error> {
-    if collector().is_none() {
+    if COLLECTOR_ID.load(Ordering::Acquire) == 0 {
         return Err(Error::NotInitialized);
     }
     let data = snapshot();
@@ -1386,16 +1432,18 @@ pub fn write_trace(path: &Path) -> Result<(), Error> {
 }
 
 /// The Nexus framing of the current configuration (for decoding).
-pub fn rtd_config() -> Option<RtdConfig> {
-    collector().map(|c| c.rtd)
+pub fn writer_config() -> Option<WriterConfig> {
+    exclusive(|b| collector(b).map(|c| c.framing)).flatten()
 }
 
 /// Start the sampling timer for the calling thread (timer mode).
 pub fn attach_timer_to_current_thread(interval_us: u64) -> Result<(), Error> {
-    let c = collector().ok_or(Error::NotInitialized)?;
+    if COLLECTOR_ID.load(Ordering::Acquire) == 0 {
+        return Err(Error::NotInitialized);
+    }
     install_timer_handler()?;
-    exclusive(|| {
-        let l = local_for(c, true).ok_or(Error::BadArgument(
+    exclusive(|busy| {
+        let l = local_for(busy, true).ok_or(Error::BadArgument(
             "this thread is not traced (max_threads reached)",
         ))?;
         l.timer = Some(
@@ -1416,19 +1464,15 @@ extern "C" fn on_timer(_sig: i32, _info: *mut libc::siginfo_t, uc: *mut libc::c_
     let pc = unsafe { crate::linux::interrupted_pc(uc) };
     // Only threads that already have state are sampled: creating one
     // allocates, which is not allowed in a signal handler.
-    if BUSY.with(|b| b.replace(true)) {
+    let Some(mut busy) = Busy::enter() else {
         return;
-    }
-    compiler_fence(Ordering::SeqCst);
-    let p = LOCAL.with(|l| l.get());
-    // SAFETY: LOCAL is only dereferenced by this thread, under BUSY.
-    match unsafe { p.as_mut() } {
-        Some(l) if l.generation == gen => l.push(RecordType::Isr.as_u8() as u64, pc, 0),
-        Some(_) => record_slow(gen, RecordType::Isr.as_u8() as u64, pc, 0, false),
+    };
+    let tag = RecordType::Isr.as_u8() as u64;
+    match busy.local() {
+        Some(l) if l.generation == gen => l.push(tag, pc, 0),
+        Some(_) => record_slow(&mut busy, gen, tag, pc, 0, false),
         None => {}
     }
-    compiler_fence(Ordering::SeqCst);
-    BUSY.with(|b| b.set(false));
 }
 
 fn install_timer_handler() -> Result<(), Error> {
@@ -1444,4 +1488,44 @@ fn install_timer_handler() -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::hw;
+
+    #[test]
+    fn a_replaced_configuration_is_freed() {
+        let cfg = Config {
+            count_type: CountType::Delta,
+            events: vec![Event::General {
+                code: hw::TIMESTAMP,
+            }],
+            channel: 6,
+            buffer_bytes: 4096,
+            stage_bytes: 0,
+            max_threads: 1,
+            unavailable: Unavailable::Fail,
+            encoder_thread: false,
+            ahead: Ahead::Off,
+            mode: Mode::Manual,
+        };
+        let current = || COLLECTOR.lock().unwrap().clone().expect("a configuration");
+        configure(&cfg).unwrap();
+        trace_on().unwrap();
+        record(RecordType::Manual, 0x1000, 0);
+        let first = Arc::downgrade(&current());
+        for _ in 0..3 {
+            configure(&cfg).unwrap();
+            trace_on().unwrap();
+            record(RecordType::Manual, 0x1000, 0);
+        }
+        assert!(
+            first.upgrade().is_none(),
+            "the first configuration lives on"
+        );
+        assert_eq!(Arc::strong_count(&current()), 2, "only COLLECTOR holds it");
+        trace_off();
+    }
 }

@@ -1,5 +1,6 @@
-//! Where counter readings come from: the [`CounterSource`] trait, the trace
-//! clock ([`Clock`]) and the bare-metal CSR source.
+//! Counter slots and where readings come from: the trace clock
+//! ([`Clock`]) and, on riscv64, the counter CSRs
+//! (`read_user_counters`).
 //!
 //! Counter slots follow the SiFive library: `HW_CPU_CYCLES` is counter 0,
 //! `HW_TIMESTAMP` counter 1 (the trace timestamp, supplied by the
@@ -10,14 +11,6 @@
 use crate::format::{
     hw, CounterDesc, CounterInfo, Event, Header, MAX_COUNTERS, TIMESTAMP_COUNTER_INDEX,
 };
-
-/// Reads the counters of a header.
-pub trait CounterSource {
-    /// Fill `out[i]` with the reading of the i-th counter of the header
-    /// (record order). The timestamp slot, if any, is left untouched: the
-    /// collector fills it from the trace clock.
-    fn read(&mut self, out: &mut [u64]);
-}
 
 /// The trace timestamp.
 pub trait Clock {
@@ -101,90 +94,73 @@ pub fn timestamp_position(h: &Header) -> Option<usize> {
         .position(|(i, c)| i == TIMESTAMP_COUNTER_INDEX && c.event.is_timestamp())
 }
 
-/// Bare-metal source: reads, for each counter of a header, the
-/// unprivileged counter CSR its counter info names (`cycle`, `instret`,
-/// `hpmcounter3..31`, 0xC00..=0xC1F) on the current hart. Programming the
-/// event selectors (M-mode) or asking SBI to do it is the caller's job;
-/// this only reads.
-#[cfg(target_arch = "riscv64")]
-#[derive(Clone, Copy, Debug)]
-pub struct CsrCounters {
-    /// Counter CSR index (0..=31) per record position; [`NOT_READ`] for
-    /// the timestamp and counters without a counter CSR.
-    csrs: [u8; MAX_COUNTERS],
-    n: usize,
-}
-
-/// A record position [`CsrCounters`] leaves alone.
-#[cfg(target_arch = "riscv64")]
-const NOT_READ: u8 = 0xff;
-
-#[cfg(target_arch = "riscv64")]
-impl CsrCounters {
-    /// Read the counters of `h` in record order, each from the CSR its
-    /// counter info names; the timestamp (and anything not in
-    /// 0xC00..=0xC1F) is skipped.
-    pub fn new(h: &Header) -> Self {
-        let mut s = CsrCounters {
-            csrs: [NOT_READ; MAX_COUNTERS],
-            n: 0,
-        };
-        for (_, c) in h.iter() {
-            s.csrs[s.n] = match c.info.csr {
-                csr @ 0xc00..=0xc1f if !c.event.is_timestamp() => (csr - 0xc00) as u8,
-                _ => NOT_READ,
-            };
-            s.n += 1;
-        }
-        s
-    }
-
-    /// Number of counters per record (the header's).
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Whether the header has no counter.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-}
-
-/// Read the unprivileged counter CSR 0xC00 + `slot` (`cycle`, `time`,
-/// `instret`, `hpmcounter3..31`); 0 for slots past 31.
+/// Read the unprivileged counter named by `index[k]` into `out[k]`, for
+/// every `k` both have: index 0 reads 0, index `c + 1` (at most 32) the
+/// counter CSR 0xC00 + `c` (`cycle`, `time`, `instret`,
+/// `hpmcounter3..31`): the numbering of the perf mmap page's `index`
+/// field. An index above 32 reads 0.
+///
+/// One block of assembly reads them all, with the same instructions for
+/// every counter (a jump into a table of equal entries), so two counters
+/// read by one call are a fixed number of instructions apart, whatever
+/// the compiler makes of the code around the call. Under QEMU's icount,
+/// where the cycle and instruction counters both count instructions,
+/// they then move by the same amount from one call to the next (the
+/// icount checks of `cargo xtask test` rely on it).
+///
+/// Reading a counter traps if the mode below does not enable it
+/// (`scounteren`, `mcounteren`): callers pass only counters the platform
+/// or the kernel made readable.
 #[cfg(target_arch = "riscv64")]
 #[inline(always)]
-pub fn read_user_counter(slot: u8) -> u64 {
-    macro_rules! csr_read {
-        ($($n:literal),*) => {
-            match slot {
-                $($n => {
-                    let v: u64;
-                    // SAFETY: reading a counter CSR has no side effects; it
-                    // traps only if the counter is not enabled for this mode.
-                    unsafe { core::arch::asm!("csrr {0}, {1}", out(reg) v, const 0xc00 + $n) };
-                    v
-                })*
-                _ => 0,
-            }
-        };
+pub fn read_user_counters(index: &[u32], out: &mut [u64]) {
+    let n = index.len().min(out.len());
+    if n == 0 {
+        return;
     }
-    csr_read!(
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
-        25, 26, 27, 28, 29, 30, 31
-    )
-}
-
-#[cfg(target_arch = "riscv64")]
-impl CounterSource for CsrCounters {
-    #[inline]
-    fn read(&mut self, out: &mut [u64]) {
-        for (i, o) in out.iter_mut().enumerate().take(self.n) {
-            let c = self.csrs[i];
-            if c != NOT_READ {
-                *o = read_user_counter(c);
-            }
-        }
+    // SAFETY: reads `n` words of `index` and writes `n` of `out`, both
+    // inside the slices; reading a counter CSR has no side effects (the
+    // caller passes only readable counters); the jump lands on an entry
+    // of the table, as the index is cut to 0..=32 first. Entries are 8
+    // bytes (no compressed instructions in the table).
+    unsafe {
+        core::arch::asm!(
+            "lla {tab}, 5f",
+            "2:",
+            "lwu {t}, 0({idx})",
+            "sltiu {ok}, {t}, 33",
+            "neg {ok}, {ok}",
+            "and {t}, {t}, {ok}",
+            "slli {t}, {t}, 3",
+            "add {t}, {t}, {tab}",
+            "jr {t}",
+            "3:",
+            "sd {v}, 0({out})",
+            "addi {idx}, {idx}, 4",
+            "addi {out}, {out}, 8",
+            "addi {n}, {n}, -1",
+            "bnez {n}, 2b",
+            "j 6f",
+            ".option push",
+            ".option norvc",
+            "5:",
+            "li {v}, 0",
+            "j 3b",
+            ".irp c,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "csrr {v}, 0xc00 + \\c",
+            "j 3b",
+            ".endr",
+            ".option pop",
+            "6:",
+            idx = inout(reg) index.as_ptr() => _,
+            out = inout(reg) out.as_mut_ptr() => _,
+            n = inout(reg) n => _,
+            tab = out(reg) _,
+            t = out(reg) _,
+            ok = out(reg) _,
+            v = out(reg) _,
+            options(nostack),
+        );
     }
 }
 

@@ -28,7 +28,9 @@ use crate::format::{
     CounterInfo, Event, EventType, Header, IdTag, ItcWrite, RecordType, WriteSize, HEADER_MARKER,
     MAX_COUNTERS,
 };
-use crate::nexus::{Located, Message, MessageReader, NexusConfig, NexusError, TimestampTracker};
+use crate::nexus::read::{Located, Message, MessageReader, NexusError, TimestampTracker};
+use crate::nexus::write::WriterConfig;
+use crate::nexus::NexusConfig;
 use std::fmt;
 use std::io::Read;
 
@@ -46,6 +48,19 @@ impl Default for DecodeConfig {
         DecodeConfig {
             channel: crate::format::DEFAULT_CHANNEL,
             nexus: NexusConfig::default(),
+        }
+    }
+}
+
+impl From<WriterConfig> for DecodeConfig {
+    /// The settings that decode what a writer of `w` wrote.
+    fn from(w: WriterConfig) -> Self {
+        DecodeConfig {
+            channel: w.channel,
+            nexus: NexusConfig {
+                src_bits: w.src_bits,
+                timestamp_bits: w.timestamp_bits,
+            },
         }
     }
 }
@@ -130,7 +145,7 @@ pub struct HeaderInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeErrorKind {
     /// Nexus framing was broken (message lost).
-    Framing(crate::nexus::NexusErrorKind),
+    Framing(crate::nexus::read::NexusErrorKind),
     /// A message on the channel is not a valid ITC write.
     BadWrite {
         /// The message's IDTAG.

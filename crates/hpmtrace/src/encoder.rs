@@ -3,7 +3,8 @@
 //! trace source.
 
 use crate::format::{
-    width_mask, CountType, Header, RecordType, RecordValues, MAX_COUNTERS, MAX_RECORDED_BITS,
+    width_mask, CountType, Header, ItcWrite, RecordType, RecordValues, MAX_COUNTERS,
+    MAX_HEADER_WRITES, MAX_RECORDED_BITS,
 };
 use crate::sink::{Sink, Stopped};
 
@@ -40,9 +41,6 @@ pub(crate) struct Shape {
 struct CounterState {
     /// The bits above the recorded width `w` (<= 48): `!(2^w - 1)`.
     hi: u64,
-    /// `2^w - 1`: `!hi`, kept apart so that the common path's test of
-    /// `hi` reads it from memory (an instruction less per counter).
-    mask: u64,
     /// For a hardware counter wider than what is recorded, the bits of a
     /// change the format cannot carry (`!(2^48 - 1)`, equal to `hi`); 0
     /// otherwise.
@@ -81,8 +79,7 @@ impl Encoder {
             counts: [0; MAX_COUNTERS],
         };
         for ((_, c), s) in header.iter().zip(e.ctr.iter_mut()) {
-            s.mask = width_mask(c.info.recorded_width());
-            s.hi = !s.mask;
+            s.hi = !width_mask(c.info.recorded_width());
             if c.info.width > MAX_RECORDED_BITS {
                 s.over = !width_mask(MAX_RECORDED_BITS);
             }
@@ -115,15 +112,9 @@ impl Encoder {
         readings: &[u64],
         ts: u64,
     ) -> Result<(), Stopped> {
-        let mut res = Ok(());
-        self.header.encode(|w| {
-            if res.is_ok() {
-                res = sink.put(w, ts);
-            }
-        });
-        if res.is_ok() {
-            res = sink.flush();
-        }
+        let mut writes = [ItcWrite::w8(0); MAX_HEADER_WRITES];
+        let k = self.header.to_writes(&mut writes);
+        let res = sink.put_writes(&writes[..k], ts);
         self.last_addr = 0;
         for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
             let r = readings.get(i).copied().unwrap_or(0);
@@ -337,7 +328,7 @@ impl Encoder {
                 if change & c.over != 0 {
                     self.stats.wide_overflows += 1;
                 }
-                *out = v & c.mask;
+                *out = v & !c.hi;
             }
         }
     }

@@ -28,9 +28,6 @@
 /// First word of every header: `('p'<<24)|('e'<<16)|('r'<<8)|'f'`.
 pub const HEADER_MARKER: u32 = 0x7065_7266;
 
-/// Byte offset of ITC stimulus register 0 from the trace-encoder base.
-pub const ITC_STIMULUS_OFFSET: usize = 0x80;
-
 /// Number of ITC channels (stimulus registers) a trace encoder has.
 pub const ITC_CHANNELS: u8 = 32;
 
@@ -49,10 +46,8 @@ pub const TIMESTAMP_COUNTER_INDEX: u8 = 1;
 /// recorded modulo 2^48 (see [`CounterInfo::recorded_width`]).
 pub const MAX_RECORDED_BITS: u8 = 48;
 
-/// Width of one ITC write. 32 bits wide, so that an [`ItcWrite`] is two
-/// words without padding, which the encoder reads as one.
+/// Width of one ITC write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
 pub enum WriteSize {
     /// A 32-bit store to the stimulus register (offset +0).
     Bits32 = 0,
@@ -117,12 +112,7 @@ impl IdTag {
 }
 
 /// One ITC write: a size and a value that fits that size.
-///
-/// Laid out as one aligned 64-bit word (value, then size), so that the
-/// encoder copies it and builds `size << 32 | value` from it with one load
-/// and one store each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(C, align(8))]
 pub struct ItcWrite {
     /// Stored value (only the low `size` bits are meaningful).
     pub value: u32,
@@ -131,20 +121,10 @@ pub struct ItcWrite {
 }
 
 impl ItcWrite {
-    /// A write of `size` and `value`, made as one 64-bit word: the encoder
-    /// reads a write it stored with one load, which a store of the two
-    /// halves apart would make wait (store forwarding).
+    /// A write of `size` and `value`.
     #[inline(always)]
     const fn new(size: WriteSize, value: u32) -> ItcWrite {
-        // The word whose bytes in memory are `value`'s, then `size`'s.
-        #[cfg(target_endian = "little")]
-        let word = (size as u64) << 32 | value as u64;
-        #[cfg(target_endian = "big")]
-        let word = (value as u64) << 32 | size as u64;
-        // SAFETY: `ItcWrite` is `repr(C)`: `value` (u32) at offset 0,
-        // `size` (`repr(u32)`, 0..=2) at offset 4, no padding, 8 bytes;
-        // `word` has those bytes, with a valid discriminant.
-        unsafe { core::mem::transmute::<u64, ItcWrite>(word) }
+        ItcWrite { value, size }
     }
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
@@ -498,36 +478,28 @@ impl Header {
             .filter_map(|(i, c)| c.map(|c| (i as u8, c)))
     }
 
-    /// Emit the header's ITC writes in order.
-    pub fn encode(&self, mut out: impl FnMut(ItcWrite)) {
-        out(ItcWrite::w32(HEADER_MARKER));
-        out(ItcWrite::w8(self.count_type.as_u8()));
-        out(ItcWrite::w32(self.mask()));
+    /// The header's ITC writes into `out`, in order; returns how many.
+    pub fn to_writes(&self, out: &mut [ItcWrite; MAX_HEADER_WRITES]) -> usize {
+        let mut k = 0;
+        let mut push = |w: ItcWrite| {
+            out[k] = w;
+            k += 1;
+        };
+        push(ItcWrite::w32(HEADER_MARKER));
+        push(ItcWrite::w8(self.count_type.as_u8()));
+        push(ItcWrite::w32(self.mask()));
         for (_, c) in self.iter() {
-            out(ItcWrite::w32(c.event.event_type() as u32));
+            push(ItcWrite::w32(c.event.event_type() as u32));
             match c.event {
                 Event::Raw { event_data } => {
-                    out(ItcWrite::w32(event_data as u32));
-                    out(ItcWrite::w32((event_data >> 32) as u32));
+                    push(ItcWrite::w32(event_data as u32));
+                    push(ItcWrite::w32((event_data >> 32) as u32));
                 }
-                other => out(ItcWrite::w32(other.code().unwrap_or(0))),
+                other => push(ItcWrite::w32(other.code().unwrap_or(0))),
             }
-            out(ItcWrite::w32(c.info.to_u32()));
+            push(ItcWrite::w32(c.info.to_u32()));
         }
-    }
-
-    /// Number of ITC writes [`Header::encode`] emits.
-    pub fn write_count(&self) -> usize {
-        3 + self
-            .iter()
-            .map(|(_, c)| {
-                if matches!(c.event, Event::Raw { .. }) {
-                    4
-                } else {
-                    3
-                }
-            })
-            .sum::<usize>()
+        k
     }
 }
 
@@ -606,6 +578,10 @@ pub const fn count_words(v: u64) -> CountWords {
 /// Most ITC writes in one record: type, two 64-bit addresses, and 32 + 16
 /// bits for each counter.
 pub const MAX_RECORD_WRITES: usize = 1 + 4 + 2 * MAX_COUNTERS;
+
+/// Most ITC writes in one header: marker, count type, mask, and type,
+/// two event words and counter info for each counter.
+pub const MAX_HEADER_WRITES: usize = 3 + 4 * MAX_COUNTERS;
 
 /// One record as values, before they are split into ITC writes: what an
 /// encoder hands its sink ([`crate::sink::Sink::put_values`]), so that a

@@ -18,10 +18,18 @@
 //! The collector is process-wide (the C hooks need it), so one session can
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
+//!
+//! What starting a session adds to the process: unless
+//! [`SessionBuilder::encoder_thread`] turns it off, a thread
+//! (`hpmtrace-enc`, every signal blocked, started once per process) that
+//! encodes full staging chunks while the program runs; and, once per
+//! process, `pthread_atfork` handlers that keep `fork()` from happening
+//! while a thread holds one of the collector's locks (module
+//! [`crate::collect`]).
 
 use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
-use crate::rtd::RtdConfig;
+use crate::nexus::write::WriterConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -65,7 +73,8 @@ impl SessionBuilder {
         self
     }
     /// Whether full staging chunks are encoded on the encoder thread
-    /// (default true; see [`Config::encoder_thread`]).
+    /// (default true; off, no thread is started: see
+    /// [`Config::encoder_thread`]).
     pub fn encoder_thread(mut self, on: bool) -> Self {
         self.cfg.encoder_thread = on;
         self
@@ -76,7 +85,6 @@ impl SessionBuilder {
         self.cfg.ahead = a;
         self
     }
-
     /// Most threads traced at once (default 1).
     pub fn max_threads(mut self, n: u32) -> Self {
         self.cfg.max_threads = n;
@@ -185,8 +193,8 @@ impl Session {
     }
 
     /// The Nexus framing the trace uses (tell the decoder).
-    pub fn rtd_config(&self) -> RtdConfig {
-        collect::rtd_config().unwrap_or_default()
+    pub fn writer_config(&self) -> WriterConfig {
+        collect::writer_config().unwrap_or_default()
     }
 
     /// Write the trace to `path` now.

@@ -1,48 +1,29 @@
 //! Where ITC writes go: the [`Sink`] trait and its byte-level helpers.
 //!
-//! * [`ItcStimulus`]: the trace encoder's ITC stimulus registers (bare
-//!   metal, MMIO); the hardware frames and timestamps the messages.
-//! * [`crate::rtd::RtdWriter`]: a software trace encoder that frames each
+//! * [`crate::nexus::write::NexusWriter`]: a software trace encoder that frames each
 //!   write as a Nexus Data Acquisition message into a [`ByteSink`].
 //! * [`StopBuffer`]: a fixed-size byte buffer that stops on wrap, the
 //!   software counterpart of the trace encoder's SRAM/SBA buffer: the
 //!   [`ByteSink`] the bare-metal cores ([`MemBuffer`]) and the Linux
-//!   collectors (`VecBuffer`, std only) give to their `RtdWriter`s.
+//!   collectors (`VecBuffer`, std only) give to their `NexusWriter`s.
 
-use crate::format::{ItcWrite, RecordValues, WriteSize, ITC_STIMULUS_OFFSET, MAX_RECORD_WRITES};
+use crate::format::{ItcWrite, RecordValues, MAX_RECORD_WRITES};
 
 /// The sink stopped accepting data (buffer full, stop-on-wrap); the write
 /// was dropped and so will every later one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stopped;
 
-/// Destination of ITC writes.
+/// Destination of ITC writes, a header or record at a time.
 pub trait Sink {
-    /// Append one write. `ts` is the trace timestamp of the record the
-    /// write belongs to; sinks backed by hardware ignore it (the trace
-    /// encoder stamps messages itself).
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped>;
+    /// The writes of one header or record, in order, at the trace
+    /// timestamp `ts`: all of them, or none (`Stopped`), so that a full
+    /// buffer never holds half a record.
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped>;
 
-    /// End of a header or record: sinks that stage writes pass them on now
-    /// (all or nothing, so a full buffer never holds half a record).
-    #[inline]
-    fn flush(&mut self) -> Result<(), Stopped> {
-        Ok(())
-    }
-
-    /// A whole record: `writes` in order, then [`Sink::flush`]. The same
-    /// as putting them one by one; sinks may do it faster.
-    #[inline]
-    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        for w in writes {
-            self.put(*w, ts)?;
-        }
-        self.flush()
-    }
-
-    /// A whole record given as values: its writes
-    /// ([`RecordValues::to_writes`]) as [`Sink::put_record`] takes them.
-    /// Sinks that frame writes may reuse what they framed for equal values.
+    /// A record given as values: its writes ([`RecordValues::to_writes`])
+    /// as [`Sink::put_writes`] takes them. Sinks that frame writes may
+    /// reuse what they framed for equal values.
     #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
         put_values_as_writes(self, rec, ts)
@@ -50,7 +31,7 @@ pub trait Sink {
 }
 
 /// [`Sink::put_values`] as writes: the record's
-/// ([`RecordValues::to_writes`]) through [`Sink::put_record`]. The
+/// ([`RecordValues::to_writes`]) through [`Sink::put_writes`]. The
 /// default, and what a sink that frames values itself falls back on.
 #[inline]
 pub fn put_values_as_writes<S: Sink + ?Sized>(
@@ -60,21 +41,13 @@ pub fn put_values_as_writes<S: Sink + ?Sized>(
 ) -> Result<(), Stopped> {
     let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
     let k = rec.to_writes(&mut writes);
-    sink.put_record(&writes[..k], ts)
+    sink.put_writes(&writes[..k], ts)
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline]
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        (**self).put(w, ts)
-    }
-    #[inline]
-    fn flush(&mut self) -> Result<(), Stopped> {
-        (**self).flush()
-    }
-    #[inline]
-    fn put_record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-        (**self).put_record(writes, ts)
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        (**self).put_writes(writes, ts)
     }
     #[inline]
     fn put_values(&mut self, rec: &RecordValues<'_>, ts: u64) -> Result<(), Stopped> {
@@ -175,14 +148,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> StopBuffer<B> {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
-    /// True once the buffer has refused a message.
-    pub fn stopped(&self) -> bool {
-        self.dropped != 0
-    }
-    /// Capacity in bytes.
-    pub fn capacity(&self) -> usize {
-        self.buf.as_ref().len()
-    }
     /// Empty the buffer (and accept messages again after a stop).
     pub fn clear(&mut self) {
         self.len = 0;
@@ -222,54 +187,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> ByteSink for StopBuffer<B> {
     }
 }
 
-/// The ITC stimulus register of one channel of one trace encoder.
-///
-/// Writes poll the register first: a read returning 0 means the ITC FIFO is
-/// full, so the write waits until it drains (as SiFive's library does).
-/// Sub-word writes go to byte offset +2 (16 bits) or +3 (8 bits), which is
-/// what gives the message its IDTAG (see [`crate::format::IdTag`]).
-pub struct ItcStimulus {
-    reg: *mut u32,
-}
-
-impl ItcStimulus {
-    /// The stimulus register of `channel` of the trace encoder at
-    /// `te_base`.
-    ///
-    /// # Safety
-    /// `te_base` must be the mapped base of a trace encoder whose ITC
-    /// stimulus registers may be read and written by this code, and
-    /// `channel` must be below 32.
-    pub unsafe fn new(te_base: usize, channel: u8) -> Self {
-        ItcStimulus {
-            reg: (te_base + ITC_STIMULUS_OFFSET + 4 * channel as usize) as *mut u32,
-        }
-    }
-}
-
-impl Sink for ItcStimulus {
-    #[inline]
-    fn put(&mut self, w: ItcWrite, _ts: u64) -> Result<(), Stopped> {
-        // SAFETY: `new`'s contract makes `reg` a valid MMIO register; the
-        // sub-word addresses are inside it.
-        unsafe {
-            while core::ptr::read_volatile(self.reg) == 0 {
-                core::hint::spin_loop();
-            }
-            match w.size {
-                WriteSize::Bits32 => core::ptr::write_volatile(self.reg, w.value),
-                WriteSize::Bits16 => {
-                    core::ptr::write_volatile((self.reg as *mut u16).add(1), w.value as u16)
-                }
-                WriteSize::Bits8 => {
-                    core::ptr::write_volatile((self.reg as *mut u8).add(3), w.value as u8)
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 /// A sink that keeps the writes themselves (tests, and the in-process
 /// round trip without Nexus framing).
 #[cfg(feature = "std")]
@@ -281,8 +198,8 @@ pub struct WriteLog {
 
 #[cfg(feature = "std")]
 impl Sink for WriteLog {
-    fn put(&mut self, w: ItcWrite, ts: u64) -> Result<(), Stopped> {
-        self.writes.push((w, ts));
+    fn put_writes(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
+        self.writes.extend(writes.iter().map(|&w| (w, ts)));
         Ok(())
     }
 }
@@ -301,24 +218,5 @@ mod tests {
         assert_eq!(b.put_bytes(&[7]), Err(Stopped));
         assert_eq!(b.data(), &[1, 2, 3]);
         assert_eq!(b.dropped(), 2);
-    }
-
-    #[test]
-    fn itc_stimulus_writes_sub_words_at_their_offsets() {
-        // A fake register bank in memory whose "FIFO" always has room
-        // (non-zero reads).
-        let mut bank = [1u32; 64];
-        let base = bank.as_mut_ptr() as usize - ITC_STIMULUS_OFFSET;
-        // SAFETY: the stimulus registers of channel 6 land inside `bank`,
-        // which outlives `s`.
-        let mut s = unsafe { ItcStimulus::new(base, 6) };
-        s.put(ItcWrite::w8(0xab), 0).unwrap();
-        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0, 0xab]);
-        s.put(ItcWrite::w16(0x1234), 0).unwrap();
-        assert_eq!(bank[6].to_le_bytes(), [1, 0, 0x34, 0x12]);
-        s.put(ItcWrite::w32(0xdead_beef), 0).unwrap();
-        assert_eq!(bank[6], 0xdead_beef);
-        assert_eq!(bank[5], 1);
-        assert_eq!(bank[7], 1);
     }
 }

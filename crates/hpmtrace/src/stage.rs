@@ -58,8 +58,6 @@ pub struct Replay {
     enc: Encoder,
     /// Record position of the timestamp counter, if the header has one.
     ts_pos: Option<usize>,
-    /// Counters per record, timestamp included.
-    n: usize,
     /// Words per sample.
     words: usize,
 }
@@ -75,7 +73,6 @@ impl Replay {
         Replay {
             enc,
             ts_pos,
-            n,
             words: sample_words(values),
         }
     }
@@ -120,7 +117,7 @@ impl Replay {
     /// the timestamp goes between the values).
     #[inline(always)]
     fn readings<'a>(&self, s: &'a [u64], copy: &'a mut [u64; MAX_COUNTERS]) -> &'a [u64] {
-        Self::readings_shaped(s, copy, self.n, self.ts_pos)
+        Self::readings_shaped(s, copy, self.enc.counters(), self.ts_pos)
     }
 
     /// [`Replay::readings`] with `n` and `ts_pos` passed in
@@ -166,69 +163,58 @@ impl Replay {
     pub fn replay<S: Sink>(&mut self, sink: &mut S, words: &[u64]) -> Result<(), Stopped> {
         // The usual shapes get a loop each, in which the number of
         // counters, the timestamp's place and the count type are
-        // constants: the counter loops unroll, their bounds checks go, and
-        // no record asks for the count type (the instructions per record
-        // this saves: crates/hpmtrace/BENCH.md). Timestamp first is the
-        // Linux collector's layout without a cycles counter, second with
-        // one; up to 8 counters. 45 loops per sink type make a lot of
-        // code: not in `no_std` builds, where code size counts more.
+        // constants, so the counter loops unroll, their bounds checks go,
+        // and no record asks for the count type: Delta with up to 8
+        // counters, the timestamp first (the Linux collector's layout
+        // without a cycles counter) or second (with one, as hardware
+        // counters are listed). Not in `no_std` builds, where code size
+        // counts more.
         #[cfg(feature = "std")]
         {
             let s = self.enc.shape();
-            let shape = (self.n, self.ts_pos, s.tail_from, s.count_type.as_u8());
-            macro_rules! shaped {
-                ($(($n:literal, $ts:literal)),*) => {
-                    match shape {
-                        $(($n, Some($ts), t, 0) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 0>(sink, words);
-                        })*
-                        $(($n, Some($ts), t, 1) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 1>(sink, words);
-                        })*
-                        $(($n, Some($ts), t, 2) if t == $ts + 1 => {
-                            return self.replay_fixed::<S, $n, $ts, 2>(sink, words);
-                        })*
-                        _ => {}
-                    }
-                };
+            let delta = s.count_type == crate::format::CountType::Delta;
+            match (delta, s.n, self.ts_pos, s.tail_from) {
+                (true, n @ 1..=8, Some(0), 1) => return self.replay_fixed::<S, 0>(n, sink, words),
+                (true, n @ 2..=8, Some(1), 2) => return self.replay_fixed::<S, 1>(n, sink, words),
+                _ => {}
             }
-            shaped!(
-                (1, 0),
-                (2, 0),
-                (3, 0),
-                (4, 0),
-                (5, 0),
-                (6, 0),
-                (7, 0),
-                (8, 0),
-                (2, 1),
-                (3, 1),
-                (4, 1),
-                (5, 1),
-                (6, 1),
-                (7, 1),
-                (8, 1)
-            );
         }
         self.replay_shaped(sink, words, self.enc.shape(), self.ts_pos)
     }
 
-    /// [`Replay::replay_shaped`] for `N` counters with the timestamp at
-    /// `TS` and the count type `CT` (its number in the header): a
-    /// function of its own, in which they are constants.
+    /// [`Replay::replay_shaped`] for `n` (1 to 8) Delta counters with the
+    /// timestamp at `TS`: a function per number of counters, in which the
+    /// shape is a constant.
     #[cfg(feature = "std")]
-    #[inline(never)]
-    fn replay_fixed<S: Sink, const N: usize, const TS: usize, const CT: u8>(
+    fn replay_fixed<S: Sink, const TS: usize>(
         &mut self,
+        n: usize,
         sink: &mut S,
         words: &[u64],
     ) -> Result<(), Stopped> {
-        let shape = Shape {
-            n: N,
-            tail_from: TS + 1,
-            count_type: crate::format::CountType::from_u8(CT).expect("a count type's number"),
-        };
-        self.replay_shaped(sink, words, shape, Some(TS))
+        #[inline(never)]
+        fn fixed<S: Sink, const N: usize, const TS: usize>(
+            r: &mut Replay,
+            sink: &mut S,
+            words: &[u64],
+        ) -> Result<(), Stopped> {
+            let shape = Shape {
+                n: N,
+                tail_from: TS + 1,
+                count_type: crate::format::CountType::Delta,
+            };
+            r.replay_shaped(sink, words, shape, Some(TS))
+        }
+        match n {
+            1 => fixed::<S, 1, TS>(self, sink, words),
+            2 => fixed::<S, 2, TS>(self, sink, words),
+            3 => fixed::<S, 3, TS>(self, sink, words),
+            4 => fixed::<S, 4, TS>(self, sink, words),
+            5 => fixed::<S, 5, TS>(self, sink, words),
+            6 => fixed::<S, 6, TS>(self, sink, words),
+            7 => fixed::<S, 7, TS>(self, sink, words),
+            _ => fixed::<S, 8, TS>(self, sink, words),
+        }
     }
 
     /// [`Replay::replay`] with the encoder's [`Shape`] and the timestamp's
@@ -275,7 +261,7 @@ impl Replay {
 mod tests {
     use super::*;
     use crate::format::{CountType, CounterDesc, CounterInfo, Event, TIMESTAMP_COUNTER_INDEX};
-    use crate::rtd::{RtdConfig, RtdWriter};
+    use crate::nexus::write::{NexusWriter, WriterConfig};
     use crate::sink::VecBuffer;
 
     use crate::test_rng::Rng;
@@ -352,12 +338,12 @@ mod tests {
     fn immediate(
         h: Header,
         ts_pos: Option<usize>,
-        cfg: RtdConfig,
+        cfg: WriterConfig,
         cap: usize,
         ops: &[(u64, u64, u64, u64, Vec<u64>)],
     ) -> (Vec<u8>, u64, crate::encoder::EncoderStats) {
         let mut enc = Encoder::new(h);
-        let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
+        let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
         for (tag, a0, a1, ts, vals) in ops {
             let mut readings = Vec::new();
             let mut v = vals.iter();
@@ -384,13 +370,13 @@ mod tests {
     fn staged(
         h: Header,
         ts_pos: Option<usize>,
-        cfg: RtdConfig,
+        cfg: WriterConfig,
         cap: usize,
         stage_words: usize,
         ops: &[(u64, u64, u64, u64, Vec<u64>)],
     ) -> (Vec<u8>, u64, crate::encoder::EncoderStats) {
         let mut rp = Replay::new(h, ts_pos);
-        let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
+        let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(cap));
         let words = rp.sample_words();
         let mut stage = vec![0u64; stage_words.max(words)];
         let mut filled = 0;
@@ -424,7 +410,7 @@ mod tests {
     fn random_case(
         r: &mut Rng,
         min_len: usize,
-    ) -> (Header, Option<usize>, usize, Vec<Sample>, RtdConfig) {
+    ) -> (Header, Option<usize>, usize, Vec<Sample>, WriterConfig) {
         let h = random_header(r);
         let ts_pos = crate::counters::timestamp_position(&h);
         let n = h.iter().count();
@@ -432,7 +418,7 @@ mod tests {
         let len = min_len + r.below(400) as usize;
         let mut ops = random_stream(r, values, len);
         ops[0].0 = TAG_TRACE_ON;
-        let cfg = RtdConfig {
+        let cfg = WriterConfig {
             channel: r.below(32) as u8,
             src_bits: r.below(5) as u8,
             timestamp_bits: [40, 48, 64][r.below(3) as usize],
@@ -537,7 +523,7 @@ mod tests {
                                 ops[i].2 = 0x40_2000 + 0x10 * r.below(3);
                             }
                         }
-                        let cfg = RtdConfig::default();
+                        let cfg = WriterConfig::default();
                         let a = immediate(h, ts_pos, cfg, 1 << 20, &ops);
                         let b = staged(h, ts_pos, cfg, 1 << 20, sample_words(values) * 37, &ops);
                         assert!(a.0.len() > 1000);
@@ -553,14 +539,14 @@ mod tests {
 
     /// A chunk encoded on its own, from the previous sample
     /// (`resume_after`) and the writer's chain state at the split
-    /// (`RtdWriter::resume`), then appended (`append_encoded`,
+    /// (`NexusWriter::resume`), then appended (`append_encoded`,
     /// `continue_with`), gives the bytes and statistics of encoding the
     /// stream in one go; and the sync position after `n` messages is the
     /// one before minus `n` modulo the period, which the collector relies
     /// on to foresee it.
     #[test]
     fn chunk_encoded_from_previous_sample_appends_to_identical_bytes() {
-        use crate::rtd::SYNC_PERIOD;
+        use crate::nexus::write::SYNC_PERIOD;
         let mut r = Rng(0x0a4e_ad00_c4a1_0001);
         for round in 0..300 {
             let (h, ts_pos, _, ops, cfg) = random_case(&mut r, 2);
@@ -571,14 +557,14 @@ mod tests {
                 write_sample(d, *tag, *a0, *a1, *ts, vals);
             }
             let whole = {
-                let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+                let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
                 let mut rp = Replay::new(h, ts_pos);
                 rp.replay(&mut w, &samples).unwrap();
                 (w.into_inner().data().to_vec(), rp.encoder().stats())
             };
             let k = r.below(ops.len() as u64 + 1) as usize;
             let (head, tail) = samples.split_at(k * words);
-            let mut w = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
             let left0 = w.messages_to_sync();
             rp.replay(&mut w, head).unwrap();
             // Messages framed so far, sync messages aside.
@@ -596,7 +582,7 @@ mod tests {
             let mut ahead = Replay::new(h, ts_pos);
             assert!(ahead.resume_after(prev), "round {round}");
             assert!(rp.same_state(&ahead), "round {round}: state at {k}");
-            let mut aw = RtdWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
+            let mut aw = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
             aw.resume(prev.map_or(0, |p| p[3]), w.messages_to_sync());
             assert_eq!(aw.chain_state(), w.chain_state(), "round {round}");
             ahead.replay(&mut aw, tail).unwrap();

@@ -6,7 +6,8 @@ use hpmtrace::decode::{
     decode_stream, DecodeConfig, DecodeErrorKind, HeaderInfo, Output, Record, Resume, Stats,
 };
 use hpmtrace::format::{CountType, Event, RecordType};
-use hpmtrace::nexus::{Ict, Message, MessageReader, NexusConfig, NexusErrorKind, TimestampTracker};
+use hpmtrace::nexus::read::{Ict, Message, MessageReader, NexusErrorKind, TimestampTracker};
+use hpmtrace::nexus::NexusConfig;
 
 // ---------------------------------------------------------------- bytes
 

@@ -4,8 +4,9 @@
 use hpmtrace::decode::{decode_stream, DecodeConfig, Output, Record};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{CountType, CounterDesc, CounterInfo, Event, Header, RecordType};
-use hpmtrace::nexus::{MessageReader, NexusConfig};
-use hpmtrace::rtd::{RtdConfig, RtdWriter, SYNC_PERIOD};
+use hpmtrace::nexus::read::MessageReader;
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig, SYNC_PERIOD};
+use hpmtrace::nexus::NexusConfig;
 use hpmtrace::sink::VecBuffer;
 
 fn header(ct: CountType) -> Header {
@@ -31,7 +32,11 @@ type Expected = Vec<(u64, [u64; 2])>;
 
 /// `n` manual records per count type, each type after its own header.
 fn trace(types: &[CountType], n: u64) -> (Vec<u8>, Expected) {
-    let mut w = RtdWriter::new(RtdConfig::default(), 0, VecBuffer::with_capacity(1 << 22));
+    let mut w = NexusWriter::new(
+        WriterConfig::default(),
+        0,
+        VecBuffer::with_capacity(1 << 22),
+    );
     let mut expect = Vec::new();
     let mut ts = 10;
     let mut r = [0u64; 2];

@@ -15,7 +15,7 @@ use hpmtrace::collect::{self, Ahead, Mode};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_COUNTER_INDEX};
 use hpmtrace::linux::sw;
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::session::{Session, SessionBuilder};
 use hpmtrace::sink::VecBuffer;
 
@@ -26,10 +26,10 @@ use common::{decode_items as decode, Item};
 /// every source into its own writer; sources concatenated in order.
 /// Delta readings decode as sums since the header, so the header is seeded
 /// with zeros: the recorded differences come out the same.
-fn encode_at_once(items: &[Item], rtd: RtdConfig, sources: u16) -> Vec<u8> {
+fn encode_at_once(items: &[Item], framing: WriterConfig, sources: u16) -> Vec<u8> {
     let mut out = Vec::new();
     for src in 0..sources {
-        let mut w = RtdWriter::new(rtd, src, VecBuffer::with_capacity(1 << 26));
+        let mut w = NexusWriter::new(framing, src, VecBuffer::with_capacity(1 << 26));
         let mut enc: Option<Encoder> = None;
         for it in items {
             match it {
@@ -142,7 +142,7 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
         .max_threads(3)
         .start()
         .unwrap();
-    let rtd = s.rtd_config();
+    let framing = s.writer_config();
     let work = |t: u64| {
         for i in 0..1500u64 {
             let f = func_addr(t, i);
@@ -176,7 +176,7 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
     let bytes = s.bytes();
     s.finish().unwrap();
 
-    let items = decode(&bytes, rtd);
+    let items = decode(&bytes, framing);
     check_values(&items, count_type);
     let records = items
         .iter()
@@ -197,7 +197,7 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
     );
 
     assert_eq!(stats.bytes, bytes.len() as u64);
-    let again = encode_at_once(&items, rtd, 3);
+    let again = encode_at_once(&items, framing, 3);
     assert_eq!(again.len(), bytes.len(), "{count_type:?}: lengths differ");
     assert!(again == bytes, "{count_type:?}: bytes differ");
 }
@@ -213,7 +213,7 @@ fn run_ahead_uniform() {
     let s = small_stage(CountType::Delta, false, Ahead::Always)
         .start()
         .unwrap();
-    let rtd = s.rtd_config();
+    let framing = s.writer_config();
     for i in 0..10_000u64 {
         let f = 0x40_0000 + 2 * (i % 64);
         collect::hook(RecordType::FuncEnter, f as usize, 0x40_1000);
@@ -222,7 +222,7 @@ fn run_ahead_uniform() {
     let stats = s.stats();
     let bytes = s.bytes();
     s.finish().unwrap();
-    let items = decode(&bytes, rtd);
+    let items = decode(&bytes, framing);
     let records = items
         .iter()
         .filter(|i| matches!(i, Item::Record(_)))
@@ -244,7 +244,7 @@ fn run_ahead_uniform() {
         "{} of {chunks} chunks encoded ahead were used ({stats:?})",
         stats.ahead_chunks
     );
-    let again = encode_at_once(&items, rtd, 1);
+    let again = encode_at_once(&items, framing, 1);
     assert!(again == bytes, "bytes differ");
 }
 
@@ -258,7 +258,7 @@ fn run_counter_stays_put(count_type: CountType) {
     let s = small_stage(count_type, true, Ahead::WhenWaiting)
         .start()
         .unwrap();
-    let rtd = s.rtd_config();
+    let framing = s.writer_config();
     let calls = 3000u64;
     for i in 0..calls {
         if i % 50 == 49 {
@@ -270,7 +270,7 @@ fn run_counter_stays_put(count_type: CountType) {
     }
     let bytes = s.bytes();
     s.finish().unwrap();
-    let items = decode(&bytes, rtd);
+    let items = decode(&bytes, framing);
     let switches: Vec<u64> = items
         .iter()
         .filter_map(|i| match i {
@@ -315,7 +315,7 @@ fn run_counter_stays_put(count_type: CountType) {
         still > calls,
         "{count_type:?}: {still} records without a switch"
     );
-    let again = encode_at_once(&items, rtd, 1);
+    let again = encode_at_once(&items, framing, 1);
     assert!(again == bytes, "{count_type:?}: bytes differ");
 }
 

@@ -1,10 +1,10 @@
 //! The encoder's fast paths (`Encoder` handing whole records to
-//! `RtdWriter::put_record`, messages framed at once and reused, sync
+//! `NexusWriter::put_values`, messages framed at once and reused, sync
 //! messages in the middle of a record; `stage::Replay` over staged
 //! samples) give the bytes of a plain reference written from the format's
 //! rules: the record's ITC writes built field by field with
 //! `format::encode_address` / `encode_count` and the count type's rule,
-//! each framed on its own by `nexus::MessageWriter` (an independent
+//! each framed on its own by the reference encoder of `tests/common` (an independent
 //! framing implementation). Random headers (every count type, 1 to 32
 //! counters, recorded widths below, at and above 48 bits), random
 //! readings with 0, `u64::MAX`, wraps and anything in between, random
@@ -14,13 +14,16 @@
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{
     encode_address, encode_count, CountType, CounterDesc, CounterInfo, Event, Header, ItcWrite,
-    RecordType, MAX_COUNTERS,
+    RecordType, MAX_COUNTERS, MAX_HEADER_WRITES,
 };
-use hpmtrace::nexus::{MessageWriter, NexusConfig};
-use hpmtrace::rtd::{RtdConfig, RtdWriter};
+use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
+use hpmtrace::nexus::NexusConfig;
 use hpmtrace::sink::VecBuffer;
 use hpmtrace::stage::{sample_words, write_sample, Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use proptest::prelude::*;
+
+mod common;
+use common::reference_encoder::MessageWriter;
 
 /// One operation: a trace-on (`kind` None) or a record, with its
 /// addresses, timestamp and one reading per counter of the header.
@@ -43,7 +46,9 @@ fn reference_writes(h: &Header, ops: &[Op]) -> Vec<(ItcWrite, u64)> {
     let mut out = Vec::new();
     for op in ops {
         let Some(kind) = op.kind else {
-            h.encode(|w| out.push((w, op.ts)));
+            let mut writes = [ItcWrite::w8(0); MAX_HEADER_WRITES];
+            let k = h.to_writes(&mut writes);
+            out.extend(writes[..k].iter().map(|&w| (w, op.ts)));
             for (p, (r, m)) in prev.iter_mut().zip(op.readings.iter().zip(&masks)) {
                 *p = match h.count_type {
                     CountType::Delta => r & m,
@@ -103,7 +108,7 @@ fn reference_wide_overflows(h: &Header, ops: &[Op]) -> u64 {
 }
 
 /// The reference bytes: every write framed on its own.
-fn reference(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
+fn reference(h: &Header, cfg: WriterConfig, src: u16, ops: &[Op]) -> Vec<u8> {
     let mut mw = MessageWriter::new(NexusConfig {
         src_bits: cfg.src_bits,
         timestamp_bits: cfg.timestamp_bits,
@@ -119,9 +124,9 @@ fn reference(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> Vec<u8> {
 
 /// The encoder as the collectors use it, record by record: bytes and
 /// wide overflows.
-fn encoded(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
+fn encoded(h: &Header, cfg: WriterConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
     let mut enc = Encoder::new(*h);
-    let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
+    let mut w = NexusWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     for op in ops {
         match op.kind {
             None => enc.trace_on(&mut w, &op.readings, op.ts),
@@ -134,7 +139,7 @@ fn encoded(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
 
 /// The same through staged samples (the timestamp counter, if any, taken
 /// from the sample's timestamp as the collector stores it).
-fn replayed(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
+fn replayed(h: &Header, cfg: WriterConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) {
     let ts_pos = hpmtrace::counters::timestamp_position(h);
     let mut rp = Replay::new(*h, ts_pos);
     let words = sample_words(h.iter().count() - ts_pos.map_or(0, |_| 1));
@@ -160,7 +165,7 @@ fn replayed(h: &Header, cfg: RtdConfig, src: u16, ops: &[Op]) -> (Vec<u8>, u64) 
             &values,
         );
     }
-    let mut w = RtdWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
+    let mut w = NexusWriter::new(cfg, src, VecBuffer::with_capacity(1 << 22));
     rp.replay(&mut w, &staged).expect("room");
     assert!(SAMPLE_HEAD_WORDS <= words);
     (
@@ -249,7 +254,7 @@ fn ops(n: usize) -> impl Strategy<Value = Vec<Op>> {
     })
 }
 
-fn case() -> impl Strategy<Value = (Header, RtdConfig, u16, Vec<Op>)> {
+fn case() -> impl Strategy<Value = (Header, WriterConfig, u16, Vec<Op>)> {
     header().prop_flat_map(|h| {
         let n = h.iter().count();
         (
@@ -263,7 +268,7 @@ fn case() -> impl Strategy<Value = (Header, RtdConfig, u16, Vec<Op>)> {
             ops(n),
         )
             .prop_map(|(h, (channel, src_bits, timestamp_bits), src, ops)| {
-                let cfg = RtdConfig {
+                let cfg = WriterConfig {
                     channel,
                     src_bits,
                     timestamp_bits,

@@ -6,7 +6,7 @@ use hpmtrace::collect::{Error, Mode, Unavailable};
 use hpmtrace::decode::Record;
 use hpmtrace::format::{hw, CountType, Event, RecordType};
 use hpmtrace::linux::sw;
-use hpmtrace::rtd::RtdConfig;
+use hpmtrace::nexus::write::WriterConfig;
 use hpmtrace::session::{Session, SessionBuilder};
 use std::path::Path;
 
@@ -14,10 +14,10 @@ mod common;
 use common::{decode_items, Item};
 
 /// The trace's header count and records.
-fn decode(bytes: &[u8], rtd: RtdConfig) -> (usize, Vec<Record>) {
+fn decode(bytes: &[u8], framing: WriterConfig) -> (usize, Vec<Record>) {
     let mut headers = 0;
     let mut records = Vec::new();
-    for item in decode_items(bytes, rtd) {
+    for item in decode_items(bytes, framing) {
         match item {
             Item::Header(_) => headers += 1,
             Item::Record(r) => records.push(r),
@@ -55,7 +55,7 @@ fn manual_flushes_on_drop(dir: &Path) {
         .start()
         .unwrap();
     assert!(matches!(Session::builder().start(), Err(Error::Busy)));
-    let rtd = s.rtd_config();
+    let framing = s.writer_config();
     for _ in 0..50 {
         mark_here(&s);
     }
@@ -65,7 +65,7 @@ fn manual_flushes_on_drop(dir: &Path) {
     s.mark();
     assert_eq!(s.stats().records, 51);
     drop(s);
-    let (headers, recs) = decode(&std::fs::read(&out).unwrap(), rtd);
+    let (headers, recs) = decode(&std::fs::read(&out).unwrap(), framing);
     assert_eq!(headers, 2);
     assert_eq!(recs.len(), 51);
     assert!(recs
@@ -81,8 +81,8 @@ fn manual_flushes_on_drop(dir: &Path) {
 
 fn threads_get_their_own_sources() {
     let s = three_events().max_threads(4).start().unwrap();
-    let rtd = s.rtd_config();
-    assert_eq!(rtd.src_bits, 2);
+    let framing = s.writer_config();
+    assert_eq!(framing.src_bits, 2);
     std::thread::scope(|sc| {
         for t in 0..3u64 {
             let s = &s;
@@ -104,7 +104,7 @@ fn threads_get_their_own_sources() {
     });
     let st = s.stats();
     assert_eq!(st.streams, 4, "main thread + 3 workers");
-    let (headers, recs) = decode(&s.bytes(), rtd);
+    let (headers, recs) = decode(&s.bytes(), framing);
     s.finish().unwrap();
     assert_eq!(headers, 4, "one header per source");
     let mut per_src = [0usize; 4];
@@ -127,7 +127,7 @@ fn timer_samples_the_running_thread() {
         .mode(Mode::Timer { interval_us: 1000 })
         .start()
         .unwrap();
-    let rtd = s.rtd_config();
+    let framing = s.writer_config();
     // Busy for ~60 ms of wall time (no clock assertion: only counts).
     let t0 = std::time::Instant::now();
     let mut x = 0u64;
@@ -135,7 +135,7 @@ fn timer_samples_the_running_thread() {
         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
     }
     s.pause();
-    let (_, recs) = decode(&s.bytes(), rtd);
+    let (_, recs) = decode(&s.bytes(), framing);
     s.finish().unwrap();
     assert!(recs.len() >= 5, "only {} samples", recs.len());
     assert!(recs

@@ -12,9 +12,9 @@
 //! that saw tracing on is always waited for.
 
 use super::pmu::Counters;
-use crate::counters::{read_user_counter, Clock, TimeCsr};
+use crate::counters::{read_user_counters, Clock, TimeCsr};
 use crate::format::RecordType;
-use crate::rtd::{RtdConfig, RtdWriter};
+use crate::nexus::write::{NexusWriter, WriterConfig};
 use crate::sink::MemBuffer;
 use crate::stage::{sample_words, Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use core::cell::UnsafeCell;
@@ -56,7 +56,7 @@ pub struct Core {
     pub mode: Mode,
     pub counters: Counters,
     pub replay: Replay,
-    pub out: RtdWriter<MemBuffer<'static>>,
+    pub out: NexusWriter<MemBuffer<'static>>,
     stage: &'static mut [u64],
     staged: usize,
     /// Words per sample.
@@ -71,7 +71,7 @@ impl Core {
     pub fn new(
         mode: Mode,
         counters: Counters,
-        rtd: RtdConfig,
+        framing: WriterConfig,
         src: u16,
         buffer: &'static mut [u8],
         stage: &'static mut [u64],
@@ -82,7 +82,7 @@ impl Core {
             words: replay.sample_words(),
             replay,
             counters,
-            out: RtdWriter::new(rtd, src, MemBuffer::new(buffer)),
+            out: NexusWriter::new(framing, src, MemBuffer::new(buffer)),
             stage,
             staged: 0,
             generation: 0,
@@ -105,12 +105,10 @@ impl Core {
         s[1] = addrs[0];
         s[2] = addrs[1];
         s[3] = TimeCsr.now();
-        for (v, &csr) in s[SAMPLE_HEAD_WORDS..]
-            .iter_mut()
-            .zip(&self.counters.csrs[..self.counters.values])
-        {
-            *v = read_user_counter(csr);
-        }
+        read_user_counters(
+            &self.counters.index[..self.counters.values],
+            &mut s[SAMPLE_HEAD_WORDS..],
+        );
         self.staged += self.words;
     }
 

@@ -1,4 +1,5 @@
-//! The bare-metal C API (`include/sifive_bare_perf.h`) for riscv64
+//! The bare-metal collector behind the bare-metal C API
+//! (`crate::c_api::bare`, `include/sifive_bare_perf.h`) for riscv64
 //! programs with no allocator and no libc: feature `bare-capi` (S-mode on
 //! an SBI implementation) or `bare-machine` (M-mode) on
 //! riscv64gc-unknown-none-elf, where the crate's staticlib is the
@@ -23,7 +24,7 @@
 //! - **Timer** (`timer`, `platform`). `perfTimerISRInit` arms the SBI TIME
 //!   timer (S-mode) or the CLINT's mtimecmp (M-mode) every `interval` µs
 //!   on a grid; the program's trap handler calls `perfTimerISR(epc)`.
-//! - **Output** (`capi`). A debugger can read the buffers in memory;
+//! - **Output** (`crate::c_api::bare`). A debugger can read the buffers in memory;
 //!   without one, `perfWriteTrace` prints them on the console as framed
 //!   hex (`hpmtrace::dump`), which `hpmtrace import` turns back into a
 //!   `.rtd` file.
@@ -34,13 +35,12 @@
 //! (buffer addresses are physical for SBI). Per-core state is only touched
 //! by its own hart; the `cores` module keeps a timer interrupt from
 //! re-entering it.
-mod capi;
-mod console;
-mod cores;
-mod platform;
-mod pmu;
-mod pool;
-mod timer;
+pub(crate) mod console;
+pub(crate) mod cores;
+pub(crate) mod platform;
+pub(crate) mod pmu;
+pub(crate) mod pool;
+pub(crate) mod timer;
 
 /// A bug in the library: say where on the console and end the system
 /// (SRST "system failure" in S-mode; M-mode waits forever), so a run never

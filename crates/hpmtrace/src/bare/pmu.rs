@@ -8,16 +8,18 @@ use crate::format::{CountType, CounterInfo, Event, Header, MAX_COUNTERS};
 
 /// Width of the trace clock as the header declares it (Nexus timestamps
 /// are 40 bits by default).
-pub const TIMESTAMP_BITS: u8 = crate::rtd::DEFAULT_TIMESTAMP_BITS;
+pub const TIMESTAMP_BITS: u8 = crate::nexus::write::DEFAULT_TIMESTAMP_BITS;
 
 /// What init configured on this hart.
 pub struct Counters {
     /// The header: the events that are counted, in SiFive's slots.
     pub header: Header,
-    /// Counter CSR (0..=31 above 0xC00) of each counter but the timestamp,
-    /// in record order: what a sample stores after its time.
-    pub csrs: [u8; MAX_COUNTERS],
-    /// How many of `csrs` are used.
+    /// Counter CSR of each counter but the timestamp, in record order
+    /// (what a sample stores after its time), as
+    /// [`crate::counters::read_user_counters`] takes them: 1 + the CSR's
+    /// offset from 0xC00.
+    pub index: [u32; MAX_COUNTERS],
+    /// How many of `index` are used.
     pub values: usize,
     /// Record position of the timestamp, if listed.
     pub ts_pos: Option<usize>,
@@ -103,15 +105,15 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
     }
     let header = build_header(count_type, &chosen[..m]);
     let ts_pos = crate::counters::timestamp_position(&header);
-    let mut csrs = [0u8; MAX_COUNTERS];
+    let mut index = [0u32; MAX_COUNTERS];
     let mut values = 0;
     for (_, d) in header.iter().filter(|(_, d)| !d.event.is_timestamp()) {
         // configure() keeps only counters in 0xC00..=0xC1F.
-        csrs[values] = (d.info.csr - 0xc00) as u8;
+        index[values] = 1 + (d.info.csr - 0xc00) as u32;
         values += 1;
     }
     Counters {
-        csrs,
+        index,
         values,
         header,
         ts_pos,

@@ -1,26 +1,10 @@
-//! The Linux collector's clocks: `CLOCK_MONOTONIC` and the trace clock.
+//! The Linux collector's trace clock.
 
 use crate::counters::Clock;
 
-/// CLOCK_MONOTONIC in nanoseconds (vDSO, no system call).
-pub struct MonotonicNs;
-
-impl Clock for MonotonicNs {
-    #[inline]
-    fn now(&self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid out pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-}
-
 /// The trace clock of the Linux collector, standing in for the trace
 /// encoder's timestamp counter: the `time` CSR on RISC-V (what SiFive
-/// encoders count), the TSC on x86-64 (invariant TSC; ~4x cheaper than
+/// encoders count), the TSC on x86-64 (invariant TSC; cheaper than
 /// `clock_gettime` in a VM), `CLOCK_MONOTONIC` ns elsewhere.
 pub struct TraceClock;
 
@@ -42,7 +26,13 @@ impl Clock for TraceClock {
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "riscv64")))]
         {
-            MonotonicNs.now()
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: valid out pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
         }
     }
 }

@@ -2,14 +2,16 @@
 //! `read()` or, when every member allows it, from their perf pages.
 
 use super::events::perf_attr_of;
-use super::mmap_page::{user_read_method, PerfPage, UserRead};
+use super::mmap_page::{
+    page_count, read_registers, user_read_method, PageFields, PerfPage, UserRead,
+};
 use super::perf_event::{
     perf_event_open, PERF_FORMAT_GROUP, PERF_FORMAT_TOTAL_TIME_ENABLED,
     PERF_FORMAT_TOTAL_TIME_RUNNING,
 };
-use crate::counters::CounterSource;
 use crate::format::Event;
 use std::io;
+use std::sync::atomic::{compiler_fence, Ordering};
 
 /// One thread's counter group.
 ///
@@ -18,18 +20,32 @@ use std::io;
 /// page ([`UserRead`]); then no system call is made.
 pub struct PerfGroup {
     fds: Vec<i32>,
-    /// Record position of each group member, in group order.
-    positions: Vec<usize>,
-    /// Page and read method of each member, when every member has one.
-    user: Vec<(PerfPage, UserRead)>,
-    /// The pages of `user` again when every member is a
-    /// [`UserRead::PageCount`] (else empty): the hook then reads each
-    /// page's count without asking how, with one load each. A copy
-    /// rather than a flag over `user`: a loop over its 16-byte entries
-    /// costs the hook more instructions per pair than the copy's memory
-    /// costs.
-    page_counts: Vec<PerfPage>,
+    /// Each member's perf page, when every member has a [`UserRead`]
+    /// (else empty).
+    pages: Vec<PerfPage>,
+    /// Whether any member is a [`UserRead::Counter`]: a register to read
+    /// ([`PerfGroup::read_with_registers`]), else only page counts
+    /// ([`PerfPage::read_count`]).
+    registers: bool,
+    /// Per member, whether it is a [`UserRead::Counter`] and what one
+    /// read of the pages takes (kept here so that a read allocates
+    /// nothing), and the register indices and values as
+    /// [`read_registers`] takes and gives them.
+    reads: Vec<PageRead>,
+    index: Vec<u32>,
+    pmc: Vec<u64>,
+    /// The system call's buffer: nr + one value per member.
     buf: Vec<u64>,
+}
+
+/// A member of a group read from its page: whether it is a
+/// [`UserRead::Counter`], its page's `lock` as read before its fields,
+/// and the fields.
+#[derive(Clone, Copy)]
+struct PageRead {
+    counter: bool,
+    lock: u32,
+    fields: PageFields,
 }
 
 // SAFETY: the raw pointers are mmap pages owned by this group (unmapped
@@ -110,7 +126,10 @@ impl PerfGroup {
     /// timestamp pseudo event must not be among them.
     pub fn open(events: &[(usize, Event)]) -> Result<PerfGroup, OpenError> {
         let mut g = Self::open_fds(events, PERF_FORMAT_GROUP)?;
-        g.buf = vec![0; 1 + g.fds.len()];
+        let n = g.fds.len();
+        g.buf = vec![0; 1 + n];
+        g.index = vec![0; n];
+        g.pmc = vec![0; n];
         let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
         g.map_pages(&evs);
         Ok(g)
@@ -121,12 +140,14 @@ impl PerfGroup {
     fn open_fds(events: &[(usize, Event)], read_format: u64) -> Result<PerfGroup, OpenError> {
         let mut g = PerfGroup {
             fds: Vec::new(),
-            positions: Vec::new(),
-            user: Vec::new(),
-            page_counts: Vec::new(),
+            pages: Vec::new(),
+            registers: false,
+            reads: Vec::new(),
+            index: Vec::new(),
+            pmc: Vec::new(),
             buf: Vec::new(),
         };
-        for &(pos, event) in events {
+        for &(_, event) in events {
             let (ty, config) = perf_attr_of(event).ok_or(OpenError {
                 event,
                 error: io::Error::from_raw_os_error(libc::ENOENT),
@@ -135,7 +156,6 @@ impl PerfGroup {
             let fd = perf_event_open(ty, config, leader, read_format)
                 .map_err(|error| OpenError { event, error })?;
             g.fds.push(fd);
-            g.positions.push(pos);
         }
         Ok(g)
     }
@@ -162,10 +182,21 @@ impl PerfGroup {
             }
         }
         if user.len() == self.fds.len() {
-            if user.iter().all(|&(_, how)| how == UserRead::PageCount) {
-                self.page_counts = user.iter().map(|&(page, _)| page).collect();
-            }
-            self.user = user;
+            let fields = PageFields {
+                offset: 0,
+                index: 0,
+                width: 0,
+            };
+            self.reads = user
+                .iter()
+                .map(|&(_, how)| PageRead {
+                    counter: how == UserRead::Counter,
+                    lock: 0,
+                    fields,
+                })
+                .collect();
+            self.registers = self.reads.iter().any(|r| r.counter);
+            self.pages = user.into_iter().map(|(page, _)| page).collect();
         } else {
             for (page, _) in user {
                 // SAFETY: unmapping what we mapped above, never used again.
@@ -176,7 +207,7 @@ impl PerfGroup {
 
     /// True when reads avoid system calls.
     pub fn user_space_reads(&self) -> bool {
-        !self.user.is_empty()
+        !self.pages.is_empty()
     }
 
     /// Number of members.
@@ -191,50 +222,60 @@ impl PerfGroup {
 
     /// Read every member, in group order, into `out[0..len()]` (what the
     /// collector's hot path stores). Members `out` has no room for are
-    /// skipped; on a failed read `out` is left unchanged.
+    /// skipped.
     #[inline(always)]
     pub fn read_members(&mut self, out: &mut [u64]) {
         if self.fds.is_empty() {
             return;
         }
-        if let Some((first, rest)) = self.page_counts.split_first() {
-            // The first member apart: a group of one (the usual case) does
-            // not pay for the jump table.
-            if let Some((o, more)) = out.split_first_mut() {
-                *o = first.read_count();
-                if !rest.is_empty() {
-                    read_more_pages(rest, more);
-                }
-            }
-            return;
+        let read = if self.pages.is_empty() {
+            false
+        } else if self.registers {
+            self.read_with_registers(out)
+        } else {
+            read_counts(&self.pages, out)
+        };
+        if !read {
+            self.read_syscall(out);
         }
-        self.read_counters(out);
     }
 
-    /// [`PerfGroup::read_members`] of a group with hardware counters (or
-    /// read with the system call). Out of line, so that every caller runs
-    /// the same instructions between two members' reads: the hook and the
-    /// trace-on reading each inlined a copy, which the compiler laid out
-    /// differently, and under QEMU's icount a record's cycles and
-    /// instructions deltas then differed by one.
+    /// Read every member of a group with hardware counters from its perf
+    /// page as the uapi header documents it: each page's `index`,
+    /// `offset` and register between two reads of its `lock`, again while
+    /// one of them changed. The registers of all members are read in one
+    /// go after the pages' fields ([`read_registers`]): two members'
+    /// registers are then read a fixed number of instructions apart,
+    /// whatever the compiler makes of this code and wherever it inlines
+    /// it. False when a hardware member is not on a user-readable
+    /// register right now. Out of line, so that the hook of a group
+    /// without registers stays small.
     #[inline(never)]
-    fn read_counters(&mut self, out: &mut [u64]) {
-        if !self.user.is_empty() {
-            let mut ok = true;
-            for (o, &(p, how)) in out.iter_mut().zip(self.user.iter()) {
-                match p.read(how) {
-                    Some(v) => *o = v,
-                    None => {
-                        ok = false;
-                        break;
-                    }
+    fn read_with_registers(&mut self, out: &mut [u64]) -> bool {
+        let n = self.pages.len().min(out.len());
+        let (pages, reads) = (&self.pages[..n], &mut self.reads[..n]);
+        let (index, pmc) = (&mut self.index[..n], &mut self.pmc[..n]);
+        'read: loop {
+            for ((r, i), p) in reads.iter_mut().zip(index.iter_mut()).zip(pages) {
+                r.lock = p.lock();
+                compiler_fence(Ordering::SeqCst);
+                r.fields = p.fields();
+                *i = r.fields.index;
+            }
+            read_registers(index, pmc);
+            compiler_fence(Ordering::SeqCst);
+            for (((o, r), p), &v) in out.iter_mut().zip(reads.iter()).zip(pages).zip(pmc.iter()) {
+                if p.lock() != r.lock {
+                    continue 'read;
                 }
+                // A hardware counter off its register has no count here.
+                if r.counter && r.fields.index == 0 {
+                    return false;
+                }
+                *o = page_count(r.fields, v);
             }
-            if ok {
-                return;
-            }
+            return true;
         }
-        self.read_syscall(out);
     }
 
     /// The group read system call.
@@ -261,52 +302,23 @@ impl PerfGroup {
     }
 }
 
-/// The page counts of `pages` into `out`, as far as both go: one straight
-/// run of loads per group size, because a loop over two lengths needs
-/// more set-up per record than the reads of a group of five take.
+/// The page counts of `pages` into `out`, as far as both go
+/// ([`PerfPage::read_count`]); false, with `out` partly written, when a
+/// page names a register.
 #[inline(always)]
-fn read_more_pages(pages: &[PerfPage], out: &mut [u64]) {
-    let n = pages.len().min(out.len());
-    // Each arm passes a constant length, so its loop unrolls.
-    match n {
-        1 => read_pages(&pages[..1], &mut out[..1]),
-        2 => read_pages(&pages[..2], &mut out[..2]),
-        3 => read_pages(&pages[..3], &mut out[..3]),
-        4 => read_pages(&pages[..4], &mut out[..4]),
-        5 => read_pages(&pages[..5], &mut out[..5]),
-        6 => read_pages(&pages[..6], &mut out[..6]),
-        _ => read_pages(pages, out),
-    }
-}
-
-/// The page counts of `pages` into `out`, as far as both go.
-#[inline(always)]
-fn read_pages(pages: &[PerfPage], out: &mut [u64]) {
+fn read_counts(pages: &[PerfPage], out: &mut [u64]) -> bool {
     for (o, p) in out.iter_mut().zip(pages) {
-        *o = p.read_count();
-    }
-}
-
-impl CounterSource for PerfGroup {
-    #[inline]
-    fn read(&mut self, out: &mut [u64]) {
-        let mut v = [0u64; crate::format::MAX_COUNTERS];
-        let n = self.fds.len().min(v.len());
-        for (k, &pos) in self.positions.iter().enumerate().take(n) {
-            v[k] = out.get(pos).copied().unwrap_or(0);
-        }
-        self.read_members(&mut v[..n]);
-        for (k, &pos) in self.positions.iter().enumerate().take(n) {
-            if let Some(o) = out.get_mut(pos) {
-                *o = v[k];
-            }
+        match p.read_count() {
+            Some(v) => *o = v,
+            None => return false,
         }
     }
+    true
 }
 
 impl Drop for PerfGroup {
     fn drop(&mut self) {
-        for (page, _) in self.user.drain(..) {
+        for page in self.pages.drain(..) {
             // SAFETY: unmapping our own page, never used again.
             unsafe { page.unmap() };
         }
@@ -340,7 +352,7 @@ mod tests {
         ])
         .expect("software perf events must open on the host");
         let mut a = [0u64; 2];
-        g.read(&mut a);
+        g.read_members(&mut a);
         // Touch 16 MiB of fresh memory: page faults and CPU time.
         let mut v: Vec<u8> = Vec::with_capacity(1 << 24);
         for i in 0..(1 << 24) {
@@ -348,17 +360,16 @@ mod tests {
         }
         std::hint::black_box(&v);
         let mut b = [0u64; 2];
-        g.read(&mut b);
+        g.read_members(&mut b);
         assert!(b[0] > a[0], "task-clock advances: {a:?} -> {b:?}");
         assert!(b[1] > a[1], "page faults counted: {a:?} -> {b:?}");
     }
 
     #[test]
     fn context_switches_read_from_the_page_equal_the_kernel_count() {
-        // Every group size the reads have a path of their own for (one,
-        // the straight runs after it, the loop past them), each member
-        // after the first context switches but one cgroup switches (which
-        // may stay 0 here, so it alone could not tell a zeroed member).
+        // Groups of 1 to 9 members, each context switches but the second,
+        // cgroup switches (which may stay 0 here, so it alone could not
+        // tell a zeroed member).
         for size in 1..=9 {
             let members: Vec<(usize, Event)> = (0..size)
                 .map(|slot| {

@@ -1,11 +1,16 @@
 //! The perf mmap page of a counter and the system-call-free reads it
-//! allows ([`UserRead`]): the seqlock protocol, `rdpmc` on x86-64 and the
-//! counter CSRs on RISC-V.
+//! allows ([`UserRead`]), as `include/uapi/linux/perf_event.h` documents
+//! them (`struct perf_event_mmap_page`): `offset` plus, for a counter on a
+//! user-readable register (`cap_user_rdpmc`, `index` non-zero), that
+//! register (`rdpmc` on x86-64, the counter CSRs on RISC-V), all read
+//! between two reads of the page's `lock` and again while it changed.
 
 use super::events::sw;
 use crate::format::Event;
+use std::sync::atomic::{compiler_fence, Ordering};
 
-/// The perf mmap page fields the user-space read needs.
+/// The head of `struct perf_event_mmap_page` (the fields up to
+/// `pmc_width` the read needs; the layout is the uapi header's).
 #[repr(C)]
 struct MmapPage {
     version: u32,
@@ -26,15 +31,16 @@ const PAGE_BYTES: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserRead {
     /// A hardware counter the kernel lets user space read
-    /// (`cap_user_rdpmc`): the page's `offset` plus `rdpmc` (x86-64) or the
-    /// counter CSR (RISC-V, `perf_user_access`) named by the page's `index`.
+    /// (`cap_user_rdpmc`): the page's `offset` plus the register its
+    /// `index` names. While the event is not on a register (`index` 0)
+    /// the group is read with the system call.
     Counter,
     /// A software event that only counts while its thread is switched out
     /// (context-switches, cgroup-switches: the kernel counts them in
-    /// `perf_event_task_sched_out`). The kernel rewrites the page's
-    /// `offset` with the event count every time it schedules the event in
-    /// again (`perf_swevent_add`), so whenever the thread itself runs, the
-    /// page holds the exact count.
+    /// `perf_event_task_sched_out`). Its `index` is 0, so its count is the
+    /// page's `offset`, which the kernel rewrites with the event count
+    /// every time it schedules the event in again (`perf_swevent_add`):
+    /// whenever the thread itself runs, the page holds the exact count.
     PageCount,
 }
 
@@ -57,6 +63,18 @@ pub fn user_read_method(event: Event, capabilities: u64, index: u32) -> Option<U
         }
         _ => None,
     }
+}
+
+/// What one read of a page between two reads of its `lock` gives.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PageFields {
+    /// `offset`: the count, or the count less the register's value.
+    pub(super) offset: u64,
+    /// `index` when the register it names may be read (`cap_user_rdpmc`),
+    /// else 0.
+    pub(super) index: u32,
+    /// `pmc_width`: the register's width, for sign extension.
+    pub(super) width: u16,
 }
 
 /// A counter's perf page, mapped read-only (unmapped with [`Self::unmap`]
@@ -96,95 +114,122 @@ impl PerfPage {
         // SAFETY: p is a live perf mmap page; fields read volatile.
         unsafe {
             (
-                std::ptr::read_volatile(&(*p).capabilities),
-                std::ptr::read_volatile(&(*p).index),
+                std::ptr::read_volatile(&raw const (*p).capabilities),
+                std::ptr::read_volatile(&raw const (*p).index),
             )
         }
     }
 
-    /// `fields(page)` as of one moment: retried while the kernel rewrote
-    /// the page meanwhile (its seqlock, `lock`). `fields` gets the page as
-    /// a raw pointer: the kernel writes the page, so no reference to it is
-    /// made and every field is read volatile.
+    /// The page's `lock`, the sequence count the kernel changes around
+    /// every update of the page.
     #[inline(always)]
-    fn consistent<T>(self, fields: impl Fn(*const MmapPage) -> T) -> T {
+    pub(super) fn lock(self) -> u32 {
+        // SAFETY: a field of the live page (unmapped only by `unmap`,
+        // after which no copy is used), read volatile: the kernel writes
+        // it, so no reference to the page is made.
+        unsafe { std::ptr::read_volatile(&raw const (*self.0).lock) }
+    }
+
+    /// The count of a counter that is not on a register (`index` 0, as
+    /// for every software event), read as the uapi header documents it:
+    /// `offset` between two reads of `lock` that agree. `None` when
+    /// `index` names a register.
+    #[inline(always)]
+    pub(super) fn read_count(self) -> Option<u64> {
         let p = self.0;
         loop {
-            // SAFETY: p is a live perf mmap page (unmapped only by
-            // `unmap`, after which no copy is used); read volatile.
-            let seq = unsafe { std::ptr::read_volatile(&raw const (*p).lock) };
-            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-            let v = fields(p);
-            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-            // SAFETY: as above.
-            if unsafe { std::ptr::read_volatile(&raw const (*p).lock) } == seq {
-                return v;
+            let seq = self.lock();
+            compiler_fence(Ordering::SeqCst);
+            // SAFETY: fields of the live page, read volatile (see `lock`).
+            let (index, offset) = unsafe {
+                (
+                    std::ptr::read_volatile(&raw const (*p).index),
+                    std::ptr::read_volatile(&raw const (*p).offset) as u64,
+                )
+            };
+            compiler_fence(Ordering::SeqCst);
+            if self.lock() == seq {
+                return (index == 0).then_some(offset);
             }
         }
     }
 
-    /// [`PerfPage::read`] of a [`UserRead::PageCount`] member (always
-    /// readable): one load, no seqlock. The count is the page's one
-    /// field `offset` (`index` stays 0 for a software event), which the
-    /// kernel rewrites while the thread is switched out, never while it
-    /// runs (see [`UserRead::PageCount`]); and an aligned 8-byte load is
-    /// single-copy atomic on x86-64 and RV64, so it sees a whole value
-    /// either way. A seqlock retry loop would add its loads and test to
-    /// every counter read of the hook.
+    /// `index`, `offset` and `pmc_width`, to be read between two reads of
+    /// [`Self::lock`] that agree. `capabilities` and `pmc_width` only
+    /// matter for a register, so they are read only when `index` names
+    /// one.
     #[inline(always)]
-    pub(super) fn read_count(self) -> u64 {
-        // SAFETY: a field of the live page (unmapped only by `unmap`,
-        // after which no copy is used), read volatile: the kernel writes it.
-        unsafe { std::ptr::read_volatile(&raw const (*self.0).offset) as u64 }
-    }
-
-    /// Read the counter from its page with the kernel's seqlock protocol;
-    /// `None` when the counter is not user readable right now.
-    #[inline(always)]
-    pub(super) fn read(self, how: UserRead) -> Option<u64> {
-        match how {
-            UserRead::PageCount => Some(self.read_count()),
-            // SAFETY: fields of the live page (see `consistent`).
-            UserRead::Counter => self.consistent(|p| unsafe {
-                let offset = std::ptr::read_volatile(&raw const (*p).offset) as u64;
-                let idx = std::ptr::read_volatile(&raw const (*p).index);
-                let caps = std::ptr::read_volatile(&raw const (*p).capabilities);
-                if idx == 0 || caps & CAP_USER_RDPMC == 0 {
-                    return None;
-                }
-                let width = std::ptr::read_volatile(&raw const (*p).pmc_width) as u32;
-                let mut pmc = read_pmc(idx - 1);
-                if (1..64).contains(&width) {
-                    pmc = ((pmc << (64 - width)) as i64 >> (64 - width)) as u64;
-                }
-                Some(offset.wrapping_add(pmc))
-            }),
+    pub(super) fn fields(self) -> PageFields {
+        let p = self.0;
+        // SAFETY: fields of the live page, read volatile (see `lock`).
+        unsafe {
+            let index = std::ptr::read_volatile(&raw const (*p).index);
+            let offset = std::ptr::read_volatile(&raw const (*p).offset) as u64;
+            if index == 0 {
+                return PageFields {
+                    offset,
+                    index: 0,
+                    width: 0,
+                };
+            }
+            let caps = std::ptr::read_volatile(&raw const (*p).capabilities);
+            PageFields {
+                offset,
+                index: if caps & CAP_USER_RDPMC != 0 { index } else { 0 },
+                width: std::ptr::read_volatile(&raw const (*p).pmc_width),
+            }
         }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+/// The count of a page whose fields are `f` and whose register (if
+/// `f.index` names one) read `pmc`: `offset` plus the register's value
+/// sign-extended from its width, as the uapi header computes it.
 #[inline(always)]
-fn read_pmc(idx: u32) -> u64 {
-    let (lo, hi): (u32, u32);
-    // SAFETY: rdpmc of a counter the kernel advertised as user readable.
-    unsafe {
-        std::arch::asm!("rdpmc", in("ecx") idx, out("eax") lo, out("edx") hi, options(nomem, nostack))
-    };
-    (hi as u64) << 32 | lo as u64
+pub(super) fn page_count(f: PageFields, pmc: u64) -> u64 {
+    if f.index == 0 {
+        return f.offset;
+    }
+    let shift = 64 - (f.width as u32).clamp(1, 64);
+    f.offset
+        .wrapping_add((((pmc << shift) as i64) >> shift) as u64)
 }
 
+/// Read the registers the perf pages' `index` fields name into `out`
+/// (index 0: 0), all in one go: see
+/// [`crate::counters::read_user_counters`].
 #[cfg(target_arch = "riscv64")]
 #[inline(always)]
-fn read_pmc(idx: u32) -> u64 {
-    // The perf page index is the counter number + 1; `idx` is already the
-    // counter number (0 cycle, 2 instret, 3.. hpmcounterN).
-    crate::counters::read_user_counter(idx as u8)
+pub(super) fn read_registers(index: &[u32], out: &mut [u64]) {
+    crate::counters::read_user_counters(index, out);
 }
 
+/// Read the registers the perf pages' `index` fields name into `out`
+/// (index 0: 0) with `rdpmc`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn read_registers(index: &[u32], out: &mut [u64]) {
+    for (o, &i) in out.iter_mut().zip(index) {
+        *o = match i {
+            0 => 0,
+            i => {
+                let (lo, hi): (u32, u32);
+                // SAFETY: rdpmc of a counter the kernel advertised as user
+                // readable (`cap_user_rdpmc`, non-zero index).
+                unsafe {
+                    std::arch::asm!("rdpmc", in("ecx") i - 1, out("eax") lo, out("edx") hi, options(nomem, nostack))
+                };
+                (hi as u64) << 32 | lo as u64
+            }
+        }
+    }
+}
+
+/// No user-readable registers on other architectures
+/// ([`user_read_method`] gives them no [`UserRead::Counter`]).
 #[cfg(not(any(target_arch = "x86_64", target_arch = "riscv64")))]
-fn read_pmc(_idx: u32) -> u64 {
-    0
+pub(super) fn read_registers(_index: &[u32], out: &mut [u64]) {
+    out.fill(0);
 }
 
 #[cfg(test)]
@@ -216,5 +261,19 @@ pub(super) mod tests {
             user_read_method(cycles, CAP_USER_RDPMC, 3),
             Some(UserRead::Counter)
         );
+    }
+
+    #[test]
+    fn a_register_is_sign_extended_from_its_width_and_added_to_offset() {
+        let f = |offset: u64, index, width| PageFields {
+            offset,
+            index,
+            width,
+        };
+        assert_eq!(page_count(f(7, 0, 0), 123), 7, "no register: offset");
+        assert_eq!(page_count(f(100, 1, 48), 5), 105);
+        // A 48-bit register at 2^48 - 1 is -1: offset counts it in.
+        assert_eq!(page_count(f(100, 1, 48), (1 << 48) - 1), 99);
+        assert_eq!(page_count(f(1, 2, 64), u64::MAX), 0);
     }
 }

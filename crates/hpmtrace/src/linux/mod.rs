@@ -20,7 +20,7 @@
 //! One concept per module: `events` maps SBI events to perf events,
 //! `perf_event` is the system call, `group` a thread's counter group,
 //! `mmap_page` the system-call-free read through the perf mmap page,
-//! `clock` the trace clocks, `timer` the per-thread sampling timer and
+//! `clock` the trace clock, `timer` the per-thread sampling timer and
 //! `ucontext` the interrupted PC in its signal handler. Everything is
 //! re-exported here.
 
@@ -32,7 +32,7 @@ pub mod perf_event;
 mod timer;
 mod ucontext;
 
-pub use clock::{MonotonicNs, TraceClock};
+pub use clock::TraceClock;
 pub use events::{perf_attr_of, software_stand_in, sw};
 pub use group::{check_group_runs, OpenError, PerfGroup};
 pub use mmap_page::{user_read_method, UserRead};

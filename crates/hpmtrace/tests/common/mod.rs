@@ -1,9 +1,11 @@
-//! Shared by the collector tests: decoding a session's trace.
+//! Shared by the tests: decoding a session's trace, and the reference
+//! encoder of the Nexus format.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod reference_encoder;
+
 use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
-use hpmtrace::nexus::NexusConfig;
-use hpmtrace::rtd::RtdConfig;
+use hpmtrace::nexus::write::WriterConfig;
 
 /// One decoded output, in stream order.
 pub enum Item {
@@ -11,15 +13,9 @@ pub enum Item {
     Record(Record),
 }
 
-/// Decode a trace written with `rtd`; asserts it decodes without an error.
-pub fn decode_items(bytes: &[u8], rtd: RtdConfig) -> Vec<Item> {
-    let cfg = DecodeConfig {
-        channel: rtd.channel,
-        nexus: NexusConfig {
-            src_bits: rtd.src_bits,
-            timestamp_bits: rtd.timestamp_bits,
-        },
-    };
+/// Decode a trace written with `cfg`; asserts it decodes without an error.
+pub fn decode_items(bytes: &[u8], cfg: WriterConfig) -> Vec<Item> {
+    let cfg = DecodeConfig::from(cfg);
     let mut items = Vec::new();
     let mut errors = Vec::new();
     decode_stream(

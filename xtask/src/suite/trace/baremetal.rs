@@ -74,7 +74,7 @@ fn decode_config(src_bits: u8) -> DecodeConfig {
         channel: CHANNEL,
         nexus: hpmtrace::nexus::NexusConfig {
             src_bits,
-            timestamp_bits: hpmtrace::wire::DEFAULT_TIMESTAMP_BITS,
+            timestamp_bits: hpmtrace::nexus::DEFAULT_TIMESTAMP_BITS,
         },
     }
 }

@@ -241,7 +241,7 @@ pub fn fib_decode_config() -> hpmtrace::decode::DecodeConfig {
         channel: FIB_CHANNEL,
         nexus: hpmtrace::nexus::NexusConfig {
             src_bits: FIB_SRC_BITS,
-            timestamp_bits: hpmtrace::wire::DEFAULT_TIMESTAMP_BITS,
+            timestamp_bits: hpmtrace::nexus::DEFAULT_TIMESTAMP_BITS,
         },
     }
 }

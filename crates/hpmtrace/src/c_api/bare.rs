@@ -1,16 +1,16 @@
 //! The C entry points of sifive_bare_perf.h. Arguments are checked as the
-//! Linux library checks them (`hpmtrace::cabi`); a refused call prints why
+//! Linux library checks them (`super`); a refused call prints why
 //! on the console and returns -1.
 
 #![allow(non_snake_case)] // C names, kept as SiFive's API spells them
 
-use super::console::warn;
-use super::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};
-use super::{pmu, pool, timer};
-use crate::cabi::{check_init_args, perfEvent};
+use super::{check_init_args, perfEvent};
+use crate::bare::console::warn;
+use crate::bare::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};
+use crate::bare::{pmu, pool, timer};
 use crate::dump::{self, DumpInfo};
 use crate::format::{RecordType, MAX_COUNTERS};
-use crate::rtd::RtdConfig;
+use crate::nexus::write::WriterConfig;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use core::sync::atomic::Ordering;
 
@@ -126,9 +126,9 @@ unsafe fn init(
             ),
         );
     };
-    let rtd = RtdConfig {
+    let framing = WriterConfig {
         channel,
-        src_bits: RtdConfig::src_bits_for(cores),
+        src_bits: WriterConfig::src_bits_for(cores),
         timestamp_bits: pmu::TIMESTAMP_BITS,
     };
     // SAFETY: the caller's contract.
@@ -148,7 +148,7 @@ unsafe fn init(
                     None => (c_uint::MAX, 0),
                 };
             }
-            *slot = Some(Core::new(mode, counters, rtd, core as u16, buf, stage));
+            *slot = Some(Core::new(mode, counters, framing, core as u16, buf, stage));
             Ok(())
         })
     };
@@ -171,7 +171,7 @@ unsafe fn init(
     }
 }
 
-crate::perf_init_entry_points!(
+perf_init_entry_points!(
     init,
     manual: Setup::Manual,
     entry_exit: Setup::FuncEntryExit,
@@ -187,7 +187,7 @@ pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
     0
 }
 
-crate::perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
+perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
 
 /// `int perfTraceOn(void)`: every core starts recording (this one writes
 /// its header now, the others at their next record); non-zero before an
@@ -279,7 +279,7 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
             .and_then(|n| n.reg()?.next())
             .map(|r| r.starting_address as usize);
         match clint {
-            Some(base) => super::platform::CLINT.store(base, Ordering::Relaxed),
+            Some(base) => crate::bare::platform::CLINT.store(base, Ordering::Relaxed),
             None => {
                 return fail(
                     WHAT,
@@ -347,7 +347,7 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
                 src_bits: Some(c.out.config().src_bits),
             };
             dump::write(info, buf.data(), &mut |line| {
-                super::console::write_bytes(line)
+                crate::bare::console::write_bytes(line)
             });
         })
     };

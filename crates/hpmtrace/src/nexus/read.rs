@@ -1,62 +1,25 @@
-//! Nexus 5001 message framing as SiFive trace encoders write it, both ways.
+//! The reader of the Nexus format ([`super`] describes it): messages
+//! framed and parsed out of a byte stream ([`MessageReader`]), and their
+//! timestamps turned into times ([`TimestampTracker`]).
 //!
-//! A trace (`.rtd` file) is the raw sink bytes: a sequence of messages, each
-//! byte carrying six data bits MDO\[7:2\] and two framing bits MSEO\[1:0\]:
-//! `00` more follows, `01` last byte of a variable-length field, `11` last
-//! byte of the message (`10` is reserved). Fields are packed LSB first into
-//! the 6-bit slices; fixed-width fields may start anywhere in a slice, a
-//! variable-length field always ends at a slice boundary.
-//!
-//! Only the two message kinds the performance trace needs are typed here:
-//! Data Acquisition (TCODE 7: SRC, IDTAG, DQDATA, optional TIMESTAMP), which
-//! an ITC stimulus register write produces, and In-Circuit Trace (TCODE 34,
-//! or 35 "with sync": SRC, CKSRC(4), CKDF(2), CKDATA0, CKDATA1 when CKDF=1,
-//! optional TIMESTAMP). Every other TCODE is framed and reported as
-//! [`Message::Other`] so instruction trace mixed into the same buffer is
-//! skipped, not treated as corruption.
-//!
-//! The wire constants (TCODEs, MSEO values, timestamp width and sync
-//! period) and the timestamp compression rule are [`crate::wire`]'s, shared
-//! with the hot-path writer [`crate::rtd`].
-//!
-//! Timestamps: a message's TIMESTAMP field is XORed with the previous
-//! timestamp of the same source, except in sync-type messages (ICT with sync)
-//! which carry it in full; [`TimestampTracker`] undoes that, handling one
-//! wrap of the `width`-bit counter per message, and yields no time until a
-//! full timestamp has been seen (SiFive's decoder prints 0 there).
+//! Only the two message kinds the performance trace needs are typed:
+//! Data Acquisition and In-Circuit Trace. Every other TCODE is framed and
+//! reported as [`Message::Other`], so instruction trace mixed into the
+//! same buffer is skipped, not treated as corruption. A framing error is
+//! reported once per bad stretch, and reading resumes after the next
+//! end-of-message byte.
 
-use crate::wire::{TimestampChain, MSEO_END_FIELD, MSEO_END_MESSAGE, MSEO_NORMAL, MSEO_RESERVED};
-pub use crate::wire::{
-    DEFAULT_TIMESTAMP_BITS, ICT_CKSRC_CONTROL, MAX_SOURCES, TCODE_DATA_ACQUISITION, TCODE_ICT,
-    TCODE_ICT_SYNC,
+use super::{
+    NexusConfig, MAX_SOURCES, MSEO_END_MESSAGE, MSEO_NORMAL, MSEO_RESERVED, TCODE_DATA_ACQUISITION,
+    TCODE_ICT, TCODE_ICT_SYNC,
 };
 use core::fmt;
-#[cfg(feature = "std")]
 use std::io::{self, Read};
 
 /// Longest message accepted, in bytes. The longest legal message here is an
 /// ICT with two 64-bit data fields and a timestamp (about 40 bytes); a
 /// longer run without an end-of-message byte is corruption.
 pub const MAX_MESSAGE_BYTES: usize = 64;
-
-/// How the trace was configured; not recorded in the trace itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NexusConfig {
-    /// Width of the SRC field (0 on a single-core system without a funnel),
-    /// at most 8 (values above are treated as 8).
-    pub src_bits: u8,
-    /// Width of the timestamp counter (for wrap handling).
-    pub timestamp_bits: u8,
-}
-
-impl Default for NexusConfig {
-    fn default() -> Self {
-        NexusConfig {
-            src_bits: 0,
-            timestamp_bits: DEFAULT_TIMESTAMP_BITS,
-        }
-    }
-}
 
 /// A Data Acquisition message: one ITC stimulus register write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +98,6 @@ pub enum NexusErrorKind {
     /// A field value out of its range (e.g. IDTAG above 32 bits).
     BadField(&'static str),
     /// The underlying reader failed.
-    #[cfg(feature = "std")]
     Io(String),
 }
 
@@ -164,13 +126,11 @@ impl fmt::Display for NexusError {
                 write!(f, "message has more fields than its TCODE allows")
             }
             NexusErrorKind::BadField(n) => write!(f, "field {n} is out of range"),
-            #[cfg(feature = "std")]
             NexusErrorKind::Io(e) => write!(f, "read error: {e}"),
         }
     }
 }
 
-#[cfg(feature = "std")]
 impl std::error::Error for NexusError {}
 
 /// Reads fields out of one framed message (slice bytes with MSEO bits).
@@ -335,8 +295,6 @@ fn located(bytes: &[u8], offset: u64, cfg: &NexusConfig) -> Result<Located, Nexu
 }
 
 /// Streams messages out of a byte source, in constant memory.
-#[cfg(feature = "std")]
-///
 /// Framing errors are reported once per bad stretch (with the byte offset)
 /// and reading resumes at the byte after the next end-of-message byte, the
 /// only resynchronisation point Nexus framing offers.
@@ -363,10 +321,8 @@ pub struct Located {
     pub message: Message,
 }
 
-#[cfg(feature = "std")]
 const READ_CHUNK: usize = 64 << 10;
 
-#[cfg(feature = "std")]
 impl<R: Read> MessageReader<R> {
     /// A reader over `src` with the given configuration.
     pub fn new(src: R, cfg: NexusConfig) -> Self {
@@ -516,7 +472,6 @@ impl<R: Read> MessageReader<R> {
     }
 }
 
-#[cfg(feature = "std")]
 impl<R: Read> Iterator for MessageReader<R> {
     type Item = Result<Located, NexusError>;
     fn next(&mut self) -> Option<Self::Item> {
@@ -615,239 +570,12 @@ impl TimestampTracker {
     }
 }
 
-/// The bytes of one encoded message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Encoded {
-    bytes: [u8; MAX_MESSAGE_BYTES],
-    len: usize,
-}
-
-impl Encoded {
-    /// The message bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-/// Packs fields into slices; the writing half of the framing.
-struct FieldWriter {
-    out: Encoded,
-    bit: usize,
-}
-
-impl FieldWriter {
-    fn new() -> Self {
-        FieldWriter {
-            out: Encoded {
-                bytes: [0; MAX_MESSAGE_BYTES],
-                len: 0,
-            },
-            bit: 0,
-        }
-    }
-
-    fn ensure(&mut self, slices: usize) {
-        // Our messages are at most ~40 bytes; the array has room for 64.
-        self.out.len = self.out.len.max(slices);
-    }
-
-    fn fixed(&mut self, width: u8, value: u64) {
-        for k in 0..width as usize {
-            let at = self.bit + k;
-            self.ensure(at / 6 + 1);
-            if (value >> k) & 1 != 0 {
-                self.out.bytes[at / 6] |= 1 << (2 + at % 6);
-            }
-        }
-        self.bit += width as usize;
-    }
-
-    fn var(&mut self, value: u64, last: bool) {
-        let mut i = self.bit / 6;
-        let b = self.bit % 6;
-        self.ensure(i + 1);
-        self.out.bytes[i] |= ((value << (2 + b)) & 0xfc) as u8;
-        let mut rest = value >> (6 - b);
-        while rest != 0 {
-            i += 1;
-            self.ensure(i + 1);
-            self.out.bytes[i] |= ((rest & 0x3f) << 2) as u8;
-            rest >>= 6;
-        }
-        self.out.bytes[i] |= if last {
-            MSEO_END_MESSAGE
-        } else {
-            MSEO_END_FIELD
-        };
-        self.bit = (i + 1) * 6;
-    }
-}
-
-/// Encodes one message (minimal-length variable fields).
-///
-/// `SRC` is truncated to `cfg.src_bits`; an ICT's CKDATA1 is written iff
-/// present. [`Message::Other`] has no contents to encode and yields just
-/// its TCODE and SRC closed as a message.
-pub fn encode_message(m: &Message, cfg: &NexusConfig) -> Encoded {
-    let mut w = FieldWriter::new();
-    let src_bits = cfg.src_bits.min(8);
-    let (tcode, src) = match m {
-        Message::DataAcquisition(d) => (TCODE_DATA_ACQUISITION, d.src),
-        Message::Ict(i) => (if i.sync { TCODE_ICT_SYNC } else { TCODE_ICT }, i.src),
-        Message::Other { tcode, src } => (*tcode & 0x3f, *src),
-    };
-    w.fixed(6, tcode as u64);
-    w.fixed(src_bits, src as u64);
-    match m {
-        Message::DataAcquisition(d) => {
-            w.var(d.idtag as u64, false);
-            w.var(d.data as u64, d.timestamp.is_none());
-            if let Some(t) = d.timestamp {
-                w.var(t, true);
-            }
-        }
-        Message::Ict(i) => {
-            w.fixed(4, i.cksrc as u64);
-            w.fixed(2, i.ckdf as u64);
-            w.var(i.ckdata0, i.ckdata1.is_none() && i.timestamp.is_none());
-            if let Some(d1) = i.ckdata1 {
-                w.var(d1, i.timestamp.is_none());
-            }
-            if let Some(t) = i.timestamp {
-                w.var(t, true);
-            }
-        }
-        Message::Other { .. } => {
-            let last = w.out.len.max(1) - 1;
-            w.ensure(last + 1);
-            w.out.bytes[last] |= MSEO_END_MESSAGE;
-        }
-    }
-    w.out
-}
-
-/// Writes ITC stimulus writes as a Nexus byte stream, the way a SiFive trace
-/// encoder with timestamps on does: an ICT-with-sync control message with
-/// the full timestamp first (per source) and again after every
-/// [`crate::wire::SYNC_PERIOD`] messages, then Data Acquisition messages
-/// whose timestamps are XORed with the previous one (the rule of
-/// [`crate::wire`], shared with [`crate::rtd`]). The framing is [`encode_message`]'s,
-/// written independently of [`crate::rtd::RtdWriter`]'s: the tests check
-/// both give the same bytes. Allocation-free: bytes go to a callback.
-#[derive(Debug, Clone)]
-pub struct MessageWriter {
-    cfg: NexusConfig,
-    /// Per source.
-    chains: [TimestampChain; MAX_SOURCES],
-}
-
-impl MessageWriter {
-    /// A writer for the given configuration.
-    pub fn new(cfg: NexusConfig) -> Self {
-        MessageWriter {
-            cfg,
-            chains: [TimestampChain::default(); MAX_SOURCES],
-        }
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &NexusConfig {
-        &self.cfg
-    }
-
-    fn mask(&self) -> u64 {
-        (1u64 << self.cfg.timestamp_bits.clamp(1, 63)) - 1
-    }
-
-    /// Emits an ICT-with-sync control message carrying `time` in full.
-    pub fn sync_timestamp(&mut self, src: u16, time: u64, out: &mut impl FnMut(&[u8])) {
-        let msg = Message::Ict(Ict {
-            sync: true,
-            src,
-            cksrc: ICT_CKSRC_CONTROL,
-            ckdf: 0,
-            ckdata0: 0,
-            ckdata1: None,
-            timestamp: Some(time & self.mask()),
-        });
-        out(encode_message(&msg, &self.cfg).as_slice());
-        self.chains[src as usize % MAX_SOURCES].synced(time);
-    }
-
-    /// Emits the Data Acquisition message of one stimulus write. With a
-    /// `time`, a full timestamp is sent first if this source has none yet.
-    pub fn data_acquisition(
-        &mut self,
-        src: u16,
-        idtag: u32,
-        data: u32,
-        time: Option<u64>,
-        out: &mut impl FnMut(&[u8]),
-    ) {
-        let slot = src as usize % MAX_SOURCES;
-        let timestamp = time.map(|t| {
-            if self.chains[slot].needs_sync() {
-                self.sync_timestamp(src, t, out);
-            }
-            self.chains[slot].compress(t) & self.mask()
-        });
-        let msg = Message::DataAcquisition(DataAcquisition {
-            src,
-            idtag,
-            data,
-            timestamp,
-        });
-        out(encode_message(&msg, &self.cfg).as_slice());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn one(bytes: &[u8], cfg: NexusConfig) -> Vec<Result<Located, NexusError>> {
         MessageReader::new(bytes, cfg).collect()
-    }
-
-    #[test]
-    fn var_field_spans_slices_and_ends_at_boundary() {
-        // TCODE 7, IDTAG 0x18 (one slice), DQDATA 0x70657266 (6 slices).
-        let m = Message::DataAcquisition(DataAcquisition {
-            src: 0,
-            idtag: 0x18,
-            data: 0x7065_7266,
-            timestamp: None,
-        });
-        let out = encode_message(&m, &NexusConfig::default())
-            .as_slice()
-            .to_vec();
-        assert_eq!(out.len(), 1 + 1 + 6);
-        assert_eq!(out[0], 7 << 2);
-        assert_eq!(out[1], (0x18 << 2) | 1);
-        assert_eq!(out.last().unwrap() & 3, 3);
-        let got = one(&out, NexusConfig::default());
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].as_ref().unwrap().message, m);
-    }
-
-    #[test]
-    fn src_field_shares_a_slice_with_the_next_var_field() {
-        let cfg = NexusConfig {
-            src_bits: 2,
-            timestamp_bits: 40,
-        };
-        let m = Message::DataAcquisition(DataAcquisition {
-            src: 3,
-            idtag: 0x1b,
-            data: 2,
-            timestamp: Some(0x12345),
-        });
-        let out = encode_message(&m, &cfg).as_slice().to_vec();
-        // slice 1: SRC=3 in bits 0-1, IDTAG low 4 bits (0xb) in bits 2-5.
-        assert_eq!(out[1] >> 2, 3 | (0xb << 2));
-        assert_eq!(out[1] & 3, 0, "IDTAG continues in the next slice");
-        let got = one(&out, cfg);
-        assert_eq!(got[0].as_ref().unwrap().message, m);
     }
 
     #[test]
@@ -894,86 +622,5 @@ mod tests {
         assert_eq!(t.update(0, None, false), None);
         assert_eq!(t.update(0, Some(0xf2), true), Some(0xf2));
         assert_eq!(t.update(0, Some(0xf2 ^ 0xf3), false), Some(0xf3));
-    }
-
-    /// Hands out its bytes `chunk` at a time, so messages straddle refills
-    /// and the reader's in-buffer fast path meets every boundary case.
-    struct Chunked<'a> {
-        bytes: &'a [u8],
-        chunk: usize,
-    }
-
-    impl Read for Chunked<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.chunk.min(buf.len()).min(self.bytes.len());
-            buf[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
-        }
-    }
-
-    #[test]
-    fn fast_path_and_bytewise_reading_agree_on_clean_and_corrupt_streams() {
-        let cfg = NexusConfig {
-            src_bits: 1,
-            timestamp_bits: 40,
-        };
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for round in 0..40 {
-            let mut bytes = Vec::new();
-            let mut sent = Vec::new();
-            for _ in 0..300 {
-                let r = next();
-                let m = Message::DataAcquisition(DataAcquisition {
-                    src: (r & 1) as u16,
-                    idtag: (r >> 1) as u32 & 0x3f,
-                    data: (r >> 8) as u32 >> (r % 32),
-                    timestamp: (r & 6 != 0).then_some(r >> 40),
-                });
-                bytes.extend_from_slice(encode_message(&m, &cfg).as_slice());
-                sent.push(m);
-                if r % 7 == 0 {
-                    bytes.push(0x03); // idle byte
-                }
-            }
-            // From round 10 on: flipped bits (reserved MSEO, lost ends).
-            for _ in 0..(round / 10) * 20 {
-                let r = next() as usize;
-                let at = r % bytes.len();
-                bytes[at] ^= 1 << ((r >> 32) % 8);
-            }
-            if round % 3 == 0 {
-                // A run with no end-of-message byte: too long for a message.
-                let at = next() as usize % bytes.len();
-                bytes.splice(at..at, std::iter::repeat_n(0x04, MAX_MESSAGE_BYTES + 3));
-            }
-            if round % 4 == 1 {
-                bytes.truncate(bytes.len() - 2); // ends inside a message
-            }
-            let whole = one(&bytes, cfg);
-            assert!(whole.iter().filter(|m| m.is_ok()).count() > 100);
-            if round < 10 && round % 3 != 0 && round % 4 != 1 {
-                // Undamaged: exactly the messages written, whatever the reads.
-                let got: Vec<Message> = whole.iter().map(|m| m.as_ref().unwrap().message).collect();
-                assert_eq!(got, sent, "round {round}");
-            }
-            for chunk in [1, 2, 5, 64, 4096] {
-                let got: Vec<_> = MessageReader::new(
-                    Chunked {
-                        bytes: &bytes,
-                        chunk,
-                    },
-                    cfg,
-                )
-                .collect();
-                assert_eq!(got, whole, "round {round}, {chunk}-byte reads");
-            }
-        }
     }
 }

@@ -1,31 +1,68 @@
-//! The Nexus wire layout, in one place: what [`crate::rtd`] writes and
-//! `crate::nexus` (with `std`) writes and parses.
+//! The Nexus trace format as SiFive trace encoders write it: the one
+//! description of the bytes, with the writer ([`write`](mod@write)) and the reader
+//! (`read`, with `std`) over it.
 //!
 //! A trace (`.rtd` file) is the raw trace-sink bytes: a sequence of
 //! messages, each byte carrying six data bits MDO\[7:2\] and two framing
 //! bits MSEO\[1:0\] ([`MSEO_NORMAL`] more follows, [`MSEO_END_FIELD`] last
 //! byte of a variable-length field, [`MSEO_END_MESSAGE`] last byte of the
-//! message, [`MSEO_RESERVED`] never sent). Fields are packed LSB first into
-//! the 6-bit slices; fixed-width fields may start anywhere in a slice, a
-//! variable-length field always ends at a slice boundary.
+//! message and idle bytes between messages, [`MSEO_RESERVED`] never sent).
+//! Fields are packed LSB first into the 6-bit slices; fixed-width fields
+//! may start anywhere in a slice, a variable-length field always ends at a
+//! slice boundary, and a variable field holds its value in as few slices
+//! as it needs (at least one).
 //!
-//! Messages start with a 6-bit TCODE, then SRC (`src_bits` wide, 0 for a
-//! single source). The performance trace uses Data Acquisition
-//! ([`TCODE_DATA_ACQUISITION`]: IDTAG, DQDATA, optional TIMESTAMP, one per
-//! ITC stimulus write) and In-Circuit Trace ([`TCODE_ICT`],
-//! [`TCODE_ICT_SYNC`]: CKSRC(4), CKDF(2), CKDATA0, CKDATA1 when CKDF = 1,
-//! optional TIMESTAMP).
+//! Every message starts with a 6-bit TCODE, then SRC (`src_bits` wide, 0
+//! for a single source). The performance trace uses two kinds:
 //!
-//! Timestamps (`TimestampChain`): a message's TIMESTAMP field is XORed
-//! with the previous timestamp of the same source, except in sync-type
-//! messages (ICT with sync), which carry it in full. A SiFive encoder puts
-//! the first full timestamp into the trace with an ICT-with-sync message of
-//! CKSRC [`ICT_CKSRC_CONTROL`], CKDF 0; hpmtrace's writers send it before a
-//! source's first Data Acquisition message and again after every
-//! [`SYNC_PERIOD`] of them. The counter is [`DEFAULT_TIMESTAMP_BITS`] wide
-//! unless configured otherwise.
+//! * **Data Acquisition** ([`TCODE_DATA_ACQUISITION`]), one per ITC
+//!   stimulus write: IDTAG (variable: the write's byte offset in the
+//!   stimulus registers, `crate::format::IdTag`), DQDATA (variable: the
+//!   written value, not shifted), TIMESTAMP (variable, optional).
+//! * **In-Circuit Trace** ([`TCODE_ICT`], or [`TCODE_ICT_SYNC`] "with
+//!   sync"): CKSRC (4 bits), CKDF (2 bits), CKDATA0 (variable), CKDATA1
+//!   (variable) when CKDF = 1, TIMESTAMP (variable, optional).
 //!
-//! `no_std`: the hot-path writer ([`crate::rtd`]) uses it on bare metal.
+//! Any other TCODE may be mixed into the same buffer (instruction trace);
+//! a reader frames and skips it.
+//!
+//! Timestamps: a message's TIMESTAMP field is XORed with the previous
+//! timestamp of the same source, except in sync-type messages (ICT with
+//! sync), which carry it in full. A SiFive encoder puts the first full
+//! timestamp into the trace with an ICT-with-sync message of CKSRC
+//! [`ICT_CKSRC_CONTROL`], CKDF 0, CKDATA0 0; hpmtrace's writer sends it
+//! before a source's first Data Acquisition message and again after every
+//! [`SYNC_PERIOD`] of them (`TimestampChain` is that rule), as hardware
+//! encoders resend sync: a reader that lost a message gets correct times
+//! back at the next one. The timestamp counter is
+//! [`DEFAULT_TIMESTAMP_BITS`] wide unless configured otherwise
+//! ([`NexusConfig`]); timestamps are taken modulo its width.
+//!
+//! `no_std` but for the reader: the writer runs on bare metal too.
+
+#[cfg(feature = "std")]
+pub mod read;
+pub mod write;
+
+/// How the trace was framed; not recorded in the trace itself, so writer
+/// and reader must be told the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NexusConfig {
+    /// Width of the SRC field (0 on a single-core system without a funnel),
+    /// at most 8 (values above are treated as 8).
+    pub src_bits: u8,
+    /// Width of the timestamp counter (for wrap handling).
+    pub timestamp_bits: u8,
+}
+
+impl Default for NexusConfig {
+    fn default() -> Self {
+        NexusConfig {
+            src_bits: 0,
+            timestamp_bits: DEFAULT_TIMESTAMP_BITS,
+        }
+    }
+}
 
 /// TCODE of a Data Acquisition message (ITC stimulus write).
 pub const TCODE_DATA_ACQUISITION: u8 = 7;
@@ -59,9 +96,8 @@ pub const MSEO_END_MESSAGE: u8 = 0b11;
 /// One source's timestamp compression: each Data Acquisition message's
 /// TIMESTAMP is XORed with the previous message's, and a sync message with
 /// the full timestamp goes before the source's first message and again
-/// after every [`SYNC_PERIOD`] messages. The one place of that rule, for
-/// [`crate::rtd::RtdWriter`] and `nexus::MessageWriter` (the decoding side
-/// is `nexus::TimestampTracker`).
+/// after every [`SYNC_PERIOD`] messages: the writer's state ([`write`];
+/// the reading side is `read::TimestampTracker`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimestampChain {
     /// Timestamp of the previous message.
@@ -80,12 +116,6 @@ impl TimestampChain {
             last,
             left: left.min(SYNC_PERIOD),
         }
-    }
-
-    /// The next message must be preceded by a full timestamp.
-    #[inline(always)]
-    pub(crate) fn needs_sync(&self) -> bool {
-        self.left == 0
     }
 
     /// A sync message carried the full timestamp `ts`.

@@ -1,5 +1,5 @@
-//! The C API of the SiFive Trace Performance Library, drop-in: same names,
-//! signatures and `perfEvent` layout (headers in `include/`).
+//! The C API on Linux (`include/sifive_linux_perf.h`), over the
+//! collector ([`crate::collect`]).
 //!
 //! Arguments that only mean something with a hardware trace encoder are
 //! accepted and documented here: `num_funnels` (no funnel in software),
@@ -11,12 +11,25 @@
 //! `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides `SBABufferSize`;
 //! `HPMTRACE_STAGE_BYTES=<n>[K|M]` sets the per-thread staging buffer
 //! records wait in until they are encoded (default: the trace buffer size
-//! within 64 KiB..16 MiB). The first init call starts the library's
-//! encoder thread, which encodes full staging chunks while the program
-//! runs; `perfTraceOff()` and `perfWriteTrace()` wait for it and encode
-//! the rest. A thread whose staging buffer is full encodes its newest
-//! chunk meanwhile ([`crate::collect::Ahead`]); `HPMTRACE_AHEAD=0` (also
-//! `no`, `false`) turns that off, to compare.
+//! within 64 KiB..16 MiB).
+//!
+//! What the library adds to the traced process:
+//! - **a thread**: the first init call starts the encoder thread
+//!   (`hpmtrace-enc`, every signal blocked), which encodes full staging
+//!   chunks while the program runs; `perfTraceOff()` and
+//!   `perfWriteTrace()` wait for it and encode the rest. A thread whose
+//!   staging buffer is full encodes its newest chunk meanwhile
+//!   ([`crate::collect::Ahead`]; `HPMTRACE_AHEAD=0`, also `no`, `false`,
+//!   turns that off). `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
+//!   starts no thread: samples are then encoded at `perfTraceOff()` and
+//!   `perfWriteTrace()`, and by a recording thread itself whenever its
+//!   staging buffer is full (a staging buffer that holds the whole run
+//!   leaves all of it to trace-off);
+//! - **fork handlers**: the first init call registers `pthread_atfork`
+//!   handlers (once per process, with or without the thread). Around
+//!   `fork()` they wait until no thread holds one of the library's locks,
+//!   so that a child never inherits a lock held by a thread it does not
+//!   have; the child has no encoder thread.
 //!
 //! Events the machine cannot count (no hardware PMU, or a PMU without
 //! cache/branch/raw events): by default each is left out of the trace
@@ -38,7 +51,7 @@ use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use crate::cabi::perfEvent;
+pub use super::perfEvent;
 
 static NUM_CORES: AtomicU32 = AtomicU32::new(0);
 
@@ -46,6 +59,15 @@ fn sw_fallback() -> bool {
     matches!(
         std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
         Ok("1") | Ok("yes") | Ok("true")
+    )
+}
+
+/// Whether `HPMTRACE_ENCODER_THREAD` allows the encoder thread (anything
+/// but `0`, `no` or `false`).
+fn encoder_thread() -> bool {
+    !matches!(
+        std::env::var("HPMTRACE_ENCODER_THREAD").as_deref(),
+        Ok("0") | Ok("no") | Ok("false")
     )
 }
 
@@ -103,7 +125,7 @@ unsafe fn init(
     if cores == 0 {
         return fail(what, "call perfInit() first");
     }
-    let (channel, count_type) = match crate::cabi::check_init_args(list.is_null(), n, chan, ct) {
+    let (channel, count_type) = match super::check_init_args(list.is_null(), n, chan, ct) {
         Ok(a) => a,
         Err(e) => return fail(what, e),
     };
@@ -143,7 +165,7 @@ unsafe fn init(
         } else {
             Unavailable::LeaveOut
         },
-        encoder_thread: true,
+        encoder_thread: encoder_thread(),
         ahead: collect::Ahead::from_env(),
         mode,
     };
@@ -183,7 +205,7 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
 
 // `perfTimerISRInit`: a per-thread timer signal (SIGPROF) samples the
 // calling thread.
-crate::perf_init_entry_points!(
+perf_init_entry_points!(
     init,
     manual: Mode::Manual,
     entry_exit: Mode::FuncEntryExit,
@@ -201,7 +223,7 @@ pub extern "C" fn hpmtrace_write_cntrs_at(pc: usize) -> c_int {
     0
 }
 
-crate::perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
+perf_write_cntrs_entry!(hpmtrace_write_cntrs_at);
 
 /// `int perfTraceOn(void)`: writes the header, starts recording; non-zero
 /// before an init call.

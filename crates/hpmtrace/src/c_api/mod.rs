@@ -1,8 +1,10 @@
-//! What the two C APIs share: SiFive's `perfEvent` layout and the
-//! checks of the init calls' arguments. The Linux C API
-//! (`capi`) and the bare-metal one (`bare::capi`) both
-//! parse their arguments here, so a list or channel one accepts the other
-//! accepts too. `no_std`.
+//! The C API of the SiFive Trace Performance Library, drop-in (same
+//! names, signatures and `perfEvent` layout; headers in `include/`), in
+//! two implementations: `linux` (the Linux collector, with `std`) and
+//! `bare` (bare-metal riscv64, feature `bare-capi`). What they share is
+//! here: the `perfEvent` layout, the checks of the init calls' arguments
+//! (so a list or channel one accepts the other accepts too) and the
+//! entry points both define alike. `no_std`.
 
 use crate::format::{CountType, Event, EventType, ITC_CHANNELS, MAX_COUNTERS};
 use core::ffi::{c_int, c_uint, c_ulong};
@@ -71,7 +73,7 @@ pub fn check_init_args(
 /// (`extern "C" fn(pc: usize) -> c_int`) with the caller's return address
 /// as `pc`: the record is "where perfWriteCntrs() was called", which only
 /// an assembly entry can see. Both C APIs define it with this.
-#[macro_export]
+#[allow(unused_macros)] // a build with neither implementation (the no_std core)
 macro_rules! perf_write_cntrs_entry {
     ($body:path) => {
         #[cfg(target_arch = "riscv64")]
@@ -109,30 +111,30 @@ pub const MIN_TIMER_INTERVAL_US: c_int = 100;
 /// and `perfTimerISRInit`, which takes `int interval` (µs) last, with
 /// `$timer(interval_us)` (the interval raised to at least
 /// [`MIN_TIMER_INTERVAL_US`]). Both C APIs define them with this.
-#[macro_export]
+#[allow(unused_macros)] // as above
 macro_rules! perf_init_entry_points {
     ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr, timer: $timer:expr $(,)?) => {
-        $crate::perf_init_entry_points!(@one $init, perfManualInit, $manual);
-        $crate::perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
+        perf_init_entry_points!(@one $init, perfManualInit, $manual);
+        perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
 
         /// `int perfTimerISRInit(perfEvent*, int, int, perfCountType_t, uint32_t, int interval)`:
-        /// samples every `interval` µs (at least `cabi::MIN_TIMER_INTERVAL_US`).
+        /// samples every `interval` µs (at least `c_api::MIN_TIMER_INTERVAL_US`).
         ///
         /// # Safety
         /// `list` must point to `n` valid `perfEvent`s (and the API's
         /// contract with the program holds).
         #[no_mangle]
         pub unsafe extern "C" fn perfTimerISRInit(
-            list: *mut $crate::cabi::perfEvent,
+            list: *mut $crate::c_api::perfEvent,
             n: core::ffi::c_int,
             chan: core::ffi::c_int,
             ct: core::ffi::c_int,
             sba: u32,
             interval: core::ffi::c_int,
         ) -> core::ffi::c_int {
-            let interval_us = interval.max($crate::cabi::MIN_TIMER_INTERVAL_US) as u64;
+            let interval_us = interval.max($crate::c_api::MIN_TIMER_INTERVAL_US) as u64;
             let mode = ($timer)(interval_us);
-            $crate::perf_init_entry_points!(@call $init, perfTimerISRInit, list, n, chan, ct, sba, mode)
+            perf_init_entry_points!(@call $init, perfTimerISRInit, list, n, chan, ct, sba, mode)
         }
     };
     (@one $init:path, $name:ident, $mode:expr) => {
@@ -143,21 +145,26 @@ macro_rules! perf_init_entry_points {
         /// contract with the program holds).
         #[no_mangle]
         pub unsafe extern "C" fn $name(
-            list: *mut $crate::cabi::perfEvent,
+            list: *mut $crate::c_api::perfEvent,
             n: core::ffi::c_int,
             chan: core::ffi::c_int,
             ct: core::ffi::c_int,
             sba: u32,
         ) -> core::ffi::c_int {
-            $crate::perf_init_entry_points!(@call $init, $name, list, n, chan, ct, sba, $mode)
+            perf_init_entry_points!(@call $init, $name, list, n, chan, ct, sba, $mode)
         }
     };
     (@call $init:path, $name:ident, $list:ident, $n:ident, $chan:ident, $ct:ident, $sba:ident, $mode:expr) => {{
-        let (init, mode): (unsafe fn(&str, *mut $crate::cabi::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
+        let (init, mode): (unsafe fn(&str, *mut $crate::c_api::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
         // SAFETY: the caller's contract, forwarded.
         unsafe { init(stringify!($name), $list, $n, $chan, $ct, $sba, mode) }
     }};
 }
+
+#[cfg(all(feature = "bare-capi", target_os = "none", target_arch = "riscv64"))]
+pub mod bare;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod linux;
 
 #[cfg(test)]
 mod tests {
