@@ -230,24 +230,11 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
 
         // N and 2N iterations: the same digits to parse and the same
         // start-up, so the difference is N loop iterations exactly.
-        let want = alu * ALU_N;
         for ev in ["instructions:u", "cycles:u"] {
-            let (n, n2) = (value(&r, "user", ev), value(&r, "base", ev));
-            let got = n.zip(n2).map(|(n, n2)| n2 as i64 - n as i64);
+            let readings = check_alu_difference(&mut s, label, &r, ev, alu, &out);
             if ev == "instructions:u" {
-                kept.exact = n.zip(n2);
+                kept.exact = readings;
             }
-            s.check(
-                &format!(
-                    "{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)",
-                    2 * ALU_N
-                ),
-                got == Some(want as i64),
-                false,
-                &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
-                &format!("{n2:?} - {n:?} = {got:?}"),
-                Some(&out),
-            );
         }
 
         let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
@@ -534,6 +521,34 @@ fn boot(s: &mut Suite, guest: &Guest, label: &str, smp: u32, plan: &Plan) -> Opt
     s.judge_boot(label, Chosen::NONE, None, PLAN_MODE, TIMEOUT_S, booted)
 }
 
+/// The check that `ev` of `alu 2N` (command `base`) minus `alu N`
+/// (command `user`) is the loop's `alu` instructions times N, exactly
+/// (icount: one instruction, one cycle); the two readings.
+fn check_alu_difference(
+    s: &mut Suite<'_>,
+    label: &str,
+    r: &[CmdResult],
+    ev: &str,
+    alu: u64,
+    out: &Outcome,
+) -> Option<(u64, u64)> {
+    let want = alu * ALU_N;
+    let (n, n2) = (value(r, "user", ev), value(r, "base", ev));
+    let got = n.zip(n2).map(|(n, n2)| n2 as i64 - n as i64);
+    s.check(
+        &format!(
+            "{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)",
+            2 * ALU_N
+        ),
+        got == Some(want as i64),
+        false,
+        &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
+        &format!("{n2:?} - {n:?} = {got:?}"),
+        Some(out),
+    );
+    n.zip(n2)
+}
+
 /// rustsbi-fw, the RustSBI-based firmware (crates/rustsbi-fw), whose PMU
 /// is rvpmu's behind rustsbi's dispatch and the RustSBI adapter: one boot
 /// at -smp 1 with the exact counts and the sampling of [`suite`], judged
@@ -578,21 +593,8 @@ pub fn rustsbi_fw(guest: &Guest, fw: &Firmware, report: &mut Report) {
         return;
     };
     let r = results(&out);
-    let want = alu * ALU_N;
     for ev in ["instructions:u", "cycles:u"] {
-        let (n, n2) = (value(&r, "user", ev), value(&r, "base", ev));
-        let got = n.zip(n2).map(|(n, n2)| n2 as i64 - n as i64);
-        s.check(
-            &format!(
-                "{label}: perf stat {ev} of `alu {}` minus `alu {ALU_N}` (icount: exact)",
-                2 * ALU_N
-            ),
-            got == Some(want as i64),
-            false,
-            &format!("{alu} x {ALU_N} = {want} (loop body from the disassembly)"),
-            &format!("{n2:?} - {n:?} = {got:?}"),
-            Some(&out),
-        );
+        check_alu_difference(&mut s, label, &r, ev, alu, &out);
     }
     let rec = find(&r, "record").and_then(|c| parse_record_samples(&c.stderr));
     let rep = find(&r, "report")
