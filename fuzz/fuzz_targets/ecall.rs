@@ -127,17 +127,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
     fw.standard = u.arbitrary::<u32>()? & 0x3f_ffff;
     fw.implementation[0] = 256;
     fw.platform[0] = Some(0xdead);
-    let cfg = PmuConfig {
-        map: &map,
-        isa: IsaFeatures {
-            sscofpmf: f & 1 != 0,
-            smcntrpmf: f & 2 != 0,
-            h: f & 4 != 0,
-        },
-        fw_events: fw,
-        snapshot: f & 8 == 0,
-        alias_window: f & 16 != 0,
-    };
+    let cfg = PmuConfig::new(&map, IsaFeatures::none().with_sscofpmf(f & 1 != 0).with_smcntrpmf(f & 2 != 0).with_h(f & 4 != 0)).with_fw_events(fw).with_snapshot(f & 8 == 0).with_alias_window(f & 16 != 0);
     let hart = SimHart::new(present, width, f & 1 != 0, f & 2 != 0);
     let mut pmu = Pmu::new(cfg, hart);
     let mut mem = BufMemory::virt();

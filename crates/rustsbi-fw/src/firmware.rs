@@ -531,17 +531,14 @@ extern "C" fn main(hart: usize, dtb: usize, boot: bool) -> ! {
     MTVEC.write(trap_vector as *const () as usize);
     let present = present_counters();
     MCOUNTEREN.write(0xffff_ffff);
-    let cfg = PmuConfig {
-        map: event_map(),
-        isa: b.isa,
-        fw_events: if b.isa.h {
+    let cfg = PmuConfig::new(event_map(), b.isa)
+        .with_fw_events(if b.isa.h {
             FwEventSet::all_standard()
         } else {
             FwEventSet::without_h()
-        },
-        snapshot: true,
-        alias_window: true,
-    };
+        })
+        .with_snapshot(true)
+        .with_alias_window(true);
     // SAFETY: M-mode; `present` names only the counters this hart has.
     let hw = unsafe { CsrHpm::new(present) };
     let _ = PERF.install(Hart::new(Pmu::new(cfg, hw), b.ram));

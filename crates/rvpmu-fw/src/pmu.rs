@@ -45,11 +45,10 @@ pub fn present_counters() -> u32 {
 }
 
 fn isa(f: Features) -> IsaFeatures {
-    IsaFeatures {
-        sscofpmf: f.has(Features::SSCOFPMF),
-        smcntrpmf: f.has(Features::SMCNTRPMF),
-        h: f.has(Features::H),
-    }
+    IsaFeatures::none()
+        .with_sscofpmf(f.has(Features::SSCOFPMF))
+        .with_smcntrpmf(f.has(Features::SMCNTRPMF))
+        .with_h(f.has(Features::H))
 }
 
 /// Fill the shared event map from the DT's `riscv,pmu` node (boot hart),
@@ -85,19 +84,16 @@ pub fn new_hart(
     map: &'static EventMap,
     platform: &Platform,
 ) -> HartPerf {
-    let cfg = PmuConfig {
-        map,
-        isa: isa(f),
-        fw_events: if f.has(Features::H) {
+    let cfg = PmuConfig::new(map, isa(f))
+        .with_fw_events(if f.has(Features::H) {
             FwEventSet::all_standard()
         } else {
             FwEventSet::without_h()
-        },
-        snapshot: platform.pmu_snapshot,
+        })
+        .with_snapshot(platform.pmu_snapshot)
         // Makes Linux's snapshot restart (counter_idx_base 4096) valid;
         // see README "Linux's snapshot restart bug (6.12 and 7.2)".
-        alias_window: platform.pmu_alias_window,
-    };
+        .with_alias_window(platform.pmu_alias_window);
     // SAFETY: M-mode; `present` names only implemented counters.
     let hw = unsafe { CsrHpm::new(present) };
     HartPerf {

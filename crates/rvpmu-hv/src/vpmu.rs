@@ -113,20 +113,13 @@ pub fn load_guest_event_map(
 /// snapshot, and the alias window for Linux's snapshot restart
 /// (counter_idx_base 4096), as on rvpmu-fw.
 pub fn guest_pmu_config(map: &EventMap) -> PmuConfig<'_> {
-    PmuConfig {
-        map,
-        isa: IsaFeatures {
-            sscofpmf: true,
-            smcntrpmf: false,
-            h: false,
-        },
-        fw_events: FwEventSet {
+    PmuConfig::new(map, IsaFeatures::none().with_sscofpmf(true))
+        .with_fw_events(FwEventSet {
             standard: 1 << FwEvent::SetTimer as u32,
             ..FwEventSet::without_h()
-        },
-        snapshot: true,
-        alias_window: true,
-    }
+        })
+        .with_snapshot(true)
+        .with_alias_window(true)
 }
 
 /// Host counters given to one guest, programmed through the host

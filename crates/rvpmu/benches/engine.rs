@@ -103,17 +103,10 @@ type Hart<'m> = (Pmu<'m, SimHart>, BufMemory);
 fn pmu(map: &EventMap) -> Hart<'_> {
     let mut fw_events = FwEventSet::all_standard();
     fw_events.implementation[0] = 256;
-    let cfg = PmuConfig {
-        map,
-        isa: IsaFeatures {
-            sscofpmf: true,
-            smcntrpmf: false,
-            h: false,
-        },
-        fw_events,
-        snapshot: true,
-        alias_window: false,
-    };
+    let cfg = PmuConfig::new(map, IsaFeatures::none().with_sscofpmf(true))
+        .with_fw_events(fw_events)
+        .with_snapshot(true)
+        .with_alias_window(false);
     let mut hw = SimHart::qemu_virt();
     hw.logging = false; // an unbounded log would inflate every CSR write
     (Pmu::new(cfg, hw), BufMemory::virt())

@@ -49,8 +49,12 @@ impl InitialValue {
     }
 }
 
-/// ISA features that change what the engine can do.
+/// ISA features that change what the engine can do. More may come with
+/// new extensions, so it is built from [`IsaFeatures::none`] with the
+/// `with_*` methods (or by assigning its fields), never by a literal
+/// outside this crate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IsaFeatures {
     /// Sscofpmf: OF and xINH bits in mhpmevent, overflow interrupt.
     pub sscofpmf: bool,
@@ -58,6 +62,32 @@ pub struct IsaFeatures {
     pub smcntrpmf: bool,
     /// H extension: VS/VU modes exist.
     pub h: bool,
+}
+
+impl IsaFeatures {
+    /// None of the features.
+    pub const fn none() -> IsaFeatures {
+        IsaFeatures {
+            sscofpmf: false,
+            smcntrpmf: false,
+            h: false,
+        }
+    }
+    /// With or without Sscofpmf.
+    pub const fn with_sscofpmf(mut self, on: bool) -> IsaFeatures {
+        self.sscofpmf = on;
+        self
+    }
+    /// With or without Smcntrpmf.
+    pub const fn with_smcntrpmf(mut self, on: bool) -> IsaFeatures {
+        self.smcntrpmf = on;
+        self
+    }
+    /// With or without the H extension.
+    pub const fn with_h(mut self, on: bool) -> IsaFeatures {
+        self.h = on;
+        self
+    }
 }
 
 /// Maximum implementation-specific / platform firmware events a platform
@@ -103,8 +133,11 @@ impl FwEventSet {
     }
 }
 
-/// Platform description shared read-only by all harts.
+/// Platform description shared read-only by all harts. More settings may
+/// come, so it is built with [`PmuConfig::new`] and the `with_*` methods
+/// (or by assigning its fields), never by a literal outside this crate.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct PmuConfig<'a> {
     /// Event-to-counter map from the `riscv,pmu` node.
     pub map: &'a EventMap,
@@ -117,6 +150,40 @@ pub struct PmuConfig<'a> {
     pub snapshot: bool,
     /// Expose the alias window at [`crate::counter::ALIAS_BASE`].
     pub alias_window: bool,
+}
+
+impl<'a> PmuConfig<'a> {
+    /// The harts' event map and ISA features; every standard firmware
+    /// event recorded (without the hypervisor fences when there is no H
+    /// extension), the snapshot offered, no alias window.
+    pub const fn new(map: &'a EventMap, isa: IsaFeatures) -> PmuConfig<'a> {
+        PmuConfig {
+            map,
+            isa,
+            fw_events: if isa.h {
+                FwEventSet::all_standard()
+            } else {
+                FwEventSet::without_h()
+            },
+            snapshot: true,
+            alias_window: false,
+        }
+    }
+    /// The firmware events the firmware records.
+    pub const fn with_fw_events(mut self, fw_events: FwEventSet) -> PmuConfig<'a> {
+        self.fw_events = fw_events;
+        self
+    }
+    /// Offer the snapshot (FID 7) or not.
+    pub const fn with_snapshot(mut self, on: bool) -> PmuConfig<'a> {
+        self.snapshot = on;
+        self
+    }
+    /// Expose the alias window or not.
+    pub const fn with_alias_window(mut self, on: bool) -> PmuConfig<'a> {
+        self.alias_window = on;
+        self
+    }
 }
 
 /// The mhpmevent bits that name the event: all but Sscofpmf's OF and mode

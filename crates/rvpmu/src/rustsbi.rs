@@ -9,7 +9,7 @@
 //! use rvpmu::rustsbi::{Hart, RustSbiPmu};
 //! use rvpmu::sim::{BufMemory, SimHart};
 //! # use rvpmu::dt::EventMap;
-//! # use rvpmu::hart::{FwEventSet, IsaFeatures};
+//! # use rvpmu::hart::IsaFeatures;
 //! # use rvpmu::PmuConfig;
 //! # struct Info;
 //! # impl rustsbi::EnvInfo for Info {
@@ -35,8 +35,7 @@
 //! // Each hart puts its own engine in its slot at boot (building an
 //! // engine programs the executing hart's counters).
 //! # static MAP: EventMap = EventMap::empty();
-//! # let cfg = PmuConfig { map: &MAP, isa: IsaFeatures { sscofpmf: true, ..Default::default() },
-//! #     fw_events: FwEventSet::without_h(), snapshot: true, alias_window: false };
+//! # let cfg = PmuConfig::new(&MAP, IsaFeatures::none().with_sscofpmf(true));
 //! # let hw = SimHart::qemu_virt();
 //! let engine = rvpmu::Pmu::new(cfg, hw);
 //! PERF.install(Hart::new(engine, BufMemory::virt())).unwrap();

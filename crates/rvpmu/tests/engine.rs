@@ -159,11 +159,7 @@ fn filtered_counts_separate_modes() {
 
 #[test]
 fn smcntrpmf_filters_the_fixed_counters() {
-    let isa = IsaFeatures {
-        sscofpmf: true,
-        smcntrpmf: true,
-        h: false,
-    };
+    let isa = IsaFeatures::none().with_sscofpmf(true).with_smcntrpmf(true);
     let hw = SimHart::new(0x7fffd, 64, true, true);
     let mut p = engine(config(qemu_map(), isa, false), hw);
     call(&mut p, STOP, &[0, 0b101, RESET]).unwrap();

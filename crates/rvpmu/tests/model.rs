@@ -530,17 +530,16 @@ fn engine<'m>(p: &Platform, map: &'m EventMap) -> Pmu<'m, SimHart> {
     for (k, &d) in p.fw_platform.iter().enumerate() {
         fw.platform[k] = Some(d);
     }
-    let cfg = PmuConfig {
+    let cfg = PmuConfig::new(
         map,
-        isa: IsaFeatures {
-            sscofpmf: p.sscofpmf,
-            smcntrpmf: p.smcntrpmf,
-            h: p.h,
-        },
-        fw_events: fw,
-        snapshot: p.snapshot,
-        alias_window: p.alias,
-    };
+        IsaFeatures::none()
+            .with_sscofpmf(p.sscofpmf)
+            .with_smcntrpmf(p.smcntrpmf)
+            .with_h(p.h),
+    )
+    .with_fw_events(fw)
+    .with_snapshot(p.snapshot)
+    .with_alias_window(p.alias);
     let mut hart = SimHart::new(p.hw(), p.width, p.sscofpmf, p.smcntrpmf);
     if p.qemu_event_map {
         hart = hart.qemu_event_map();

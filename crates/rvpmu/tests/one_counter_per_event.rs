@@ -37,11 +37,10 @@ fn hart_with(map: &EventMap, on: bool, smcntrpmf: bool) -> P {
     let mut map = map.clone();
     map.set_one_counter_per_event(on);
     let map: &'static EventMap = Box::leak(Box::new(map));
-    let isa = IsaFeatures {
-        sscofpmf: true,
-        smcntrpmf,
-        h: true,
-    };
+    let isa = IsaFeatures::none()
+        .with_sscofpmf(true)
+        .with_smcntrpmf(smcntrpmf)
+        .with_h(true);
     let hw = SimHart::new(0x7fffd, 64, true, smcntrpmf).qemu_event_map();
     let mut p = engine(config(map, isa, false), hw);
     assert_eq!(

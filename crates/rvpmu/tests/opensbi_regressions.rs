@@ -112,13 +112,7 @@ fn firmware_counters_report_already_started_and_stopped() {
 fn non_contiguous_hpm_counters() {
     // cycle, instret, 3, 5, 9
     let hw = SimHart::new(0b10_0010_1101, 64, true, false);
-    let mut p = pmu_with(
-        hw,
-        IsaFeatures {
-            sscofpmf: true,
-            ..Default::default()
-        },
-    );
+    let mut p = pmu_with(hw, IsaFeatures::none().with_sscofpmf(true));
     assert_eq!(p.num_counters(), 10 + 16);
     assert_eq!(call(&mut p, 1, &[4]), Err(Error::InvalidParam));
     assert_eq!(call(&mut p, 1, &[9]), Ok(0xC09 | 63 << 12));

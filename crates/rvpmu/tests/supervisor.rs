@@ -4,7 +4,6 @@
 use rvpmu::dt::{EventMap, RangeRow};
 use rvpmu::ecall::{self, SbiRet, EID_PMU, EID_STA};
 use rvpmu::event::FwEvent;
-use rvpmu::hart::IsaFeatures;
 use rvpmu::sim::SimHart;
 use rvpmu::sta::StealTime;
 use rvpmu::CounterInfo;
@@ -46,10 +45,7 @@ fn sbi() -> Supervisor<Loopback> {
     )
     .expect("valid rows");
     let map: &'static EventMap = Box::leak(Box::new(m));
-    let isa = IsaFeatures {
-        h: false,
-        ..common::sscofpmf()
-    };
+    let isa = common::sscofpmf().with_h(false);
     let cfg = common::config(map, isa, false);
     Supervisor(Loopback {
         hart: common::engine(cfg, SimHart::qemu_virt()),

@@ -79,21 +79,14 @@ pub fn qemu_map() -> &'static EventMap {
 }
 
 pub fn config(map: &'static EventMap, isa: IsaFeatures, alias: bool) -> PmuConfig<'static> {
-    PmuConfig {
-        map,
-        isa,
-        fw_events: FwEventSet::all_standard(),
-        snapshot: true,
-        alias_window: alias,
-    }
+    PmuConfig::new(map, isa)
+        .with_fw_events(FwEventSet::all_standard())
+        .with_snapshot(true)
+        .with_alias_window(alias)
 }
 
 pub fn sscofpmf() -> IsaFeatures {
-    IsaFeatures {
-        sscofpmf: true,
-        smcntrpmf: false,
-        h: true,
-    }
+    IsaFeatures::none().with_sscofpmf(true).with_h(true)
 }
 
 /// One hart as a firmware holds it: the engine and the supervisor's
