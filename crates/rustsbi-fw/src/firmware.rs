@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use rustsbi::{HartMask, Physical, RustSBI, SbiRet};
 use rvpmu::dt::{platform_quirk_of, EventMap, PmuProps};
 use rvpmu::event::FwEvent;
-use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::csr::CsrHpm;
 use rvpmu::mem::{PhysMemory, Ranges, SupervisorMemory};
 use rvpmu::rustsbi::{Hart, RustSbiPmu};
@@ -531,14 +531,8 @@ extern "C" fn main(hart: usize, dtb: usize, boot: bool) -> ! {
     MTVEC.write(trap_vector as *const () as usize);
     let present = present_counters();
     MCOUNTEREN.write(0xffff_ffff);
-    let cfg = PmuConfig::new(event_map(), b.isa)
-        .with_fw_events(if b.isa.h {
-            FwEventSet::all_standard()
-        } else {
-            FwEventSet::without_h()
-        })
-        .with_snapshot(true)
-        .with_alias_window(true);
+    // Every standard firmware event the ISA has, the snapshot offered.
+    let cfg = PmuConfig::new(event_map(), b.isa).with_alias_window(true);
     // SAFETY: M-mode; `present` names only the counters this hart has.
     let hw = unsafe { CsrHpm::new(present) };
     let _ = PERF.install(Hart::new(Pmu::new(cfg, hw), b.ram));

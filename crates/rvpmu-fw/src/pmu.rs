@@ -6,7 +6,7 @@
 
 use crate::platform::{Features, Platform};
 use rvpmu::dt::{EventMap, PlatformQuirk, PmuProps};
-use rvpmu::hart::{FwEventSet, IsaFeatures};
+use rvpmu::hart::IsaFeatures;
 use rvpmu::hw::csr::CsrHpm;
 use rvpmu::mem::PhysMemory;
 use rvpmu::sta::StealTime;
@@ -84,12 +84,9 @@ pub fn new_hart(
     map: &'static EventMap,
     platform: &Platform,
 ) -> HartPerf {
+    // Every standard firmware event the ISA has (no hypervisor fences
+    // without H).
     let cfg = PmuConfig::new(map, isa(f))
-        .with_fw_events(if f.has(Features::H) {
-            FwEventSet::all_standard()
-        } else {
-            FwEventSet::without_h()
-        })
         .with_snapshot(platform.pmu_snapshot)
         // Makes Linux's snapshot restart (counter_idx_base 4096) valid;
         // see README "Linux's snapshot restart bug (6.12 and 7.2)".

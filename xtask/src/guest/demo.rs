@@ -158,11 +158,7 @@ pub struct Results {
 impl Results {
     pub fn collect(out: &Outcome, work_elf: &Path) -> Result<Results> {
         Ok(Results {
-            cmds: out
-                .scenario("cmd")
-                .into_iter()
-                .map(CmdResult::from_json)
-                .collect(),
+            cmds: out.commands(),
             alu_insns_per_iter: loop_body_instructions(work_elf, "rvpmu_alu_loop")?,
             hot_insns_per_iter: loop_body_instructions(work_elf, "rvpmu_hot_a")
                 .context("rvpmu_hot_a in rvpmu-work")?,

@@ -168,10 +168,7 @@ impl KvmGuest {
 
 /// The result of the KVM host's plan command `name`.
 pub fn host_cmd(host: &Outcome, name: &str) -> Option<CmdResult> {
-    host.scenario("cmd")
-        .into_iter()
-        .map(CmdResult::from_json)
-        .find(|c| c.name == name)
+    host.commands().into_iter().find(|c| c.name == name)
 }
 
 /// The KVM guest of a KVM host's plan command that ran its QEMU: its

@@ -633,11 +633,7 @@ impl Sampling {
     /// Read a [`sampling_plan`]'s results; `hot_per_iter`: the hot loop's
     /// body from the disassembly.
     pub fn read(out: &Outcome, hot_per_iter: u64) -> Sampling {
-        let r: Vec<CmdResult> = out
-            .scenario("cmd")
-            .into_iter()
-            .map(CmdResult::from_json)
-            .collect();
+        let r = out.commands();
         let cmd = |name: &str| r.iter().find(|c| c.name == name);
         let irq = |name: &str| cmd(name).and_then(|c| pmu_irqs(&c.stdout));
         let report = cmd("report")

@@ -2,6 +2,7 @@
 //! firmware, and what /init reports on the console (the result lines of
 //! the protocol in crate `e2e_proto`).
 
+use super::perftool::CmdResult;
 use crate::build::dt::{custom_dtb, Chosen};
 use crate::build::{initramfs, kernel};
 use crate::host::run_captured;
@@ -133,6 +134,14 @@ impl Outcome {
         self.results
             .iter()
             .filter(|r| r["scenario"] == name)
+            .collect()
+    }
+
+    /// The plan's commands as they ran (scenario `cmd`).
+    pub fn commands(&self) -> Vec<CmdResult> {
+        self.scenario("cmd")
+            .into_iter()
+            .map(CmdResult::from_json)
             .collect()
     }
 }

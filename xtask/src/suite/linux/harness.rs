@@ -2,6 +2,7 @@
 //! clean (no kernel complaint but a known bug's exact lines), the known
 //! kernel bugs by their console signatures.
 
+use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::build::kernel::{Release, Version};
 use crate::guest::linux::{kernel_command_line, Guest, Outcome};
@@ -74,6 +75,35 @@ pub(super) struct Suite<'a> {
 }
 
 impl Suite<'_> {
+    /// Instructions per iteration of each workload loop of the guest's
+    /// /init (`symbols`), from its disassembly; a failed check, and
+    /// `None`, when one is not found.
+    pub(super) fn loop_bodies<const N: usize>(
+        &mut self,
+        label: &str,
+        guest: &Guest,
+        symbols: [&str; N],
+    ) -> Option<[u64; N]> {
+        let mut bodies = [0; N];
+        for (body, symbol) in bodies.iter_mut().zip(symbols) {
+            match loop_body_instructions(&guest.initramfs.init_elf, symbol) {
+                Ok(n) => *body = n,
+                Err(e) => {
+                    self.check(
+                        &format!("{label}: {symbol} disassembles"),
+                        false,
+                        false,
+                        "its loop in /init",
+                        &format!("{e:#}"),
+                        None,
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(bodies)
+    }
+
     /// Record one check. `feature`: a capability the spec makes optional
     /// (the peer may lack it); our firmware must have it.
     pub(super) fn check(

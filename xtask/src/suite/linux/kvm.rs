@@ -19,9 +19,8 @@
 //!   M more iterations plus the guest kernel's ticks meanwhile while `:H`
 //!   stays.
 
-use super::perf::{find, results, stat, value, ALU_N};
+use super::perf::{find, stat, value, ALU_N};
 use super::{Report, Suite};
-use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
 use crate::guest::linux::Guest;
@@ -71,15 +70,7 @@ pub fn suite(
         fw,
         report,
     };
-    let Ok(alu) = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_alu_loop") else {
-        s.check(
-            "kvm: rvpmu_alu_loop disassembles",
-            false,
-            false,
-            "its loop",
-            "not found",
-            None,
-        );
+    let Some([alu]) = s.loop_bodies("kvm", guest, ["rvpmu_alu_loop"]) else {
         return;
     };
     let (n, n2) = (ALU_N, 2 * ALU_N);
@@ -158,7 +149,7 @@ pub fn suite(
     let Some(out) = s.judge_boot(label, Chosen::NONE, None, PLAN_MODE, TIMEOUT_S, booted) else {
         return;
     };
-    let outer_r = results(&out);
+    let outer_r = out.commands();
     let inner = host_cmd(&out, "kvm-guest").map(|c| guest_outcome(&c));
     let Some(inner) = s.judge_boot(
         "kvm guest (1 vCPU, -accel kvm -cpu host)",
@@ -170,7 +161,7 @@ pub fn suite(
     ) else {
         return;
     };
-    let r = results(&inner);
+    let r = inner.commands();
     let label = "kvm guest";
     let impl_kvm = inner.console.contains("SBI implementation ID=0x3 ");
     s.check(

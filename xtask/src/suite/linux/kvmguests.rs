@@ -35,7 +35,6 @@
 //!    steal, the idle one none over its sleep.
 
 use super::{Report, Suite};
-use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::guest::hv::STEAL_MS;
 use crate::guest::kvm::{guest_outcome, host_cmd, KvmGuest, KvmHost};
@@ -81,15 +80,7 @@ pub fn suite(
         fw,
         report,
     };
-    let Ok(hot) = loop_body_instructions(&guest.initramfs.init_elf, "rvpmu_hot_a") else {
-        s.check(
-            "kvm guests: rvpmu_hot_a disassembles",
-            false,
-            false,
-            "its loop",
-            "not found",
-            None,
-        );
+    let Some([hot]) = s.loop_bodies("kvm guests", guest, ["rvpmu_hot_a"]) else {
         return;
     };
     let samplers: Vec<&Guest> = [Some(guest), fixed].into_iter().flatten().collect();

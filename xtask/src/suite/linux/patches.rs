@@ -42,11 +42,10 @@
 //! 4's window. Fixed: inside, and no such line.
 
 use super::{snapshot_not_reregistered, split_complaints, Report, Suite};
-use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::guest::demo::{HOT_N, RECORD_PERIOD};
 use crate::guest::linux::Guest;
-use crate::guest::perftool::{parse_record_samples, parse_stat_csv, CmdResult, Plan};
+use crate::guest::perftool::{parse_record_samples, parse_stat_csv, Plan};
 use crate::qemu::Firmware;
 use e2e_proto::plan::MODE as PLAN_MODE;
 
@@ -97,26 +96,10 @@ pub fn proofs(guest: &Guest, fw: &Firmware, report: &mut Report) {
     let Some(out) = s.judge_boot(label, chosen, known, PLAN_MODE, TIMEOUT_S, booted) else {
         return;
     };
-    let elf = &guest.initramfs.init_elf;
-    let (Ok(hot), Ok(alu)) = (
-        loop_body_instructions(elf, "rvpmu_hot_a"),
-        loop_body_instructions(elf, "rvpmu_alu_loop"),
-    ) else {
-        s.check(
-            label,
-            false,
-            false,
-            "rvpmu_hot_a's and rvpmu_alu_loop's loops",
-            "not found in /init",
-            None,
-        );
+    let Some([hot, alu]) = s.loop_bodies(label, guest, ["rvpmu_hot_a", "rvpmu_alu_loop"]) else {
         return;
     };
-    let r: Vec<CmdResult> = out
-        .scenario("cmd")
-        .into_iter()
-        .map(CmdResult::from_json)
-        .collect();
+    let r = out.commands();
     let cmd = |name: &str| r.iter().find(|c| c.name == name);
     let count = |name: &str, event: &str| {
         cmd(name).and_then(|c| {

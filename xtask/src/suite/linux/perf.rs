@@ -17,7 +17,6 @@
 //!   event_get_info once) by [`print_tables`].
 
 use super::{Report, Suite, Version};
-use crate::build::disasm::loop_body_instructions;
 use crate::build::dt::Chosen;
 use crate::build::kernel::Release;
 use crate::guest::demo::{fw_event, HOT_N, RECORD_PERIOD};
@@ -105,13 +104,6 @@ pub struct Kept {
     pub repro: [Option<(u64, u64)>; 3],
 }
 
-pub(super) fn results(out: &Outcome) -> Vec<CmdResult> {
-    out.scenario("cmd")
-        .into_iter()
-        .map(CmdResult::from_json)
-        .collect()
-}
-
 pub(super) fn find<'a>(r: &'a [CmdResult], name: &str) -> Option<&'a CmdResult> {
     r.iter().find(|c| c.name == name)
 }
@@ -134,19 +126,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
         report,
     };
     let mut kept = Kept::default();
-    let elf = &guest.initramfs.init_elf;
-    let (Ok(alu), Ok(hot)) = (
-        loop_body_instructions(elf, "rvpmu_alu_loop"),
-        loop_body_instructions(elf, "rvpmu_hot_a"),
-    ) else {
-        s.check(
-            "perf: workloads disassemble",
-            false,
-            false,
-            "rvpmu_alu_loop and rvpmu_hot_a loops",
-            "not found",
-            None,
-        );
+    let Some([alu, hot]) = s.loop_bodies("perf", guest, ["rvpmu_alu_loop", "rvpmu_hot_a"]) else {
         return kept;
     };
     let events = standard_events();
@@ -202,7 +182,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     );
     let label = "perf -smp 1";
     if let Some(out) = boot(&mut s, guest, label, 1, &p) {
-        let r = results(&out);
+        let r = out.commands();
         let failed: Vec<String> = r
             .iter()
             .filter(|c| !c.ok())
@@ -376,7 +356,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     p.cmd("again", &run);
     let label = "QEMU overflow-timer reproducer -smp 1";
     if let Some(out) = boot(&mut s, guest, label, 1, &p) {
-        let r = results(&out);
+        let r = out.commands();
         let samples = |name: &str| -> Option<(u64, u64)> {
             let line = find(&r, name)?
                 .stdout
@@ -438,7 +418,7 @@ pub fn suite(guest: &Guest, fw: &Firmware, report: &mut Report) -> Kept {
     p.cmd("hot-base", "perf stat -x, -e cycles:u -- rvpmu-work hot 0");
     let label = "perf -smp 4";
     if let Some(out) = boot(&mut s, guest, label, 4, &p) {
-        let r = results(&out);
+        let r = out.commands();
         let per_cpu = |name: &str| -> Vec<(String, u64)> {
             // -A lines: "CPU0,value,unit,event,..." (the CPU column first).
             find(&r, name)
@@ -511,7 +491,7 @@ pub(super) fn native_user_counts(guest: &Guest, fw: &Firmware) -> Option<(u64, u
     p.cmd("user", &format!("{user} {ALU_N}"));
     p.cmd("base", &format!("{user} {}", 2 * ALU_N));
     let out = guest.run_plan(fw, 1, Chosen::NONE, &p.text(), 300).ok()?;
-    let r = results(&out);
+    let r = out.commands();
     value(&r, "user", "instructions:u").zip(value(&r, "base", "instructions:u"))
 }
 
@@ -559,20 +539,8 @@ pub fn rustsbi_fw(guest: &Guest, fw: &Firmware, report: &mut Report) {
         fw,
         report,
     };
-    let elf = &guest.initramfs.init_elf;
     let label = "rustsbi-fw perf -smp 1";
-    let (Ok(alu), Ok(hot)) = (
-        loop_body_instructions(elf, "rvpmu_alu_loop"),
-        loop_body_instructions(elf, "rvpmu_hot_a"),
-    ) else {
-        s.check(
-            &format!("{label}: workloads disassemble"),
-            false,
-            false,
-            "rvpmu_alu_loop and rvpmu_hot_a loops",
-            "not found",
-            None,
-        );
+    let Some([alu, hot]) = s.loop_bodies(label, guest, ["rvpmu_alu_loop", "rvpmu_hot_a"]) else {
         return;
     };
     let mut p = Plan::exact();
@@ -592,7 +560,7 @@ pub fn rustsbi_fw(guest: &Guest, fw: &Firmware, report: &mut Report) {
     let Some(out) = boot(&mut s, guest, label, 1, &p) else {
         return;
     };
-    let r = results(&out);
+    let r = out.commands();
     for ev in ["instructions:u", "cycles:u"] {
         check_alu_difference(&mut s, label, &r, ev, alu, &out);
     }
