@@ -56,7 +56,21 @@ int __attribute__((no_instrument_function)) main(int argc, char **argv)
   perfEvent *ev = strchr(set, 'u') ? page_read : syscall_read;
   if (ncnt < 1 || ncnt > 6)
     return 2;
-  if (perfInit(1, 0) || perfFuncEntryExitInit(ev, ncnt, 6, perfCount_Delta, 512u << 20) || perfTraceOn())
+  /* A trace buffer that holds the whole trace (at most 118 bytes per
+   * enter+exit pair with six counters) and not much more: the library
+   * prefaults it, and a far larger one only adds page work around the
+   * timed region. fib(n) makes 2 fib(n+1) - 1 calls. */
+  unsigned long a = 0, b = 1;
+  for (unsigned long i = 0; i < n + 1; i++) {
+    unsigned long c = a + b;
+    a = b;
+    b = c;
+  }
+  unsigned long calls = 2 * a - 1;
+  unsigned long buffer = calls * 160 + (1u << 20);
+  if (buffer > 0xffffffffu)
+    buffer = 0xffffffffu;
+  if (perfInit(1, 0) || perfFuncEntryExitInit(ev, ncnt, 6, perfCount_Delta, buffer) || perfTraceOn())
     return 1;
 #endif
   double t0 = now_ns();

@@ -17,7 +17,7 @@
 
 use hpmtrace::counters::{assign_slots, build_header, timestamp_position};
 use hpmtrace::format::{hw, CountType, CounterInfo, Event, RecordType};
-use hpmtrace::linux::sw;
+use hpmtrace::linux::{sw, zeroed_buffer};
 use hpmtrace::nexus::write::{NexusWriter, WriterConfig};
 use hpmtrace::sink::VecBuffer;
 use hpmtrace::stage::{sample_words, write_sample, Replay, TAG_TRACE_ON};
@@ -125,7 +125,7 @@ fn main() {
             let mut w = NexusWriter::new(
                 WriterConfig::default(),
                 0,
-                VecBuffer::prefaulted(words.len() * 16 + (1 << 16)),
+                VecBuffer::new(zeroed_buffer(words.len() * 16 + (1 << 16), true)),
             );
             let t0 = Instant::now();
             encode_all(&mut replay, &mut w, &words);

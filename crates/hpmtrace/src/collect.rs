@@ -49,7 +49,8 @@
 use crate::counters::{assign_slots, build_header, timestamp_position, Clock, SlotError};
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
 use crate::linux::{
-    check_group_runs, software_stand_in, OpenError, PerfGroup, ThreadTimer, TraceClock,
+    advise_huge_pages, check_group_runs, software_stand_in, zeroed_buffer, OpenError, PerfGroup,
+    ThreadTimer, TraceClock,
 };
 use crate::nexus::write::{ChainState, NexusWriter, WriterConfig, SYNC_PERIOD};
 use crate::nexus::MAX_SOURCES;
@@ -1087,6 +1088,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     let words = replay.sample_words();
     let cap = (c.stage_words / STAGE_CHUNKS).max(words);
     let mut stage = Vec::with_capacity(cap * STAGE_CHUNKS);
+    advise_huge_pages(stage.spare_capacity_mut());
     stage.resize_with(cap * STAGE_CHUNKS, || UnsafeCell::new(0u64));
     // The zeroed allocation may be lazily mapped: touch every page now so
     // page faults happen here, not in the middle of traced code.
@@ -1115,7 +1117,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
                 writer: NexusWriter::new(
                     c.framing,
                     src as u16,
-                    VecBuffer::with_capacity(4 * 8 * cap),
+                    VecBuffer::new(zeroed_buffer(4 * 8 * cap, false)),
                 ),
             }),
         })
@@ -1132,7 +1134,11 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         encoded: AtomicU64::new(0),
         enc: Mutex::new(Encoding {
             replay,
-            writer: NexusWriter::new(c.framing, src as u16, VecBuffer::prefaulted(c.buffer_bytes)),
+            writer: NexusWriter::new(
+                c.framing,
+                src as u16,
+                VecBuffer::new(zeroed_buffer(c.buffer_bytes, true)),
+            ),
             consumed: 0,
             start_left: 0,
             last_count: 0,

@@ -101,45 +101,25 @@ pub type MemBuffer<'a> = StopBuffer<&'a mut [u8]>;
 #[cfg(feature = "std")]
 pub type VecBuffer = StopBuffer<Box<[u8]>>;
 
-impl<'a> StopBuffer<&'a mut [u8]> {
+#[cfg(feature = "std")]
+impl StopBuffer<Box<[u8]>> {
+    /// A buffer that accepts at most `capacity` bytes, zeroed (which the
+    /// OS may map lazily).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::new(vec![0u8; capacity].into_boxed_slice())
+    }
+}
+
+impl<B: AsRef<[u8]> + AsMut<[u8]>> StopBuffer<B> {
     /// Use `buf` as the trace buffer.
-    pub fn new(buf: &'a mut [u8]) -> Self {
+    pub fn new(buf: B) -> Self {
         StopBuffer {
             buf,
             len: 0,
             dropped: 0,
         }
     }
-}
 
-#[cfg(feature = "std")]
-impl StopBuffer<Box<[u8]>> {
-    /// A buffer that accepts at most `capacity` bytes. The memory is
-    /// zeroed, which the OS may map lazily (see [`VecBuffer::prefaulted`]).
-    pub fn with_capacity(capacity: usize) -> Self {
-        StopBuffer {
-            buf: vec![0u8; capacity].into_boxed_slice(),
-            len: 0,
-            dropped: 0,
-        }
-    }
-
-    /// Like [`VecBuffer::with_capacity`], with every page of the buffer
-    /// written once, so appending never takes a page fault.
-    pub fn prefaulted(capacity: usize) -> Self {
-        let mut b = Self::with_capacity(capacity);
-        for page in b.buf.chunks_mut(4096) {
-            // Volatile so that the store of a value already there is not
-            // optimised away.
-            let p: *mut u8 = &mut page[0];
-            // SAFETY: `p` points into our own buffer.
-            unsafe { std::ptr::write_volatile(p, 0) };
-        }
-        b
-    }
-}
-
-impl<B: AsRef<[u8]> + AsMut<[u8]>> StopBuffer<B> {
     /// Valid trace bytes recorded so far.
     pub fn data(&self) -> &[u8] {
         &self.buf.as_ref()[..self.len]

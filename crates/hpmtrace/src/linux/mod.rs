@@ -20,13 +20,14 @@
 //! One concept per module: `events` maps SBI events to perf events,
 //! `perf_event` is the system call, `group` a thread's counter group,
 //! `mmap_page` the system-call-free read through the perf mmap page,
-//! `clock` the trace clock, `timer` the per-thread sampling timer and
+//! `memory` the buffers' huge pages, `clock` the trace clock, `timer` the per-thread sampling timer and
 //! `ucontext` the interrupted PC in its signal handler. Everything is
 //! re-exported here.
 
 mod clock;
 mod events;
 mod group;
+mod memory;
 mod mmap_page;
 pub mod perf_event;
 mod timer;
@@ -35,6 +36,7 @@ mod ucontext;
 pub use clock::TraceClock;
 pub use events::{perf_attr_of, software_stand_in, sw};
 pub use group::{check_group_runs, OpenError, PerfGroup};
+pub use memory::{advise_huge_pages, zeroed_buffer};
 pub use mmap_page::{user_read_method, UserRead};
 pub use timer::{gettid, ThreadTimer};
 pub use ucontext::interrupted_pc;
