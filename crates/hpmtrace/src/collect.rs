@@ -1,50 +1,25 @@
 //! The Linux collector behind the C API and [`crate::session`]: one
 //! process-wide configuration, one trace stream per traced thread.
 //!
-//! Hot path (every record, [`hook`] and [`record`]): one relaxed atomic
-//! load to see whether tracing is on, two thread-local accesses without
-//! lazy initialisation (a re-entrancy flag and a pointer to the thread's
-//! state), a clock read, the counter reads, and a raw sample of
-//! `4 + counters` words stored into the thread's preallocated staging
-//! buffer ([`crate::stage`]). No lock, no allocation, no system call unless
-//! a counter needs one, no shared cache line written except the thread's
-//! own published fill level.
+//! The hooks ([`hook`], [`record`]) store raw samples ([`crate::stage`])
+//! into their thread's staging ring of [`STAGE_CHUNKS`] chunks: no lock,
+//! no allocation, no system call unless a counter needs one. Full chunks
+//! are encoded in order, under the stream's mutex, by the process's
+//! encoder thread, by the recording thread when nobody else does, and
+//! ahead ([`Ahead`]); trace-off and reading the trace encode the rest.
+//! docs/hpmtrace.md ("Staging and the encoder thread") gives the design
+//! and its reasons.
 //!
-//! Encoding (Delta/DeltaXOR state, Nexus framing into the trace buffer)
-//! happens off the recording thread, with the bytes encoding at once would
-//! give. The staging buffer is a ring of [`STAGE_CHUNKS`] chunks: the
-//! owning thread fills one, publishes it and moves on to the next, and one
-//! process-wide encoder thread encodes published chunks in order. A
-//! stream's encoding is sequential (Delta state, timestamp chain, sync
-//! period, stop-on-wrap), so its chunks are encoded one at a time, in
-//! order, under the stream's mutex, whoever does it. When the next slot
-//! still waits to be encoded, the recording thread waits while the encoder
-//! thread is awake or another thread holds the stream's lock (polling for
-//! up to 100 µs, yielding its CPU, then asleep on the lock),
-//! and otherwise (the encoder thread asleep or absent, or the lock free
-//! after the wait) encodes the oldest chunk itself: no record is lost, and
-//! at worst it pays what encoding on the recording thread always cost.
-//! Before it waits, it encodes the chunk it has just filled ahead, into
-//! bytes the encoder thread appends in that chunk's turn ([`Ahead`]), so
-//! that one thread's encoding can use two cores.
-//! Trace-off and reading or writing the trace encode whatever is left:
-//! every thread's chunks and the partly filled one.
+//! fork(): every thread holds `FORK_LOCK` for reading while it holds or
+//! waits for one of the collector's locks, and `pthread_atfork` handlers
+//! take it for writing around fork(), so a child never inherits a lock
+//! held by a thread that does not exist in it. The child has no encoder
+//! thread.
 //!
-//! fork(): every thread holds `FORK_LOCK` for reading while it holds
-//! or waits for a stream's lock (or the stream list's, or the
-//! configuration's); `pthread_atfork` handlers, registered by the first
-//! [`configure`] whether or not it starts the encoder thread, take it for
-//! writing around fork(), so a child never inherits a lock held by a
-//! thread that does not exist in it. The child has no
-//! encoder thread: its threads encode their full chunks themselves. It
-//! inherits the parent's streams as they were at the fork (tracing state,
-//! staged samples, trace bytes), like any other memory.
-//!
-//! Streams: thread k (in order of first use) is Nexus source k; the SRC
-//! field is wide enough for `max_threads` sources (`perfInit`'s
-//! `num_cores`). Threads beyond that are not traced (counted in
-//! [`Stats::untraced_threads`]). The `.rtd` file is the per-source streams
-//! one after the other, each starting with its own full timestamp.
+//! Streams: thread k (in order of first use) is Nexus source k, up to
+//! `max_threads` (`perfInit`'s `num_cores`); later threads are not traced
+//! ([`Stats::untraced_threads`]). The `.rtd` file is the per-source
+//! streams one after the other.
 
 use crate::counters::{assign_slots, build_header, timestamp_position, Clock, SlotError};
 use crate::format::{CountType, CounterInfo, Event, Header, RecordType, MAX_COUNTERS};
@@ -115,43 +90,28 @@ pub struct Config {
     pub mode: Mode,
 }
 
-/// Encoding ahead: a recording thread that finds every staging chunk
-/// waiting for the encoder thread would otherwise wait for it. Instead it
-/// encodes the chunk it has just filled into a buffer of its own while the
-/// encoder thread encodes the older ones; when the encoder thread comes to
-/// that chunk it appends the bytes and takes over the encoder's state
-/// instead of encoding it. The two cores then share the encoding of one
-/// thread's trace, which is otherwise sequential.
-///
-/// A chunk's encoding depends on what came before it in two ways: the
-/// Delta state and the timestamp chain's last time, both given by the
-/// previous chunk's last sample ([`Replay::resume_after`]), and the
-/// position in the sync period (a full timestamp every
-/// [`SYNC_PERIOD`] messages), which depends on how many messages every
-/// earlier record made. The recording thread extrapolates that from the
-/// last chunk whose count it knows (records of one program mostly make
-/// the same messages, so chunks of equal length make equal counts). The
-/// encoder thread appends the bytes only when the state they started from
-/// is exactly its own (Delta state, timestamp chain, sync position) and
-/// its buffer has room for all of them; otherwise it encodes the chunk as
-/// usual. The trace is the same bytes either way
-/// ([`Stats::ahead_chunks`], [`Stats::ahead_rejected`]).
+/// Encoding ahead: a recording thread whose staging chunks all wait for
+/// the encoder thread encodes the chunk it has just filled into bytes of
+/// its own, from its predecessor's last sample and a guessed sync
+/// position; the encoder thread appends them in the chunk's turn if they
+/// start from exactly its own state, and encodes the chunk itself
+/// otherwise. Two cores then share one thread's encoding, and the trace
+/// is the same bytes either way ([`Stats::ahead_chunks`],
+/// [`Stats::ahead_rejected`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ahead {
-    /// Never: a full staging buffer waits for the encoder thread.
+    /// Never.
     Off,
     /// When every chunk waits for a running encoder thread (the default).
     WhenWaiting,
-    /// Every chunk the recording thread completes while no ahead-encoded
-    /// chunk is waiting, encoder thread or not (for tests: it exercises
-    /// the hand-over as much as possible).
+    /// Whenever an ahead slot is free, encoder thread or not (for tests:
+    /// it exercises the hand-over as much as possible).
     Always,
 }
 
 impl Ahead {
-    /// [`Ahead::WhenWaiting`], or [`Ahead::Off`] when the environment
-    /// says `HPMTRACE_AHEAD=0` (also `no`, `false`): the C API's choice,
-    /// and the benchmark's, to compare both with one build.
+    /// [`Ahead::Off`] when the environment says `HPMTRACE_AHEAD=0` (also
+    /// `no`, `false`), else [`Ahead::WhenWaiting`]: the C API's choice.
     pub fn from_env() -> Ahead {
         match std::env::var("HPMTRACE_AHEAD").as_deref() {
             Ok("0") | Ok("no") | Ok("false") => Ahead::Off,
@@ -160,20 +120,18 @@ impl Ahead {
     }
 }
 
-/// What [`configure`] does with an event this machine cannot count: its
-/// counter does not open, or it opens but the kernel never schedules it
-/// (alone, or together with the others).
+/// What [`configure`] does with an event this machine cannot count (it
+/// does not open, or the kernel never schedules it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unavailable {
     /// Fail with [`Error::Open`] naming the event.
     Fail,
-    /// Leave the event out of the header (its slot stays empty) and say so
-    /// on stderr. Whole-group failures leave out events from the last one
-    /// on. The trace keeps to the event types SiFive's decoder reads.
+    /// Leave the event out of the header and say so on stderr (a group
+    /// that fails as a whole loses events from the last one on).
     LeaveOut,
     /// Count a Linux software event in its place
-    /// ([`crate::linux::software_stand_in`]; type 16 in the header, an
-    /// hpmtrace extension SiFive's decoder rejects).
+    /// ([`crate::linux::software_stand_in`]; type 16, which SiFive's
+    /// decoder rejects).
     SoftwareStandIn,
 }
 
@@ -188,15 +146,14 @@ pub const DEFAULT_STAGE_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(1
 /// each of the [`STAGE_CHUNKS`] chunks holds at least one).
 pub const MIN_STAGE_BYTES: usize = 4096;
 
-/// How long a recording thread whose next staging chunk is still being
-/// encoded by another thread polls before it sleeps: longer than a 64 KiB
-/// chunk usually takes to encode, shorter than a sleep and wake-up.
+/// How long a recording thread polls for another thread to free its next
+/// staging chunk before it sleeps: longer than a 64 KiB chunk usually
+/// takes to encode, shorter than a sleep and wake-up.
 const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// Chunks the staging buffer is divided into (a power of two): one being
-/// filled while the others wait for, or are in, the encoder. Four keep the
-/// recording thread going while the encoder works through a backlog, and
-/// still hand over chunks big enough that waking the encoder is rare.
+/// Chunks of the staging ring (a power of two): enough to keep the
+/// recording thread going while the encoder works through a backlog, few
+/// enough that chunks are big and waking the encoder is rare.
 pub const STAGE_CHUNKS: usize = 4;
 const _: () = assert!(STAGE_CHUNKS.is_power_of_two() && STAGE_CHUNKS >= 2);
 
@@ -1089,13 +1046,8 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     let cap = (c.stage_words / STAGE_CHUNKS).max(words);
     let mut stage = Vec::with_capacity(cap * STAGE_CHUNKS);
     advise_huge_pages(stage.spare_capacity_mut());
+    // Writes every word: the pages fault here, not in traced code.
     stage.resize_with(cap * STAGE_CHUNKS, || UnsafeCell::new(0u64));
-    // The zeroed allocation may be lazily mapped: touch every page now so
-    // page faults happen here, not in the middle of traced code.
-    for page in stage.chunks(512) {
-        // SAFETY: writing our own, not yet shared, buffer.
-        unsafe { std::ptr::write_volatile(page[0].get(), 0) };
-    }
     // Allocated now: a thread may first need them in a signal handler.
     let ahead_slots = if c.ahead == Ahead::Off {
         0
