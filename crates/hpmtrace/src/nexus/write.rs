@@ -198,46 +198,22 @@ impl Framer {
         at
     }
 
-    /// Frame the messages of a record at `ts` (masked) into `buf` from
-    /// `at`, with a sync message where the chain needs one; returns the
-    /// end. `buf` needs [`MAX_MESSAGE`] bytes per write and one more, plus
-    /// 16, from `at`.
-    #[inline(always)]
-    fn record(&mut self, buf: &mut [u8], at: usize, writes: &[ItcWrite], ts: u64) -> usize {
-        if writes.len() >= self.chain.left() {
-            return self.record_with_sync(buf, at, writes, ts);
+    /// Frame the messages of a header or record at `ts` (masked) into
+    /// `buf` from 0, with a sync message where the chain needs one (as
+    /// [`Framer::record_values_near_sync`] places it); returns the end.
+    /// `buf` needs [`MAX_MESSAGE`] bytes per write and one more, plus 16.
+    fn record(&mut self, buf: &mut [u8], writes: &[ItcWrite], ts: u64) -> usize {
+        let left = self.chain.left();
+        let start = if left == 0 { self.sync(buf, 0, ts) } else { 0 };
+        let field = self.chain.field(ts);
+        let end = self.messages(buf, start, writes, field);
+        let k = writes.len();
+        if left == 0 || k <= left {
+            self.chain.advance(k);
+            end
+        } else {
+            self.sync_inside(buf, end, left, k, ts)
         }
-        let field = self.chain.compress(ts);
-        self.chain.advance(writes.len() - 1);
-        self.messages(buf, at, writes, field)
-    }
-
-    /// [`Framer::record`] when the chain needs a sync message in the
-    /// record (or right after it): the writes before it, the first
-    /// carrying the change of timestamp, the others an empty TIMESTAMP
-    /// field, the sync message, then the other writes, all with an empty
-    /// field (XOR with the sync's `ts`).
-    #[inline(never)]
-    fn record_with_sync(
-        &mut self,
-        buf: &mut [u8],
-        mut at: usize,
-        writes: &[ItcWrite],
-        ts: u64,
-    ) -> usize {
-        let (head, tail) = writes.split_at(self.chain.left().min(writes.len()));
-        if !head.is_empty() {
-            let field = self.chain.compress(ts);
-            self.chain.advance(head.len() - 1);
-            at = self.messages(buf, at, head, field);
-        }
-        if !tail.is_empty() {
-            at = self.sync(buf, at, ts);
-            let field = self.chain.compress(ts);
-            self.chain.advance(tail.len() - 1);
-            at = self.messages(buf, at, tail, field);
-        }
-        at
     }
 
     /// Frame the non-empty `writes` into `buf` from `at`, the first
@@ -782,12 +758,12 @@ impl<B: ByteSink> Sink for NexusWriter<B> {
             // more for the last 16-byte store.
             let bound = (part.len() + 1) * MAX_MESSAGE + 16;
             if let Some(buf) = self.out.spare(bound) {
-                let n = self.framer.record(buf, 0, part, ts);
+                let n = self.framer.record(buf, part, ts);
                 self.out.commit(n);
                 continue;
             }
             let chain = self.framer.chain;
-            let n = self.framer.record(&mut self.stage, 0, part, ts);
+            let n = self.framer.record(&mut self.stage, part, ts);
             if let Err(e) = self.out.put_bytes(&self.stage[..n]) {
                 // The bytes never reach the trace.
                 self.framer.chain = chain;
