@@ -188,20 +188,17 @@ fn read_cost(set: &str) -> (f64, bool) {
 /// In-process: ns per enter+exit pair for the hooks (counter reads
 /// included) with a staging buffer of `stage` bytes, for encoding what is
 /// still staged afterwards, and the staging chunks the recording thread
-/// encoded itself, in turn (see `collect::Stats::inline_chunks`) and
-/// ahead (`collect::Stats::ahead_chunks`), medians.
-fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64, u64) {
+/// encoded itself (see `collect::Stats::inline_chunks`), medians.
+fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64) {
     let mut hook = Vec::new();
     let mut encode = Vec::new();
     let mut inline = Vec::new();
-    let mut ahead = Vec::new();
     for _ in 0..5 {
         let mut b = Session::builder()
             .count_type(CountType::Delta)
             .mode(Mode::FuncEntryExit)
             .buffer_bytes(256 << 20)
-            .stage_bytes(stage)
-            .ahead(collect::Ahead::from_env());
+            .stage_bytes(stage);
         for e in events(set) {
             b = b.event(e);
         }
@@ -224,16 +221,9 @@ fn hook_and_encode(set: &str, pairs: u64, stage: usize) -> (f64, f64, u64, u64) 
         hook.push((t1 - t0).as_nanos() as f64 / pairs as f64);
         encode.push((t2 - t1).as_nanos() as f64 / pairs as f64);
         inline.push(st.inline_chunks - before.inline_chunks);
-        ahead.push(st.ahead_chunks - before.ahead_chunks);
     }
     inline.sort();
-    ahead.sort();
-    (
-        median(hook),
-        median(encode),
-        inline[inline.len() / 2],
-        ahead[ahead.len() / 2],
-    )
+    (median(hook), median(encode), inline[inline.len() / 2])
 }
 
 fn main() {
@@ -451,12 +441,12 @@ fn main() {
         "hook - reads",
         "encode",
         "hook in run",
-        "chunks: inline, ahead"
+        "chunks inline"
     );
     for (set, label) in sets {
         let (read, user) = read_cost(set);
-        let (hook, encode, _, _) = hook_and_encode(set, calls, 128 << 20);
-        let (hook_run, _, inline, ahead) = hook_and_encode(set, calls, 256 << 10);
+        let (hook, encode, _) = hook_and_encode(set, calls, 128 << 20);
+        let (hook_run, _, inline) = hook_and_encode(set, calls, 256 << 10);
         let words = (hpmtrace::stage::SAMPLE_HEAD_WORDS + events(set).len() - 1) as u64;
         let chunk = (256 << 10) / collect::STAGE_CHUNKS as u64;
         let chunks = 2 * calls * words * 8 / chunk;
@@ -478,7 +468,7 @@ fn main() {
             hook - 2.0 * read,
             encode,
             hook_run,
-            format!("{inline}, {ahead} of {chunks}")
+            format!("{inline} of {chunks}")
         );
     }
     let _ = std::fs::remove_dir_all(&dir);

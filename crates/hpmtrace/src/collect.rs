@@ -5,8 +5,8 @@
 //! into their thread's staging ring of [`STAGE_CHUNKS`] chunks: no lock,
 //! no allocation, no system call unless a counter needs one. Full chunks
 //! are encoded in order, under the stream's mutex, by the process's
-//! encoder thread, by the recording thread when nobody else does, and
-//! ahead ([`Ahead`]); trace-off and reading the trace encode the rest.
+//! encoder thread or by the recording thread when nobody else does;
+//! trace-off and reading the trace encode the rest.
 //! docs/hpmtrace.md ("Staging and the encoder thread") gives the design
 //! and its reasons.
 //!
@@ -27,7 +27,7 @@ use crate::linux::{
     advise_huge_pages, check_group_runs, software_stand_in, zeroed_buffer, OpenError, PerfGroup,
     ThreadTimer, TraceClock,
 };
-use crate::nexus::write::{ChainState, NexusWriter, WriterConfig, SYNC_PERIOD};
+use crate::nexus::write::{NexusWriter, WriterConfig};
 use crate::nexus::MAX_SOURCES;
 use crate::sink::VecBuffer;
 use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
@@ -82,42 +82,8 @@ pub struct Config {
     /// program that must not get another thread; the C API's
     /// `HPMTRACE_ENCODER_THREAD=0`).
     pub encoder_thread: bool,
-    /// Whether a recording thread whose staging buffer is full encodes
-    /// its newest chunk while the encoder thread works on older ones
-    /// (see [`Ahead`]).
-    pub ahead: Ahead,
     /// Trigger.
     pub mode: Mode,
-}
-
-/// Encoding ahead: a recording thread whose staging chunks all wait for
-/// the encoder thread encodes the chunk it has just filled into bytes of
-/// its own, from its predecessor's last sample and a guessed sync
-/// position; the encoder thread appends them in the chunk's turn if they
-/// start from exactly its own state, and encodes the chunk itself
-/// otherwise. Two cores then share one thread's encoding, and the trace
-/// is the same bytes either way ([`Stats::ahead_chunks`],
-/// [`Stats::ahead_rejected`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ahead {
-    /// Never.
-    Off,
-    /// When every chunk waits for a running encoder thread (the default).
-    WhenWaiting,
-    /// Whenever an ahead slot is free, encoder thread or not (for tests:
-    /// it exercises the hand-over as much as possible).
-    Always,
-}
-
-impl Ahead {
-    /// [`Ahead::Off`] when the environment says `HPMTRACE_AHEAD=0` (also
-    /// `no`, `false`), else [`Ahead::WhenWaiting`]: the C API's choice.
-    pub fn from_env() -> Ahead {
-        match std::env::var("HPMTRACE_AHEAD").as_deref() {
-            Ok("0") | Ok("no") | Ok("false") => Ahead::Off,
-            _ => Ahead::WhenWaiting,
-        }
-    }
 }
 
 /// What [`configure`] does with an event this machine cannot count (it
@@ -207,7 +173,6 @@ struct Collector {
     buffer_bytes: usize,
     stage_words: usize,
     encoder_thread: bool,
-    ahead: Ahead,
     max_threads: u32,
     mode: Mode,
     id: u64,
@@ -220,97 +185,6 @@ struct Encoding {
     /// Words of chunk `Stream::encoded` already encoded (non-zero only
     /// after that chunk was read while it was being filled).
     consumed: usize,
-    /// `writer.messages_to_sync()` at the start of chunk
-    /// `Stream::encoded`, and the message count (modulo [`SYNC_PERIOD`])
-    /// of the chunk before it: what [`Stream::basis`] publishes.
-    start_left: u32,
-    last_count: u32,
-}
-
-/// Chunks one thread may have encoded ahead and waiting for their turn.
-/// One would do if the encoder thread always came to it before the thread
-/// needs to encode ahead again, but it often does not: with one the
-/// recording thread still waits while its one chunk waits its turn
-/// (crates/hpmtrace/BENCH.md has the choice of three).
-const AHEAD_SLOTS: usize = 3;
-
-/// Where a chunk encoded ahead waits ([`Ahead`]): allocated with the
-/// stream, filled by its owner, used by the encoder in the chunk's turn.
-struct AheadSlot {
-    /// False: the owner's, to fill. True: filled, waiting for its turn;
-    /// only the holder of the stream's `enc` lock reads it then, and gives
-    /// it back (stores false) when done.
-    waiting: AtomicBool,
-    chunk: UnsafeCell<AheadChunk>,
-}
-
-/// A chunk encoded ahead by its recording thread ([`Ahead`]).
-struct AheadChunk {
-    /// Sequence number of the chunk encoded.
-    seq: u64,
-    /// The encoder's state before the chunk, as the encoder thread must
-    /// find its own to use the bytes.
-    start: Replay,
-    start_chain: ChainState,
-    /// The encoder's state after the chunk, and the chunk's bytes.
-    replay: Replay,
-    writer: NexusWriter<VecBuffer>,
-}
-
-/// What the recording thread knows of the sync position at the start of
-/// chunk `seq`: `left` messages to the next sync there, and `count`
-/// (modulo [`SYNC_PERIOD`]) messages made by the chunk before it, which it
-/// takes for every chunk after it; `sure` when the two chunks before made
-/// the same count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Basis {
-    seq: u64,
-    left: u32,
-    count: u32,
-    sure: bool,
-}
-
-impl Basis {
-    /// Basis for chunk `seq`, whose predecessor went from `before` to
-    /// `after` messages to the next sync; `sure` if the one before that
-    /// made the same count.
-    fn after_chunk(seq: u64, before: u32, after: u32, prev_count: Option<u32>) -> Basis {
-        // Each message counts one down, modulo the period.
-        let count = (before + SYNC_PERIOD - after) % SYNC_PERIOD;
-        Basis {
-            seq,
-            left: after,
-            count,
-            sure: prev_count.is_none_or(|c| c == count),
-        }
-    }
-
-    /// Packed for [`Stream::basis`] (0: none yet).
-    fn pack(self) -> u64 {
-        debug_assert!(self.left < 1 << 15 && self.count < 1 << 15);
-        self.seq << 32
-            | (self.sure as u64) << 31
-            | (self.left as u64) << 16
-            | self.count as u64
-            | 1 << 15
-    }
-
-    fn unpack(v: u64) -> Option<Basis> {
-        (v & 1 << 15 != 0).then_some(Basis {
-            seq: v >> 32,
-            left: (v >> 16) as u32 & 0x7fff,
-            count: v as u32 & 0x7fff,
-            sure: v & 1 << 31 != 0,
-        })
-    }
-
-    /// Messages to the next sync at the start of chunk `seq`, if every
-    /// chunk from this one's on makes `count` messages.
-    fn left_at(self, seq: u64) -> u32 {
-        let p = SYNC_PERIOD as u64;
-        let made = (seq - self.seq) % p * self.count as u64 % p;
-        ((self.left as u64 + p - made) % p) as u32
-    }
 }
 
 /// One thread's trace: its staging chunks (written by the thread alone)
@@ -338,24 +212,12 @@ struct Stream {
     /// only under `enc`'s lock (release).
     encoded: AtomicU64,
     enc: Mutex<Encoding>,
-    /// Chunks encoded ahead (none with [`Ahead::Off`]), and how many of
-    /// them were used and encoded again in turn ([`Stats::ahead_chunks`],
-    /// [`Stats::ahead_rejected`]; the owner pauses after a rejection).
-    ahead: Box<[AheadSlot]>,
-    ahead_used: AtomicU64,
-    ahead_rejected: AtomicU64,
-    /// [`Basis::pack`] of the chunk `encoded` as the encoders last left
-    /// it (0 before any chunk is encoded).
-    basis: AtomicU64,
 }
 
 // SAFETY: a slot's words at and past its published length are written only
 // by the owning thread; words below it are read only under `enc`'s lock
 // and written again only after `encoded` has moved past the chunk, i.e.
-// after every reader is done with them (see `Stream::encode_slot`). An
-// ahead slot's chunk is touched by the owner only while `waiting` is false
-// and by the holder of `enc`'s lock only while it is true, the flag's
-// release stores ordering each side's accesses before the other's.
+// after every reader is done with them (see `Stream::encode_slot`).
 unsafe impl Sync for Stream {}
 // SAFETY: as for Sync: the stage is plain memory owned by the stream and
 // the rules above hold whichever thread holds it.
@@ -374,55 +236,12 @@ impl Stream {
         if e >= self.written.load(Ordering::Acquire) {
             return false;
         }
-        // The owner stored the chunk's final length (and deposited an
-        // ahead chunk) before publishing `written`.
-        if !(enc.consumed == 0 && self.merge_ahead(enc, e)) {
-            self.encode_slot(enc, e);
-        }
+        // The owner stored the chunk's final length before publishing
+        // `written`.
+        self.encode_slot(enc, e);
         enc.consumed = 0;
-        let left = enc.writer.messages_to_sync();
-        let basis = Basis::after_chunk(e + 1, enc.start_left, left, Some(enc.last_count));
-        (enc.start_left, enc.last_count) = (left, basis.count);
-        self.basis.store(basis.pack(), Ordering::Release);
         self.encoded.store(e + 1, Ordering::Release);
         true
-    }
-
-    /// If the owner encoded chunk `e` ahead from the state `enc` is in
-    /// now, append its bytes and take over its state; returns whether it
-    /// did. Ahead chunks for `e` or earlier ones are given back to the
-    /// owner either way. Called under `enc`'s lock, before any of chunk
-    /// `e` is encoded.
-    fn merge_ahead(&self, enc: &mut Encoding, e: u64) -> bool {
-        let mut merged = false;
-        for slot in self.ahead.iter() {
-            if !slot.waiting.load(Ordering::Acquire) {
-                continue;
-            }
-            // SAFETY: a waiting slot is only touched by the holder of
-            // `enc`'s lock, which we are (see the Sync impl).
-            let a = unsafe { &*slot.chunk.get() };
-            if a.seq > e {
-                continue;
-            }
-            let ok = a.seq == e
-                && enc.replay.same_state(&a.start)
-                && enc.writer.chain_state() == a.start_chain
-                && a.writer.inner().dropped() == 0
-                && enc
-                    .writer
-                    .append_encoded(a.writer.inner().data(), a.writer.chain_state())
-                    .is_ok();
-            if ok {
-                enc.replay.continue_with(&a.replay);
-                self.ahead_used.fetch_add(1, Ordering::Relaxed);
-                merged = true;
-            } else {
-                self.ahead_rejected.fetch_add(1, Ordering::Relaxed);
-            }
-            slot.waiting.store(false, Ordering::Release);
-        }
-        merged
     }
 
     /// Encode the published samples of chunk `seq` from `enc.consumed`
@@ -487,13 +306,6 @@ struct Local {
     group: PerfGroup,
     stream: Arc<Stream>,
     timer: Option<ThreadTimer>,
-    /// Encoding ahead: the mode, where this thread's last ahead chunk
-    /// left the sync position, and how many more chances to skip after a
-    /// rejected one.
-    ahead_mode: Ahead,
-    ahead_basis: Option<Basis>,
-    ahead_skip: u32,
-    ahead_rejected_seen: u64,
 }
 
 impl Local {
@@ -534,21 +346,8 @@ impl Local {
         // The next slot last held chunk `next - STAGE_CHUNKS`; it is free
         // once that one is encoded. The chunks before this one are
         // complete, so the oldest is encodable.
-        let next_slot_busy =
-            |s: &Stream| s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
-        let ahead = match self.ahead_mode {
-            Ahead::Off => false,
-            Ahead::WhenWaiting => {
-                let s = &*self.stream;
-                s.background && ENCODER_AWAKE.load(Ordering::Acquire) && next_slot_busy(s)
-            }
-            Ahead::Always => true,
-        };
-        if ahead {
-            self.encode_ahead();
-        }
         let s = &*self.stream;
-        let waiting = || next_slot_busy(s);
+        let waiting = || s.encoded.load(Ordering::Acquire) + (STAGE_CHUNKS as u64) <= next;
         let fork = if waiting() { Some(fork_read()) } else { None };
         while waiting() {
             // The encoder thread is awake: it is encoding this stream or
@@ -599,94 +398,6 @@ impl Local {
                 t.unpark();
             }
         }
-    }
-
-    /// Encode the chunk just filled (`self.seq`, not published yet) into
-    /// this stream's ahead chunk and deposit it for the encoder thread
-    /// ([`Ahead`]). Does nothing when the previous ahead chunk still
-    /// waits, after a recent rejection, or when the sync position cannot
-    /// be foreseen.
-    #[cold]
-    #[inline(never)]
-    fn encode_ahead(&mut self) {
-        let s = &*self.stream;
-        let w = self.seq;
-        let rejected = s.ahead_rejected.load(Ordering::Relaxed);
-        if rejected != self.ahead_rejected_seen {
-            // A wrong guess costs a chunk's encoding: pause a little.
-            self.ahead_rejected_seen = rejected;
-            self.ahead_skip = 4;
-        }
-        if self.ahead_skip > 0 {
-            self.ahead_skip -= 1;
-            return;
-        }
-        let Some(slot) = s
-            .ahead
-            .iter()
-            .find(|slot| !slot.waiting.load(Ordering::Acquire))
-        else {
-            return;
-        };
-        // The sync position: from the newest of what the encoders
-        // published and this thread's last ahead chunk; at the stream's
-        // start it is known.
-        let published = Basis::unpack(s.basis.load(Ordering::Acquire));
-        let basis = match (published, self.ahead_basis) {
-            (Some(p), Some(o)) if o.seq > p.seq => Some(o),
-            (Some(p), _) => Some(p),
-            (None, o) => o,
-        };
-        let left = match basis {
-            _ if w == 0 => 0,
-            Some(b) if b.seq <= w && (b.seq == w || b.sure) => b.left_at(w),
-            _ => return,
-        };
-        // SAFETY: a slot that is not waiting is only touched by its owner,
-        // this thread (see the Sync impl).
-        let a = unsafe { &mut *slot.chunk.get() };
-        let words = self.words;
-        let slot_words = |seq: u64, len: usize| {
-            let slot = (seq % STAGE_CHUNKS as u64) as usize;
-            // SAFETY: the slot's first `len` words are complete samples
-            // of chunk `seq`, which nobody writes until it is encoded (this
-            // thread is the only writer, and it is here); the slot lies
-            // inside the stage.
-            unsafe {
-                std::slice::from_raw_parts(
-                    (s.stage.as_ptr() as *const u64).add(slot * s.chunk_words),
-                    len,
-                )
-            }
-        };
-        // The previous chunk's last sample: its slot is refilled by chunk
-        // w + 3 only, which this thread starts after publishing w.
-        let prev = if w == 0 {
-            None
-        } else {
-            let len = s.lens[((w - 1) % STAGE_CHUNKS as u64) as usize].load(Ordering::Relaxed);
-            if len < words {
-                return;
-            }
-            Some(&slot_words(w - 1, len)[len - words..])
-        };
-        if !a.replay.resume_after(prev) {
-            return;
-        }
-        a.writer.inner_mut().clear();
-        a.writer.resume(prev.map_or(0, |p| p[3]), left);
-        a.start.clone_from(&a.replay);
-        a.start_chain = a.writer.chain_state();
-        let _ = a.replay.replay(&mut a.writer, slot_words(w, self.filled));
-        a.seq = w;
-        // Taken as sure: a wrong guess is caught in the chunk's turn.
-        self.ahead_basis = Some(Basis::after_chunk(
-            w + 1,
-            left,
-            a.writer.messages_to_sync(),
-            None,
-        ));
-        slot.waiting.store(true, Ordering::Release);
     }
 }
 
@@ -984,7 +695,6 @@ pub fn configure(cfg: &Config) -> Result<(), Error> {
         buffer_bytes,
         stage_words: stage_bytes / 8,
         encoder_thread: cfg.encoder_thread,
-        ahead: cfg.ahead,
         max_threads: cfg.max_threads,
         mode: cfg.mode,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -1048,32 +758,6 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
     advise_huge_pages(stage.spare_capacity_mut());
     // Writes every word: the pages fault here, not in traced code.
     stage.resize_with(cap * STAGE_CHUNKS, || UnsafeCell::new(0u64));
-    // Allocated now: a thread may first need them in a signal handler.
-    let ahead_slots = if c.ahead == Ahead::Off {
-        0
-    } else {
-        AHEAD_SLOTS
-    };
-    let ahead = (0..ahead_slots)
-        .map(|_| AheadSlot {
-            waiting: AtomicBool::new(false),
-            chunk: UnsafeCell::new(AheadChunk {
-                seq: u64::MAX,
-                start: replay.clone(),
-                start_chain: ChainState::default(),
-                replay: replay.clone(),
-                // Room for a chunk's messages: four times the samples'
-                // size, more than records take (a chunk that does not fit
-                // is encoded again in its turn). Zeroed pages the OS maps
-                // when first written.
-                writer: NexusWriter::new(
-                    c.framing,
-                    src as u16,
-                    VecBuffer::new(zeroed_buffer(4 * 8 * cap, false)),
-                ),
-            }),
-        })
-        .collect();
     let stream = Arc::new(Stream {
         src: src as u16,
         background: c.encoder_thread
@@ -1092,13 +776,7 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
                 VecBuffer::new(zeroed_buffer(c.buffer_bytes, true)),
             ),
             consumed: 0,
-            start_left: 0,
-            last_count: 0,
         }),
-        ahead,
-        ahead_used: AtomicU64::new(0),
-        ahead_rejected: AtomicU64::new(0),
-        basis: AtomicU64::new(0),
     });
     {
         let _fork = fork_read();
@@ -1119,10 +797,6 @@ fn new_local(c: &Collector) -> Option<Box<Local>> {
         group,
         stream,
         timer: None,
-        ahead_mode: c.ahead,
-        ahead_basis: None,
-        ahead_skip: 0,
-        ahead_rejected_seen: 0,
     }))
 }
 
@@ -1328,13 +1002,6 @@ pub struct Stats {
     /// running, busy with another thread's, or off:
     /// [`Config::encoder_thread`]).
     pub inline_chunks: u64,
-    /// Staging chunks a recording thread encoded ahead whose bytes went
-    /// into the trace ([`Ahead`]).
-    pub ahead_chunks: u64,
-    /// Chunks encoded ahead and then encoded again in turn: the state they
-    /// started from was not the encoder's (the sync position guessed
-    /// wrong), or the trace buffer had no room for all their bytes.
-    pub ahead_rejected: u64,
 }
 
 /// Current statistics (staged samples are encoded first).
@@ -1355,9 +1022,6 @@ pub fn stats() -> Stats {
             s.wide_overflows += e.wide_overflows;
             s.bytes += enc.writer.inner().data().len() as u64;
             s.dropped_messages += enc.writer.inner().dropped();
-            // After the drain, which may have used ahead chunks.
-            s.ahead_chunks += b.ahead_used.load(Ordering::Relaxed);
-            s.ahead_rejected += b.ahead_rejected.load(Ordering::Relaxed);
         }
     });
     s
@@ -1466,7 +1130,6 @@ mod tests {
             max_threads: 1,
             unavailable: Unavailable::Fail,
             encoder_thread: false,
-            ahead: Ahead::Off,
             mode: Mode::Manual,
         };
         let current = || COLLECTOR.lock().unwrap().clone().expect("a configuration");

@@ -124,49 +124,6 @@ impl Encoder {
         res
     }
 
-    /// Put the encoder in the state it has right after encoding a sample,
-    /// as if every sample before it had been encoded too: a trace-on
-    /// (`kind` `None`) or a record of `kind`, with `addrs` and `readings`
-    /// (record order) as [`Encoder::trace_on`] and [`Encoder::record`]
-    /// take them. Delta and DeltaXOR depend only on the last sample, so a
-    /// staging chunk can be encoded from its predecessor's last sample
-    /// without the samples before ([`crate::stage::Replay::resume_after`]).
-    /// The statistics start again from zero.
-    pub fn resume_after(&mut self, kind: Option<RecordType>, addrs: [u64; 2], readings: &[u64]) {
-        self.stats = EncoderStats::default();
-        let xor = kind.is_some() && self.header.count_type == CountType::DeltaXor;
-        for (i, c) in self.ctr[..self.n].iter_mut().enumerate() {
-            let r = readings.get(i).copied().unwrap_or(0);
-            c.prev = r;
-            c.xor_prev = if xor { r } else { 0 };
-        }
-        self.last_addr = match kind {
-            None => 0,
-            Some(k) => addrs[k.address_count() - 1],
-        };
-    }
-
-    /// Whether `other` encodes the next record exactly as this one would:
-    /// same header and Delta/DeltaXOR state (statistics aside).
-    pub fn same_state(&self, other: &Encoder) -> bool {
-        self.header == other.header
-            && self.n == other.n
-            && self.last_addr == other.last_addr
-            && self.ctr[..self.n] == other.ctr[..other.n]
-    }
-
-    /// Go on from `later`, an encoder that started in this one's state
-    /// ([`Encoder::same_state`]) and encoded the records that follow:
-    /// take its state and add its statistics to this one's.
-    pub fn continue_with(&mut self, later: &Encoder) {
-        debug_assert!(self.header == later.header);
-        self.ctr = later.ctr;
-        self.last_addr = later.last_addr;
-        self.stats.records += later.stats.records;
-        self.stats.wide_overflows += later.stats.wide_overflows;
-        self.stats.stopped_records += later.stats.stopped_records;
-    }
-
     /// The value an address is recorded as (DeltaXOR: the change from the
     /// previous one).
     #[inline(always)]

@@ -27,7 +27,7 @@
 //! while a thread holds one of the collector's locks (module
 //! [`crate::collect`]).
 
-use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
+use crate::collect::{self, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
 use crate::nexus::write::WriterConfig;
 use std::path::{Path, PathBuf};
@@ -77,12 +77,6 @@ impl SessionBuilder {
     /// [`Config::encoder_thread`]).
     pub fn encoder_thread(mut self, on: bool) -> Self {
         self.cfg.encoder_thread = on;
-        self
-    }
-    /// Whether recording threads encode ahead of the encoder thread
-    /// (default [`Ahead::WhenWaiting`]).
-    pub fn ahead(mut self, a: Ahead) -> Self {
-        self.cfg.ahead = a;
         self
     }
     /// Most threads traced at once (default 1).
@@ -143,7 +137,6 @@ impl Session {
                 max_threads: 1,
                 unavailable: Unavailable::Fail,
                 encoder_thread: true,
-                ahead: Ahead::WhenWaiting,
                 mode: Mode::Manual,
             },
             output: None,

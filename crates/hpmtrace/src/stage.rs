@@ -87,41 +87,8 @@ impl Replay {
         &self.enc
     }
 
-    /// Put the encoder in the state it has right after replaying the
-    /// whole sample `prev` (`None`: before the first sample), as
-    /// [`Encoder::resume_after`] does. Returns false, leaving the state
-    /// alone, when `prev` is not a sample this replayer encodes (wrong
-    /// length, unknown tag).
-    pub fn resume_after(&mut self, prev: Option<&[u64]>) -> bool {
-        let Some(s) = prev else {
-            self.enc = Encoder::new(*self.enc.header());
-            return true;
-        };
-        if s.len() != self.words {
-            return false;
-        }
-        let kind = match s[0] {
-            TAG_TRACE_ON => None,
-            tag => match record_kind(tag) {
-                Some(kind) => Some(kind),
-                None => return false,
-            },
-        };
-        let mut copy = [0u64; MAX_COUNTERS];
-        let readings = self.readings(s, &mut copy);
-        self.enc.resume_after(kind, [s[1], s[2]], readings);
-        true
-    }
-
     /// The readings of sample `s` in record order (`copy` holds them when
     /// the timestamp goes between the values).
-    #[inline(always)]
-    fn readings<'a>(&self, s: &'a [u64], copy: &'a mut [u64; MAX_COUNTERS]) -> &'a [u64] {
-        Self::readings_shaped(s, copy, self.enc.counters(), self.ts_pos)
-    }
-
-    /// [`Replay::readings`] with `n` and `ts_pos` passed in
-    /// ([`Replay::replay_shaped`]).
     #[inline(always)]
     fn readings_shaped<'a>(
         s: &'a [u64],
@@ -142,18 +109,6 @@ impl Replay {
                 &copy[..n]
             }
         }
-    }
-
-    /// Whether `other` replays the next sample exactly as this one would
-    /// ([`Encoder::same_state`]).
-    pub fn same_state(&self, other: &Replay) -> bool {
-        self.ts_pos == other.ts_pos && self.enc.same_state(&other.enc)
-    }
-
-    /// Go on from `later`, which started in this one's state and replayed
-    /// the samples that follow ([`Encoder::continue_with`]).
-    pub fn continue_with(&mut self, later: &Replay) {
-        self.enc.continue_with(&later.enc);
     }
 
     /// Encode the whole samples in `words` into `sink`, in order. A
@@ -535,67 +490,6 @@ mod tests {
             }
         }
         assert_eq!(cases, 2 * 3 * (10 + 10 + 9));
-    }
-
-    /// A chunk encoded on its own, from the previous sample
-    /// (`resume_after`) and the writer's chain state at the split
-    /// (`NexusWriter::resume`), then appended (`append_encoded`,
-    /// `continue_with`), gives the bytes and statistics of encoding the
-    /// stream in one go; and the sync position after `n` messages is the
-    /// one before minus `n` modulo the period, which the collector relies
-    /// on to foresee it.
-    #[test]
-    fn chunk_encoded_from_previous_sample_appends_to_identical_bytes() {
-        use crate::nexus::write::SYNC_PERIOD;
-        let mut r = Rng(0x0a4e_ad00_c4a1_0001);
-        for round in 0..300 {
-            let (h, ts_pos, _, ops, cfg) = random_case(&mut r, 2);
-            let mut rp = Replay::new(h, ts_pos);
-            let words = rp.sample_words();
-            let mut samples = vec![0u64; words * ops.len()];
-            for (d, (tag, a0, a1, ts, vals)) in samples.chunks_exact_mut(words).zip(&ops) {
-                write_sample(d, *tag, *a0, *a1, *ts, vals);
-            }
-            let whole = {
-                let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
-                let mut rp = Replay::new(h, ts_pos);
-                rp.replay(&mut w, &samples).unwrap();
-                (w.into_inner().data().to_vec(), rp.encoder().stats())
-            };
-            let k = r.below(ops.len() as u64 + 1) as usize;
-            let (head, tail) = samples.split_at(k * words);
-            let mut w = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
-            let left0 = w.messages_to_sync();
-            rp.replay(&mut w, head).unwrap();
-            // Messages framed so far, sync messages aside.
-            let mut log = crate::sink::WriteLog::default();
-            Replay::new(h, ts_pos).replay(&mut log, head).unwrap();
-            let made = log.writes.len() as u32 % SYNC_PERIOD;
-            assert_eq!(
-                w.messages_to_sync(),
-                (left0 + 2 * SYNC_PERIOD - made) % SYNC_PERIOD,
-                "round {round}"
-            );
-            let prev = k
-                .checked_sub(1)
-                .map(|i| &samples[i * words..(i + 1) * words]);
-            let mut ahead = Replay::new(h, ts_pos);
-            assert!(ahead.resume_after(prev), "round {round}");
-            assert!(rp.same_state(&ahead), "round {round}: state at {k}");
-            let mut aw = NexusWriter::new(cfg, 3, VecBuffer::with_capacity(1 << 22));
-            aw.resume(prev.map_or(0, |p| p[3]), w.messages_to_sync());
-            assert_eq!(aw.chain_state(), w.chain_state(), "round {round}");
-            ahead.replay(&mut aw, tail).unwrap();
-            w.append_encoded(aw.inner().data(), aw.chain_state())
-                .unwrap();
-            rp.continue_with(&ahead);
-            assert_eq!(
-                w.into_inner().data(),
-                &whole.0[..],
-                "round {round}: split at {k}"
-            );
-            assert_eq!(rp.encoder().stats(), whole.1, "round {round}");
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! with and without the encoder thread. One test function: the collector
 //! is process-wide.
 
-use hpmtrace::collect::{self, Ahead, Mode};
+use hpmtrace::collect::{self, Mode};
 use hpmtrace::encoder::Encoder;
 use hpmtrace::format::{hw, width_mask, CountType, Event, RecordType, TIMESTAMP_COUNTER_INDEX};
 use hpmtrace::linux::sw;
@@ -117,7 +117,7 @@ fn check_values(items: &[Item], ct: CountType) {
 /// Function hooks with the trace clock and context switches, a staging
 /// buffer of 4096 bytes (4 chunks of 128 words) and room for the whole
 /// trace.
-fn small_stage(count_type: CountType, encoder_thread: bool, ahead: Ahead) -> SessionBuilder {
+fn small_stage(count_type: CountType, encoder_thread: bool) -> SessionBuilder {
     Session::builder()
         .count_type(count_type)
         .event(Event::General {
@@ -129,13 +129,12 @@ fn small_stage(count_type: CountType, encoder_thread: bool, ahead: Ahead) -> Ses
         .mode(Mode::FuncEntryExit)
         .stage_bytes(4096)
         .encoder_thread(encoder_thread)
-        .ahead(ahead)
         .buffer_bytes(8 << 20)
 }
 
-fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
+fn run(count_type: CountType, encoder_thread: bool) {
     // A sample is 6 words: a thread hands over a chunk every 21 records.
-    let s = small_stage(count_type, encoder_thread, ahead)
+    let s = small_stage(count_type, encoder_thread)
         .event(Event::LinuxSoftware {
             code: sw::TASK_CLOCK,
         })
@@ -186,66 +185,16 @@ fn run(count_type: CountType, encoder_thread: bool, ahead: Ahead) {
     assert_eq!(records, 4 * 3000 + 1, "{count_type:?}");
     assert_eq!(stats.streams, 3);
     assert_eq!(stats.dropped_messages, 0);
-    if !encoder_thread && ahead == Ahead::Off {
+    if !encoder_thread {
         // 12001 records in chunks of 21, and nobody else encodes while
         // the threads record: all but the last few chunks of each thread.
         assert!(stats.inline_chunks > 100, "{}", stats.inline_chunks);
     }
-    eprintln!(
-        "{count_type:?} encoder thread {encoder_thread} {ahead:?}: {} chunks encoded ahead used, {} not, {} inline",
-        stats.ahead_chunks, stats.ahead_rejected, stats.inline_chunks
-    );
 
     assert_eq!(stats.bytes, bytes.len() as u64);
     let again = encode_at_once(&items, framing, 3);
     assert_eq!(again.len(), bytes.len(), "{count_type:?}: lengths differ");
     assert!(again == bytes, "{count_type:?}: bytes differ");
-}
-
-/// Encoding ahead, deterministically: one thread, no encoder thread, so
-/// the thread encodes every chunk itself, in turn or ahead
-/// ([`Ahead::Always`]). Records of one shape (addresses under 4 GiB,
-/// small changes) make the same messages per chunk, so the sync position
-/// the thread foresees is right and chunks encoded ahead are used; the
-/// trace must be the bytes encoded at once.
-fn run_ahead_uniform() {
-    // A sample is 5 words: 25 records a chunk.
-    let s = small_stage(CountType::Delta, false, Ahead::Always)
-        .start()
-        .unwrap();
-    let framing = s.writer_config();
-    for i in 0..10_000u64 {
-        let f = 0x40_0000 + 2 * (i % 64);
-        collect::hook(RecordType::FuncEnter, f as usize, 0x40_1000);
-        collect::hook(RecordType::FuncExit, f as usize, 0x40_1000);
-    }
-    let stats = s.stats();
-    let bytes = s.bytes();
-    s.finish().unwrap();
-    let items = decode(&bytes, framing);
-    let records = items
-        .iter()
-        .filter(|i| matches!(i, Item::Record(_)))
-        .count();
-    assert_eq!(records, 20_000);
-    assert_eq!(stats.dropped_messages, 0);
-    // 800 chunks. A chunk encoded ahead waits for its turn, three chunks
-    // later, in one of the stream's three ahead slots; the thread encodes
-    // ahead whenever a slot is free: three chunks in four (600 of 800
-    // here), and at least an eighth even if a rejection (a record that
-    // made other messages) paused it.
-    let chunks = 20_001 / 25;
-    eprintln!(
-        "one shape, no encoder thread, Ahead::Always: {} of {chunks} chunks encoded ahead used, {} not",
-        stats.ahead_chunks, stats.ahead_rejected
-    );
-    assert!(
-        stats.ahead_chunks >= chunks / 8,
-        "{} of {chunks} chunks encoded ahead were used ({stats:?})",
-        stats.ahead_chunks
-    );
-    let again = encode_at_once(&items, framing, 1);
-    assert!(again == bytes, "bytes differ");
 }
 
 /// Counters that stay put between most records and move at known ones:
@@ -255,9 +204,7 @@ fn run_ahead_uniform() {
 /// an unchanged tail of counters whole, so a stale copy would record 0)
 /// and the trace must be the bytes encoded at once.
 fn run_counter_stays_put(count_type: CountType) {
-    let s = small_stage(count_type, true, Ahead::WhenWaiting)
-        .start()
-        .unwrap();
+    let s = small_stage(count_type, true).start().unwrap();
     let framing = s.writer_config();
     let calls = 3000u64;
     for i in 0..calls {
@@ -321,14 +268,11 @@ fn run_counter_stays_put(count_type: CountType) {
 
 #[test]
 fn staged_trace_equals_trace_encoded_at_once() {
-    run_ahead_uniform();
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
         run_counter_stays_put(ct);
     }
     for ct in [CountType::Delta, CountType::DeltaXor, CountType::Raw] {
-        for ahead in [Ahead::WhenWaiting, Ahead::Always, Ahead::Off] {
-            run(ct, true, ahead);
-            run(ct, false, ahead);
-        }
+        run(ct, true);
+        run(ct, false);
     }
 }

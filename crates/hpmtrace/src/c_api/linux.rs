@@ -17,10 +17,8 @@
 //! - **a thread**: the first init call starts the encoder thread
 //!   (`hpmtrace-enc`, every signal blocked), which encodes full staging
 //!   chunks while the program runs; `perfTraceOff()` and
-//!   `perfWriteTrace()` wait for it and encode the rest. A thread whose
-//!   staging buffer is full encodes its newest chunk meanwhile
-//!   ([`crate::collect::Ahead`]; `HPMTRACE_AHEAD=0`, also `no`, `false`,
-//!   turns that off). `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
+//!   `perfWriteTrace()` wait for it and encode the rest.
+//!   `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
 //!   starts no thread: samples are then encoded at `perfTraceOff()` and
 //!   `perfWriteTrace()`, and by a recording thread itself whenever its
 //!   staging buffer is full (a staging buffer that holds the whole run
@@ -166,7 +164,6 @@ unsafe fn init(
             Unavailable::LeaveOut
         },
         encoder_thread: encoder_thread(),
-        ahead: collect::Ahead::from_env(),
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {

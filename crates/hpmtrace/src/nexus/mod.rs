@@ -108,16 +108,6 @@ pub(crate) struct TimestampChain {
 }
 
 impl TimestampChain {
-    /// The chain right after a message at `last` (already masked), with
-    /// `left` messages to go before the next sync (at most
-    /// [`SYNC_PERIOD`]; 0: sync first).
-    pub(crate) fn resumed(last: u64, left: u32) -> Self {
-        TimestampChain {
-            last,
-            left: left.min(SYNC_PERIOD),
-        }
-    }
-
     /// A sync message carried the full timestamp `ts`.
     #[inline(always)]
     pub(crate) fn synced(&mut self, ts: u64) {

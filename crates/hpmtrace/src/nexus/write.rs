@@ -571,13 +571,6 @@ pub struct NexusWriter<B> {
     out: B,
 }
 
-/// Where a writer's timestamp chain stands between records: the last
-/// message's timestamp and the messages left before the next sync. Two
-/// writers of one configuration in equal states frame the next record
-/// alike ([`NexusWriter::append_encoded`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ChainState(TimestampChain);
-
 /// Index of a write size in [`NexusWriter`]'s first-field table: its
 /// discriminant (0, 1, 2).
 #[inline(always)]
@@ -675,41 +668,6 @@ impl<B: ByteSink> NexusWriter<B> {
     /// records: framing does not depend on what it holds).
     pub fn inner_mut(&mut self) -> &mut B {
         &mut self.out
-    }
-
-    /// The timestamp chain after the last complete header or record.
-    pub fn chain_state(&self) -> ChainState {
-        ChainState(self.framer.chain)
-    }
-
-    /// Data Acquisition messages this writer frames before it sends the
-    /// next sync message (0: the next message gets one first). Every
-    /// message counts one down from [`SYNC_PERIOD`], so after `n` more
-    /// messages it is this minus `n`, modulo [`SYNC_PERIOD`].
-    pub fn messages_to_sync(&self) -> u32 {
-        self.framer.chain.left() as u32
-    }
-
-    /// Go on as if the last message framed had the timestamp `ts` and
-    /// `left` messages were to go before the next sync (see
-    /// [`NexusWriter::messages_to_sync`]), whatever came before: a writer
-    /// resumed so frames a chunk of records exactly as the writer that
-    /// framed everything before it would, if `ts` and `left` are right.
-    pub fn resume(&mut self, ts: u64, left: u32) {
-        self.framer.chain = TimestampChain::resumed(ts & self.ts_mask, left);
-    }
-
-    /// Append `bytes` that another writer of this configuration and
-    /// source framed from this writer's [`NexusWriter::chain_state`] on,
-    /// ending in the state `end`: whole, or, when the sink has no room for
-    /// them, nothing (`Stopped`, and this writer is unchanged: the caller
-    /// frames those records itself, which stops on wrap at a record).
-    pub fn append_encoded(&mut self, bytes: &[u8], end: ChainState) -> Result<(), Stopped> {
-        let buf = self.out.spare(bytes.len()).ok_or(Stopped)?;
-        buf[..bytes.len()].copy_from_slice(bytes);
-        self.out.commit(bytes.len());
-        self.framer.chain = end.0;
-        Ok(())
     }
 
     /// Take the byte sink back.
