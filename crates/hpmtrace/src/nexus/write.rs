@@ -819,49 +819,8 @@ mod tests {
     use super::*;
     use crate::sink::VecBuffer;
 
-    #[test]
-    fn da_message_bytes_by_hand() {
-        // Channel 6, 8-bit write of 2, first timestamp 0x41, src_bits 0.
-        let mut w = NexusWriter::new(WriterConfig::default(), 0, VecBuffer::with_capacity(64));
-        w.put_writes(&[ItcWrite::w8(2)], 0x41).unwrap();
-        w.put_writes(&[ItcWrite::w8(1)], 0x43).unwrap();
-        let expect: &[u8] = &[
-            // ICT sync: TCODE 35 = 0b100011
-            35 << 2,
-            // CKSRC(4)=0, CKDF(2)=0 fill the next slice
-            0,
-            // CKDATA0 = 0, end of field
-            0b01,
-            // TIMESTAMP 0x41 = 0b1_000001: slices 0x01, 0x01, end of message
-            (0x01 << 2),
-            (0x01 << 2) | 0b11,
-            // DA: TCODE 7
-            7 << 2,
-            // IDTAG 0x1b = 0b011011: one slice, end of field
-            (0x1b << 2) | 0b01,
-            // DQDATA 2
-            (2 << 2) | 0b01,
-            // TIMESTAMP 0x41 ^ 0x41 = 0
-            0b11,
-            // second DA: data 1, timestamp 0x41 ^ 0x43 = 2
-            7 << 2,
-            (0x1b << 2) | 0b01,
-            (1 << 2) | 0b01,
-            (2 << 2) | 0b11,
-        ];
-        assert_eq!(w.inner().data(), expect);
-    }
-
-    #[test]
-    fn src_bits_for_sources() {
-        assert_eq!(WriterConfig::src_bits_for(1), 0);
-        assert_eq!(WriterConfig::src_bits_for(2), 1);
-        assert_eq!(WriterConfig::src_bits_for(3), 2);
-        assert_eq!(WriterConfig::src_bits_for(4), 2);
-        assert_eq!(WriterConfig::src_bits_for(5), 3);
-    }
-
-    use crate::test_rng::Rng;
+    // `Rng`, shared with the integration tests.
+    include!("../../tests/common/rng.rs");
 
     /// What a writer whose buffer stops on wrap must hold: every message
     /// framed on its own (each write its own call of `put_writes`, at its
