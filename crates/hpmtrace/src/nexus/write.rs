@@ -877,6 +877,19 @@ mod tests {
         )
     }
 
+    /// The timestamp of the next record: mostly a step of up to 2^40, now
+    /// and then the same or anywhere.
+    fn next_ts(r: &mut Rng, ts: u64) -> u64 {
+        match r.below(20) {
+            0 => r.next(),
+            1 => ts,
+            _ => {
+                let bits = r.below(40);
+                ts.wrapping_add(r.below(1 << bits))
+            }
+        }
+    }
+
     /// `put_writes` (a whole record at once, straight into the buffer,
     /// reusing recently framed messages) gives the bytes of framing the
     /// writes one by one, and stops on wrap at a record: random records
@@ -889,14 +902,13 @@ mod tests {
         let (mut stopped, mut fast) = (0, 0);
         for round in 0..300 {
             let (cfg, mut a, mut b) = writer_and_model(&mut r, 6000);
-            let mut pool = Vec::new();
-            for _ in 0..1 + r.below(300) {
-                pool.push(match r.below(4) {
+            let pool: Vec<u32> = (0..1 + r.below(300))
+                .map(|_| match r.below(4) {
                     0 => 0,
                     1 => r.below(64) as u32,
                     _ => r.next() as u32,
-                });
-            }
+                })
+                .collect();
             let mut ts = r.next();
             for rec in 0..1 + r.below(300) {
                 let mut writes = Vec::new();
@@ -912,12 +924,7 @@ mod tests {
                         _ => ItcWrite::w32(v),
                     });
                 }
-                let step_bits = r.below(40);
-                ts = match r.below(20) {
-                    0 => r.next(),
-                    1 => ts,
-                    _ => ts.wrapping_add(r.below(1 << step_bits)),
-                };
+                ts = next_ts(&mut r, ts);
                 let ra = a.put_writes(&writes, ts);
                 assert_eq!(ra, b.record(&writes, ts), "round {round} record {rec}");
                 if ra.is_ok() {
@@ -984,14 +991,7 @@ mod tests {
                         *c = r.next() & ((1 << 48) - 1) >> r.below(49);
                     }
                 }
-                ts = match r.below(20) {
-                    0 => r.next(),
-                    1 => ts,
-                    _ => {
-                        let bits = r.below(40);
-                        ts.wrapping_add(r.below(1 << bits))
-                    }
-                };
+                ts = next_ts(&mut r, ts);
                 // A quarter of the records have a tail the encoder marks as
                 // zeros (Delta's unmoved counters), beside unmarked ones.
                 let v = RecordValues::new(kind, pair, &counts, tail_from);
@@ -1022,6 +1022,5 @@ mod tests {
             pairs_held > 5_000,
             "{pairs_held} records found their pair framed"
         );
-        eprintln!("{records} records, {pairs_held} pairs framed before");
     }
 }
