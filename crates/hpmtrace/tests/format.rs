@@ -1,11 +1,12 @@
-//! The format's rules one by one (ITC tags, the address and count
-//! words, Delta's wrap, the counter info word, cache event codes) and the
-//! counter slots of an event list, against values worked out by hand.
+//! The format's rules one by one (ITC tags, the count words, Delta's
+//! wrap, the counter info word, cache event codes) and the counter slots
+//! of an event list, against values worked out by hand. The address words:
+//! `golden.rs` and `decode_format.rs`.
 
 use hpmtrace::counters::{assign_slots, SlotError};
 use hpmtrace::format::{
-    apply_delta, decode_address, decode_count, delta, encode_address, encode_count, hw,
-    AddressWords, CountWords, CounterInfo, Event, EventType, IdTag, TooWide,
+    apply_delta, decode_count, delta, encode_count, hw, CountWords, CounterInfo, Event, EventType,
+    IdTag, TooWide,
 };
 
 /// The tags of each size on channel 6: `golden.rs`.
@@ -14,26 +15,6 @@ fn idtag_channel_and_size() {
     assert_eq!(IdTag(0x1b).channel(), Some(6));
     assert_eq!(IdTag(0x19).size(), None);
     assert_eq!(IdTag(0x80).channel(), None);
-}
-
-#[test]
-fn address_rule() {
-    assert_eq!(
-        encode_address(0x1234),
-        AddressWords {
-            low: 0x1234,
-            high: None
-        }
-    );
-    let w = encode_address(0x3f_8000_1000);
-    assert_eq!(
-        w,
-        AddressWords {
-            low: 0x8000_1001,
-            high: Some(0x3f)
-        }
-    );
-    assert_eq!(decode_address(w.low, w.high), 0x3f_8000_1000);
 }
 
 #[test]
