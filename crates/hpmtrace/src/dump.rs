@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Everything else on the console (the program's own output, firmware or
-//! kernel messages, even between a dump's lines) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
-//! bytes) catches a console that dropped or changed characters.
+//! kernel messages, even between a dump's lines) is ignored. The checksum
+//! (FNV-1a, 64 bits, over the buffer's bytes) catches a console that
+//! dropped or changed characters.
 //!
 //! The writer is `no_std` ([`write()`]); the reader, `parse`, needs `std`.
 

@@ -150,7 +150,7 @@ impl TimestampChain {
     }
 
     /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
-    /// when [`Self::needs_sync`] is false.
+    /// while [`Self::left`] is not 0.
     #[inline(always)]
     pub(crate) fn compress(&mut self, ts: u64) -> u64 {
         let field = self.field(ts);
