@@ -300,9 +300,8 @@ struct SourceState {
     n_counters: u8,
     /// DeltaXOR address chain.
     last_addr: u64,
-    /// Previous reading per slot (by mask position) and whether known.
-    prev: [u64; MAX_COUNTERS],
-    prev_known: [bool; MAX_COUNTERS],
+    /// Previous reading per slot (by mask position), if known.
+    prev: [Option<u64>; MAX_COUNTERS],
     record: Record,
 }
 
@@ -324,8 +323,7 @@ impl SourceState {
             widths: [0; MAX_COUNTERS],
             n_counters: 0,
             last_addr: 0,
-            prev: [0; MAX_COUNTERS],
-            prev_known: [false; MAX_COUNTERS],
+            prev: [None; MAX_COUNTERS],
             record: Record {
                 src,
                 offset: 0,
@@ -533,24 +531,21 @@ impl Decoder {
 /// Stores counter value `pos` (mask order) of the current record.
 fn push_count(s: &mut SourceState, pos: u8, recorded: u64) {
     let p = pos as usize;
-    let width = s.widths[p];
-    let ct = s.count_type();
-    let (reading, d) = match ct {
-        CountType::Raw => {
-            let d = s.prev_known[p].then(|| delta(recorded, s.prev[p], width));
-            (recorded, d)
+    let (width, prev) = (s.widths[p], s.prev[p]);
+    // Delta readings are sums from 0 at trace-on; Raw and DeltaXOR readings
+    // have no known predecessor until the first record after the header.
+    let (reading, d) = match s.count_type() {
+        CountType::Raw => (recorded, prev.map(|old| delta(recorded, old, width))),
+        CountType::Delta => {
+            let sum = apply_delta(prev.unwrap_or(0), recorded, width);
+            (sum, Some(recorded))
         }
-        CountType::Delta => (apply_delta(s.prev[p], recorded, width), Some(recorded)),
         CountType::DeltaXor => {
-            let r = xor_step(s.prev[p], recorded);
-            let d = s.prev_known[p].then(|| delta(r, s.prev[p], width));
-            (r, d)
+            let r = xor_step(prev.unwrap_or(0), recorded);
+            (r, prev.map(|old| delta(r, old, width)))
         }
     };
-    s.prev[p] = reading;
-    // Delta readings are sums from trace-on, always "known"; Raw/XOR become
-    // known with the first record after the header.
-    s.prev_known[p] = true;
+    s.prev[p] = Some(reading);
     s.record.counters.push(CounterValue {
         index: s.order[p],
         recorded,
@@ -575,10 +570,7 @@ fn finish_header(s: &mut SourceState) {
         s.n_counters += 1;
     }
     s.last_addr = 0;
-    s.prev = [0; MAX_COUNTERS];
-    // Delta sums start at 0 at trace-on; Raw and DeltaXOR readings have no
-    // known predecessor until the first record.
-    s.prev_known = [false; MAX_COUNTERS];
+    s.prev = [None; MAX_COUNTERS];
     s.header = Some(h);
     s.state = State::RecordStart;
 }

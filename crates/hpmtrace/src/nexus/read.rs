@@ -187,39 +187,30 @@ impl<'a> FieldReader<'a> {
             return Err(NexusErrorKind::MissingField(name));
         }
         let mut i = self.bit / 6;
-        let b = self.bit % 6;
-        let first = *self
-            .bytes
-            .get(i)
-            .ok_or(NexusErrorKind::MissingField(name))?;
-        let mut value = (first >> (2 + b)) as u64;
-        let mut width = 6 - b;
-        let mut mseo = first & 3;
-        while mseo == MSEO_NORMAL {
-            i += 1;
+        // Bits of the first slice taken by earlier fields.
+        let mut used = self.bit % 6;
+        let (mut value, mut width) = (0u64, 0u32);
+        loop {
             let byte = *self
                 .bytes
                 .get(i)
                 .ok_or(NexusErrorKind::MissingField(name))?;
-            let bits = (byte >> 2) as u64;
-            if width >= 64 {
-                if bits != 0 {
-                    return Err(NexusErrorKind::FieldOverflow(name));
-                }
-            } else {
-                if width > 58 && bits >> (64 - width) != 0 {
+            let bits = u64::from(byte >> 2 >> used);
+            if bits != 0 {
+                if bits.leading_zeros() < width {
                     return Err(NexusErrorKind::FieldOverflow(name));
                 }
                 value |= bits << width;
             }
-            width += 6;
-            mseo = byte & 3;
+            width += 6 - used as u32;
+            used = 0;
+            i += 1;
+            if byte & 3 != MSEO_NORMAL {
+                self.ended = byte & 3 == MSEO_END_MESSAGE;
+                self.bit = i * 6;
+                return Ok(value);
+            }
         }
-        if mseo == MSEO_END_MESSAGE {
-            self.ended = true;
-        }
-        self.bit = (i + 1) * 6;
-        Ok(value)
     }
 
     fn optional_var(&mut self, name: &'static str) -> Result<Option<u64>, NexusErrorKind> {
