@@ -181,10 +181,9 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
             .ok_or_else(|| bad(format!("dump header without `name=`: {rest:?}")))?
             .to_string();
         let core = u32::try_from(num("core")?).map_err(|_| bad("core out of range".into()))?;
-        let src_bits = match field(rest, "src-bits") {
-            None => None,
-            Some(v) => Some(v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}")))?),
-        };
+        let src_bits = field(rest, "src-bits")
+            .map(|v| v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}"))))
+            .transpose()?;
         let bytes = num("bytes")? as usize;
         let mut data = Vec::with_capacity(bytes);
         let mut ended = false;
