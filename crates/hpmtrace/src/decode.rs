@@ -372,6 +372,24 @@ enum Step {
     Error(&'static str),
 }
 
+/// Counts and reports an error.
+fn report(
+    stats: &mut Stats,
+    offset: u64,
+    src: Option<u16>,
+    kind: DecodeErrorKind,
+    resume: Resume,
+    sink: &mut impl FnMut(Output<'_>),
+) {
+    stats.errors += 1;
+    sink(Output::Error(DecodeError {
+        offset,
+        src,
+        kind,
+        resume,
+    }));
+}
+
 /// The streaming decoder.
 pub struct Decoder {
     cfg: DecodeConfig,
@@ -396,23 +414,6 @@ impl Decoder {
         &self.stats
     }
 
-    fn error(
-        &mut self,
-        offset: u64,
-        src: Option<u16>,
-        kind: DecodeErrorKind,
-        resume: Resume,
-        sink: &mut impl FnMut(Output<'_>),
-    ) {
-        self.stats.errors += 1;
-        sink(Output::Error(DecodeError {
-            offset,
-            src,
-            kind,
-            resume,
-        }));
-    }
-
     /// A message was lost (framing error at `offset`): every source that is
     /// inside a header or record, or whose DeltaXOR chain depends on every
     /// record, resynchronises, and times are unknown until each source's
@@ -429,7 +430,7 @@ impl Decoder {
             }
         }
         let kind = DecodeErrorKind::Framing(err.kind);
-        self.error(err.offset, None, kind, resume, sink);
+        report(&mut self.stats, err.offset, None, kind, resume, sink);
     }
 
     /// Feeds one message.
@@ -452,28 +453,28 @@ impl Decoder {
             self.sources.resize_with(i + 1, || None);
         }
         let s = self.sources[i].get_or_insert_with(|| Box::new(SourceState::new(src)));
+        let stats = &mut self.stats;
         let Some(w) = ItcWrite::from_message(tag, da.data) else {
             let resume = s.recover();
             let kind = DecodeErrorKind::BadWrite {
                 idtag: da.idtag,
                 data: da.data,
             };
-            return self.error(m.offset, Some(src), kind, resume, sink);
+            return report(stats, m.offset, Some(src), kind, resume, sink);
         };
-        // Ends: a record's write that completes it is fed again; after an
-        // error the source only waits for a header or record start, which
-        // takes the write or skips it.
+        // Ends: the write that completes a record is fed once more, and
+        // after an error the source waits for a header or record start,
+        // which takes the write or skips it.
         loop {
-            let s = self.sources[i].as_mut().expect("created above");
             match step(s, m.offset, time, w) {
                 Step::Done => {}
-                Step::Skipped => self.stats.skipped_writes += 1,
+                Step::Skipped => stats.skipped_writes += 1,
                 Step::HeaderDone => {
-                    self.stats.headers += 1;
+                    stats.headers += 1;
                     sink(Output::Header(s.header.as_ref().expect("header just set")));
                 }
                 Step::RecordDone { again } => {
-                    self.stats.records += 1;
+                    stats.records += 1;
                     sink(Output::Record(&s.record));
                     if again {
                         continue;
@@ -486,7 +487,7 @@ impl Decoder {
                         size: w.size,
                         value: w.value,
                     };
-                    self.error(m.offset, Some(src), kind, resume, sink);
+                    report(stats, m.offset, Some(src), kind, resume, sink);
                     continue;
                 }
             }
@@ -497,11 +498,7 @@ impl Decoder {
     /// Ends the trace: completes a record whose last counter was pending and
     /// reports anything left unfinished.
     pub fn finish(&mut self, end_offset: u64, sink: &mut impl FnMut(Output<'_>)) {
-        for i in 0..self.sources.len() {
-            let Some(s) = self.sources[i].as_mut() else {
-                continue;
-            };
-            let src = s.record.src;
+        for s in self.sources.iter_mut().flatten() {
             let what = match s.state {
                 State::Sync | State::SyncRecord | State::RecordStart => None,
                 State::Counts {
@@ -521,8 +518,15 @@ impl Decoder {
             };
             if let Some(what) = what {
                 s.state = State::Sync;
-                let kind = DecodeErrorKind::Truncated(what);
-                self.error(end_offset, Some(src), kind, Resume::Nothing, sink);
+                let (kind, src) = (DecodeErrorKind::Truncated(what), s.record.src);
+                report(
+                    &mut self.stats,
+                    end_offset,
+                    Some(src),
+                    kind,
+                    Resume::Nothing,
+                    sink,
+                );
             }
         }
     }

@@ -17,10 +17,9 @@
 //!   ([`encode_address`]), then one value per selected counter, least
 //!   significant mask bit first ([`encode_count`]).
 //!
-//! Counter values are Raw, Delta or DeltaXOR ([`CountType`]); the rules
-//! that turn a counter reading into the recorded value are
-//! [`CountType`]'s helpers [`delta`] and [`xor_step`], and the state they
-//! start from is defined by [`CountType`]'s documentation.
+//! Counter values are Raw, Delta or DeltaXOR ([`CountType`], which also
+//! defines the state each starts from); [`delta`] and [`xor_step`] turn a
+//! counter reading into the recorded value.
 //!
 //! Everything here is `no_std`, allocation-free and panic-free on any input,
 //! so the bare-metal encoder and the host decoder share it unchanged.
