@@ -101,12 +101,8 @@ pub struct Record {
 
 impl Clone for Record {
     fn clone(&self) -> Self {
-        let mut r = Record {
-            counters: Vec::new(),
-            ..*self
-        };
-        r.counters.clone_from(&self.counters);
-        r
+        let counters = self.counters.clone();
+        Record { counters, ..*self }
     }
 
     /// Reuses `self`'s counter vector: consumers that keep records in

@@ -57,7 +57,8 @@ pub struct DumpInfo<'a> {
 pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
     use core::fmt::Write;
     let name = info.name.split_whitespace().next().unwrap_or("trace.rtd");
-    let mut line = LineBuf::new();
+    let (buf, len) = ([0; 2 * BYTES_PER_LINE + 1], 0);
+    let mut line = LineBuf { buf, len };
     let _ = write!(line, "{BEGIN} name={name} core={}", info.core);
     if let Some(b) = info.src_bits {
         let _ = write!(line, " src-bits={b}");
@@ -89,12 +90,6 @@ struct LineBuf {
 }
 
 impl LineBuf {
-    fn new() -> Self {
-        LineBuf {
-            buf: [0; 2 * BYTES_PER_LINE + 1],
-            len: 0,
-        }
-    }
     fn push(&mut self, s: &[u8]) {
         let n = s.len().min(self.buf.len() - 1 - self.len);
         self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
