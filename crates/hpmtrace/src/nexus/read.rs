@@ -5,9 +5,7 @@
 //! Only the two message kinds the performance trace needs are typed:
 //! Data Acquisition and In-Circuit Trace. Every other TCODE is framed and
 //! reported as [`Message::Other`], so instruction trace mixed into the
-//! same buffer is skipped, not treated as corruption. A framing error is
-//! reported once per bad stretch, and reading resumes after the next
-//! end-of-message byte.
+//! same buffer is skipped, not treated as corruption.
 
 use super::{
     NexusConfig, MAX_SOURCES, MSEO_END_MESSAGE, MSEO_NORMAL, MSEO_RESERVED, TCODE_DATA_ACQUISITION,
