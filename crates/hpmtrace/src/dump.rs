@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Everything else on the console (the program's own output, firmware or
-//! kernel messages, even between a dump's lines) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
-//! bytes) catches a console that dropped or changed characters.
+//! kernel messages, even between a dump's lines) is ignored. The checksum
+//! (FNV-1a, 64 bits, over the buffer's bytes) catches a console that
+//! dropped or changed characters.
 //!
 //! The writer is `no_std` ([`write()`]); the reader, `parse`, needs `std`.
 
@@ -56,7 +57,8 @@ pub struct DumpInfo<'a> {
 pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
     use core::fmt::Write;
     let name = info.name.split_whitespace().next().unwrap_or("trace.rtd");
-    let mut line = LineBuf::new();
+    let (buf, len) = ([0; 2 * BYTES_PER_LINE + 1], 0);
+    let mut line = LineBuf { buf, len };
     let _ = write!(line, "{BEGIN} name={name} core={}", info.core);
     if let Some(b) = info.src_bits {
         let _ = write!(line, " src-bits={b}");
@@ -88,12 +90,6 @@ struct LineBuf {
 }
 
 impl LineBuf {
-    fn new() -> Self {
-        LineBuf {
-            buf: [0; 2 * BYTES_PER_LINE + 1],
-            len: 0,
-        }
-    }
     fn push(&mut self, s: &[u8]) {
         let n = s.len().min(self.buf.len() - 1 - self.len);
         self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
@@ -180,10 +176,9 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
             .ok_or_else(|| bad(format!("dump header without `name=`: {rest:?}")))?
             .to_string();
         let core = u32::try_from(num("core")?).map_err(|_| bad("core out of range".into()))?;
-        let src_bits = match field(rest, "src-bits") {
-            None => None,
-            Some(v) => Some(v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}")))?),
-        };
+        let src_bits = field(rest, "src-bits")
+            .map(|v| v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}"))))
+            .transpose()?;
         let bytes = num("bytes")? as usize;
         let mut data = Vec::with_capacity(bytes);
         let mut ended = false;

@@ -17,10 +17,9 @@
 //!   ([`encode_address`]), then one value per selected counter, least
 //!   significant mask bit first ([`encode_count`]).
 //!
-//! Counter values are Raw, Delta or DeltaXOR ([`CountType`]); the rules
-//! that turn a counter reading into the recorded value are
-//! [`CountType`]'s helpers [`delta`] and [`xor_step`], and the state they
-//! start from is defined by [`CountType`]'s documentation.
+//! Counter values are Raw, Delta or DeltaXOR ([`CountType`], which also
+//! defines the state each starts from); [`delta`] and [`xor_step`] turn a
+//! counter reading into the recorded value.
 //!
 //! Everything here is `no_std`, allocation-free and panic-free on any input,
 //! so the bare-metal encoder and the host decoder share it unchanged.
@@ -121,22 +120,20 @@ pub struct ItcWrite {
 }
 
 impl ItcWrite {
-    /// A write of `size` and `value`.
-    #[inline(always)]
-    const fn new(size: WriteSize, value: u32) -> ItcWrite {
-        ItcWrite { value, size }
-    }
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits32, value)
+        let size = WriteSize::Bits32;
+        ItcWrite { value, size }
     }
     /// A 16-bit write.
     pub const fn w16(value: u16) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits16, value as u32)
+        let (value, size) = (value as u32, WriteSize::Bits16);
+        ItcWrite { value, size }
     }
     /// An 8-bit write.
     pub const fn w8(value: u8) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits8, value as u32)
+        let (value, size) = (value as u32, WriteSize::Bits8);
+        ItcWrite { value, size }
     }
     /// The IDTAG this write produces on `channel`.
     pub const fn idtag(self, channel: u8) -> IdTag {
@@ -461,13 +458,7 @@ impl Header {
 
     /// The 32-bit counter mask.
     pub fn mask(&self) -> u32 {
-        let mut m = 0u32;
-        for (i, c) in self.counters.iter().enumerate() {
-            if c.is_some() {
-                m |= 1 << i;
-            }
-        }
-        m
+        self.iter().fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// Present counters in record order (least significant mask bit first).

@@ -1,7 +1,7 @@
 //! The Nexus reader against the tests' reference encoder: fields across
-//! slices, SRC sharing a slice with the next field, and the in-buffer fast
-//! path against byte-wise reading on clean and damaged streams, whatever
-//! the reads' sizes; a field too long for 64 bits; the timestamp chain.
+//! slices, SRC sharing a slice with the next field, the same messages
+//! and errors on clean and damaged streams whatever the reads' sizes; a
+//! field too long for 64 bits; the timestamp chain.
 
 use hpmtrace::nexus::read::{
     DataAcquisition, Located, Message, MessageReader, NexusError, NexusErrorKind, TimestampTracker,
@@ -58,8 +58,8 @@ fn src_field_shares_a_slice_with_the_next_var_field() {
     assert_eq!(got[0].as_ref().unwrap().message, m);
 }
 
-/// Hands out its bytes `chunk` at a time, so messages straddle refills
-/// and the reader's in-buffer fast path meets every boundary case.
+/// Hands out its bytes `chunk` at a time, so messages straddle the
+/// reader's refills in every way.
 struct Chunked<'a> {
     bytes: &'a [u8],
     chunk: usize,
@@ -75,7 +75,7 @@ impl Read for Chunked<'_> {
 }
 
 #[test]
-fn fast_path_and_bytewise_reading_agree_on_clean_and_corrupt_streams() {
+fn chunked_and_whole_reads_agree_on_clean_and_corrupt_streams() {
     let cfg = NexusConfig {
         src_bits: 1,
         timestamp_bits: 40,
