@@ -1133,17 +1133,15 @@ mod tests {
             mode: Mode::Manual,
         };
         let current = || COLLECTOR.lock().unwrap().clone().expect("a configuration");
-        configure(&cfg).unwrap();
-        trace_on().unwrap();
-        record(RecordType::Manual, 0x1000, 0);
-        let first = Arc::downgrade(&current());
-        for _ in 0..3 {
+        let mut first = None;
+        for _ in 0..4 {
             configure(&cfg).unwrap();
             trace_on().unwrap();
             record(RecordType::Manual, 0x1000, 0);
+            first.get_or_insert_with(|| Arc::downgrade(&current()));
         }
         assert!(
-            first.upgrade().is_none(),
+            first.unwrap().upgrade().is_none(),
             "the first configuration lives on"
         );
         assert_eq!(Arc::strong_count(&current()), 2, "only COLLECTOR holds it");

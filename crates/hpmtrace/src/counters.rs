@@ -178,35 +178,3 @@ impl Clock for TimeCsr {
         v
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fixed_slots_and_list_order() {
-        let ev = [
-            Event::Raw { event_data: 5 },
-            Event::General {
-                code: hw::INSTRUCTIONS,
-            },
-            Event::General {
-                code: hw::CPU_CYCLES,
-            },
-            Event::General {
-                code: hw::BRANCH_MISSES,
-            },
-            Event::General {
-                code: hw::TIMESTAMP,
-            },
-        ];
-        let s = assign_slots(&ev).unwrap();
-        assert_eq!(&s[..5], &[3, 2, 0, 4, 1]);
-        assert_eq!(
-            assign_slots(&[Event::General { code: 1 }, Event::General { code: 1 }]),
-            Err(SlotError::DuplicateFixed(1))
-        );
-        let many = [Event::Raw { event_data: 0 }; 30];
-        assert_eq!(assign_slots(&many), Err(SlotError::TooManyEvents));
-    }
-}

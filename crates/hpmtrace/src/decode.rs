@@ -101,12 +101,8 @@ pub struct Record {
 
 impl Clone for Record {
     fn clone(&self) -> Self {
-        let mut r = Record {
-            counters: Vec::new(),
-            ..*self
-        };
-        r.counters.clone_from(&self.counters);
-        r
+        let counters = self.counters.clone();
+        Record { counters, ..*self }
     }
 
     /// Reuses `self`'s counter vector: consumers that keep records in
@@ -190,14 +186,6 @@ pub enum Resume {
     Nothing,
 }
 
-fn size_name(s: WriteSize) -> &'static str {
-    match s {
-        WriteSize::Bits32 => "32-bit",
-        WriteSize::Bits16 => "16-bit",
-        WriteSize::Bits8 => "8-bit",
-    }
-}
-
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "byte offset {} (0x{:x}): ", self.offset, self.offset)?;
@@ -205,16 +193,7 @@ impl fmt::Display for DecodeError {
             write!(f, "core {src}: ")?;
         }
         match &self.kind {
-            DecodeErrorKind::Framing(k) => {
-                let e = NexusError {
-                    offset: self.offset,
-                    kind: k.clone(),
-                };
-                let s = e.to_string();
-                // Reuse the framing message without repeating the offset.
-                let text = s.split_once("): ").map_or(s.as_str(), |(_, t)| t);
-                write!(f, "{text}")?;
-            }
+            DecodeErrorKind::Framing(k) => write!(f, "{k}")?,
             DecodeErrorKind::BadWrite { idtag, data } => write!(
                 f,
                 "not a valid ITC write (IDTAG 0x{idtag:x}, data 0x{data:x})"
@@ -225,8 +204,8 @@ impl fmt::Display for DecodeError {
                 value,
             } => write!(
                 f,
-                "expected {expected}, got {} write 0x{value:x}",
-                size_name(*size)
+                "expected {expected}, got {}-bit write 0x{value:x}",
+                size.max_value().count_ones()
             )?,
             DecodeErrorKind::Truncated(what) => write!(f, "trace ends inside {what}")?,
         }
@@ -309,7 +288,7 @@ struct SourceState {
     header: Option<HeaderInfo>,
     building: HeaderInfo,
     mask: u32,
-    def_type: u32,
+    def_type: EventType,
     def_words: [u32; 3],
     /// Counter slots of the header in mask order.
     order: [u8; MAX_COUNTERS],
@@ -317,9 +296,8 @@ struct SourceState {
     n_counters: u8,
     /// DeltaXOR address chain.
     last_addr: u64,
-    /// Previous reading per slot (by mask position) and whether known.
-    prev: [u64; MAX_COUNTERS],
-    prev_known: [bool; MAX_COUNTERS],
+    /// Previous reading per slot (by mask position), if known.
+    prev: [Option<u64>; MAX_COUNTERS],
     record: Record,
 }
 
@@ -335,14 +313,13 @@ impl SourceState {
                 header: Header::new(CountType::Raw),
             },
             mask: 0,
-            def_type: 0,
+            def_type: EventType::HwGeneral,
             def_words: [0; 3],
             order: [0; MAX_COUNTERS],
             widths: [0; MAX_COUNTERS],
             n_counters: 0,
             last_addr: 0,
-            prev: [0; MAX_COUNTERS],
-            prev_known: [false; MAX_COUNTERS],
+            prev: [None; MAX_COUNTERS],
             record: Record {
                 src,
                 offset: 0,
@@ -362,14 +339,17 @@ impl SourceState {
             .map_or(CountType::Raw, |h| h.header.count_type)
     }
 
-    /// Where to go after an error in this source.
-    fn recovery(&self) -> (State, Resume) {
-        match self.header {
-            Some(h) if h.header.count_type != CountType::DeltaXor => {
+    /// Leaves the header or record an error interrupted; returns where
+    /// decoding of this source resumes.
+    fn recover(&mut self) -> Resume {
+        let (state, resume) = match self.header {
+            Some(h) if self.state != State::Sync && h.header.count_type != CountType::DeltaXor => {
                 (State::SyncRecord, Resume::NextRecord)
             }
             _ => (State::Sync, Resume::NextHeader),
-        }
+        };
+        self.state = state;
+        resume
     }
 }
 
@@ -381,12 +361,29 @@ enum Step {
     Skipped,
     /// Consumed, the header is complete.
     HeaderDone,
-    /// Consumed, the record is complete.
-    RecordDone,
-    /// The record is complete; the write starts something new: feed again.
-    RecordDoneAgain,
+    /// The record is complete; `again`: the write was not part of it
+    /// (it starts something new), feed it again.
+    RecordDone { again: bool },
     /// Not acceptable here.
     Error(&'static str),
+}
+
+/// Counts and reports an error.
+fn report(
+    stats: &mut Stats,
+    offset: u64,
+    src: Option<u16>,
+    kind: DecodeErrorKind,
+    resume: Resume,
+    sink: &mut impl FnMut(Output<'_>),
+) {
+    stats.errors += 1;
+    sink(Output::Error(DecodeError {
+        offset,
+        src,
+        kind,
+        resume,
+    }));
 }
 
 /// The streaming decoder.
@@ -413,40 +410,23 @@ impl Decoder {
         &self.stats
     }
 
-    fn source(&mut self, src: u16) -> &mut SourceState {
-        let i = src as usize;
-        if self.sources.len() <= i {
-            self.sources.resize_with(i + 1, || None);
-        }
-        self.sources[i].get_or_insert_with(|| Box::new(SourceState::new(src)))
-    }
-
     /// A message was lost (framing error at `offset`): every source that is
     /// inside a header or record, or whose DeltaXOR chain depends on every
     /// record, resynchronises, and times are unknown until each source's
     /// next full timestamp.
     pub fn on_gap(&mut self, err: NexusError, sink: &mut impl FnMut(Output<'_>)) {
-        self.stats.errors += 1;
         self.times.forget();
         let mut resume = Resume::Nothing;
         for s in self.sources.iter_mut().flatten() {
-            let mid = !matches!(
-                s.state,
-                State::Sync | State::SyncRecord | State::RecordStart
-            );
-            let xor = s.count_type() == CountType::DeltaXor && s.header.is_some();
-            if mid || (xor && s.state == State::RecordStart) {
-                let (st, r) = s.recovery();
-                s.state = st;
-                resume = r;
+            let xor = s.count_type() == CountType::DeltaXor;
+            match s.state {
+                State::Sync | State::SyncRecord => {}
+                State::RecordStart if !xor => {}
+                _ => resume = s.recover(),
             }
         }
-        sink(Output::Error(DecodeError {
-            offset: err.offset,
-            src: None,
-            kind: DecodeErrorKind::Framing(err.kind),
-            resume,
-        }));
+        let kind = DecodeErrorKind::Framing(err.kind);
+        report(&mut self.stats, err.offset, None, kind, resume, sink);
     }
 
     /// Feeds one message.
@@ -463,98 +443,58 @@ impl Decoder {
             return;
         }
         self.stats.channel_writes += 1;
+        let src = da.src;
+        let i = src as usize;
+        if self.sources.len() <= i {
+            self.sources.resize_with(i + 1, || None);
+        }
+        let s = self.sources[i].get_or_insert_with(|| Box::new(SourceState::new(src)));
+        let stats = &mut self.stats;
         let Some(w) = ItcWrite::from_message(tag, da.data) else {
-            self.stats.errors += 1;
-            let s = self.source(da.src);
-            let (st, resume) = match s.state {
-                State::Sync => (State::Sync, Resume::NextHeader),
-                _ => s.recovery(),
+            let resume = s.recover();
+            let kind = DecodeErrorKind::BadWrite {
+                idtag: da.idtag,
+                data: da.data,
             };
-            s.state = st;
-            sink(Output::Error(DecodeError {
-                offset: m.offset,
-                src: Some(da.src),
-                kind: DecodeErrorKind::BadWrite {
-                    idtag: da.idtag,
-                    data: da.data,
-                },
-                resume,
-            }));
-            return;
+            return report(stats, m.offset, Some(src), kind, resume, sink);
         };
-        self.feed(da.src, m.offset, time, w, sink);
-    }
-
-    fn feed(
-        &mut self,
-        src: u16,
-        offset: u64,
-        time: Option<u64>,
-        w: ItcWrite,
-        sink: &mut impl FnMut(Output<'_>),
-    ) {
-        // At most two passes: a write that completes a record is fed again.
-        for _ in 0..3 {
-            let s = self.source(src);
-            match step(s, offset, time, w) {
-                Step::Done => return,
-                Step::Skipped => {
-                    self.stats.skipped_writes += 1;
-                    return;
-                }
+        // Ends: the write that completes a record is fed once more, and
+        // after an error the source waits for a header or record start,
+        // which takes the write or skips it.
+        loop {
+            match step(s, m.offset, time, w) {
+                Step::Done => {}
+                Step::Skipped => stats.skipped_writes += 1,
                 Step::HeaderDone => {
-                    self.stats.headers += 1;
-                    let s = self.source(src);
+                    stats.headers += 1;
                     sink(Output::Header(s.header.as_ref().expect("header just set")));
-                    return;
                 }
-                Step::RecordDone => {
-                    self.stats.records += 1;
-                    let s = self.source(src);
+                Step::RecordDone { again } => {
+                    stats.records += 1;
                     sink(Output::Record(&s.record));
-                    return;
-                }
-                Step::RecordDoneAgain => {
-                    self.stats.records += 1;
-                    let s = self.source(src);
-                    sink(Output::Record(&s.record));
+                    if again {
+                        continue;
+                    }
                 }
                 Step::Error(expected) => {
-                    let s = self.source(src);
-                    let (st, resume) = s.recovery();
-                    s.state = st;
-                    self.stats.errors += 1;
-                    sink(Output::Error(DecodeError {
-                        offset,
-                        src: Some(src),
-                        kind: DecodeErrorKind::Unexpected {
-                            expected,
-                            size: w.size,
-                            value: w.value,
-                        },
-                        resume,
-                    }));
-                    // The offending write may itself start a header/record.
-                    // Recovery states only start headers and records here,
-                    // which take several writes: nothing to report.
-                    let s = self.source(src);
-                    if let Step::Skipped = step(s, offset, time, w) {
-                        self.stats.skipped_writes += 1;
-                    }
-                    return;
+                    let resume = s.recover();
+                    let kind = DecodeErrorKind::Unexpected {
+                        expected,
+                        size: w.size,
+                        value: w.value,
+                    };
+                    report(stats, m.offset, Some(src), kind, resume, sink);
+                    continue;
                 }
             }
+            return;
         }
     }
 
     /// Ends the trace: completes a record whose last counter was pending and
     /// reports anything left unfinished.
     pub fn finish(&mut self, end_offset: u64, sink: &mut impl FnMut(Output<'_>)) {
-        for i in 0..self.sources.len() {
-            let Some(s) = self.sources[i].as_mut() else {
-                continue;
-            };
-            let src = s.record.src;
+        for s in self.sources.iter_mut().flatten() {
             let what = match s.state {
                 State::Sync | State::SyncRecord | State::RecordStart => None,
                 State::Counts {
@@ -574,13 +514,15 @@ impl Decoder {
             };
             if let Some(what) = what {
                 s.state = State::Sync;
-                self.stats.errors += 1;
-                sink(Output::Error(DecodeError {
-                    offset: end_offset,
-                    src: Some(src),
-                    kind: DecodeErrorKind::Truncated(what),
-                    resume: Resume::Nothing,
-                }));
+                let (kind, src) = (DecodeErrorKind::Truncated(what), s.record.src);
+                report(
+                    &mut self.stats,
+                    end_offset,
+                    Some(src),
+                    kind,
+                    Resume::Nothing,
+                    sink,
+                );
             }
         }
     }
@@ -589,24 +531,21 @@ impl Decoder {
 /// Stores counter value `pos` (mask order) of the current record.
 fn push_count(s: &mut SourceState, pos: u8, recorded: u64) {
     let p = pos as usize;
-    let width = s.widths[p];
-    let ct = s.count_type();
-    let (reading, d) = match ct {
-        CountType::Raw => {
-            let d = s.prev_known[p].then(|| delta(recorded, s.prev[p], width));
-            (recorded, d)
+    let (width, prev) = (s.widths[p], s.prev[p]);
+    // Delta readings are sums from 0 at trace-on; Raw and DeltaXOR readings
+    // have no known predecessor until the first record after the header.
+    let (reading, d) = match s.count_type() {
+        CountType::Raw => (recorded, prev.map(|old| delta(recorded, old, width))),
+        CountType::Delta => {
+            let sum = apply_delta(prev.unwrap_or(0), recorded, width);
+            (sum, Some(recorded))
         }
-        CountType::Delta => (apply_delta(s.prev[p], recorded, width), Some(recorded)),
         CountType::DeltaXor => {
-            let r = xor_step(s.prev[p], recorded);
-            let d = s.prev_known[p].then(|| delta(r, s.prev[p], width));
-            (r, d)
+            let r = xor_step(prev.unwrap_or(0), recorded);
+            (r, prev.map(|old| delta(r, old, width)))
         }
     };
-    s.prev[p] = reading;
-    // Delta readings are sums from trace-on, always "known"; Raw/XOR become
-    // known with the first record after the header.
-    s.prev_known[p] = true;
+    s.prev[p] = Some(reading);
     s.record.counters.push(CounterValue {
         index: s.order[p],
         recorded,
@@ -631,16 +570,27 @@ fn finish_header(s: &mut SourceState) {
         s.n_counters += 1;
     }
     s.last_addr = 0;
-    s.prev = [0; MAX_COUNTERS];
-    // Delta sums start at 0 at trace-on; Raw and DeltaXOR readings have no
-    // known predecessor until the first record.
-    s.prev_known = [false; MAX_COUNTERS];
+    s.prev = [None; MAX_COUNTERS];
     s.header = Some(h);
     s.state = State::RecordStart;
 }
 
-fn next_def_slot(mask: u32, from: u32) -> Option<u8> {
-    (from..32).find(|i| mask & (1 << i) != 0).map(|i| i as u8)
+/// Expects the definition of the first counter in the mask from slot
+/// `from` on, or ends the header.
+fn next_definition(s: &mut SourceState, from: u32) -> Step {
+    match (from..32).find(|i| s.mask & (1 << i) != 0) {
+        Some(slot) => {
+            s.state = State::HeaderDef {
+                slot: slot as u8,
+                word: 0,
+            };
+            Step::Done
+        }
+        None => {
+            finish_header(s);
+            Step::HeaderDone
+        }
+    }
 }
 
 /// Advances one source's state machine by one write.
@@ -680,65 +630,43 @@ fn step(s: &mut SourceState, offset: u64, time: Option<u64>, w: ItcWrite) -> Ste
                 return Step::Error("the 32-bit counter mask");
             }
             s.mask = w.value;
-            match next_def_slot(w.value, 0) {
-                None => {
-                    finish_header(s);
-                    Step::HeaderDone
-                }
-                Some(slot) => {
-                    s.state = State::HeaderDef { slot, word: 0 };
-                    Step::Done
-                }
-            }
+            next_definition(s, 0)
         }
         State::HeaderDef { slot, word } => {
             if w.size != Bits32 {
                 return Step::Error("a 32-bit counter definition word");
             }
             if word == 0 {
-                if EventType::from_u32(w.value).is_none() {
-                    return Step::Error("a counter event type (0-2)");
-                }
-                s.def_type = w.value;
-                s.state = State::HeaderDef { slot, word: 1 };
-                return Step::Done;
+                let Some(ty) = EventType::from_u32(w.value) else {
+                    return Step::Error("a counter event type (0-2 or 16)");
+                };
+                s.def_type = ty;
+            } else {
+                s.def_words[word as usize - 1] = w.value;
             }
-            let ty = EventType::from_u32(s.def_type).expect("checked at word 0");
-            // Words after the type: code, info (types 0, 1) or data low,
+            // After the type: code, info (types 0, 1, 16) or data low,
             // data high, info (type 2).
-            let words = if ty == EventType::HwRaw { 3 } else { 2 };
-            s.def_words[word as usize - 1] = w.value;
-            if word < words {
+            let last = if s.def_type == EventType::HwRaw { 3 } else { 2 };
+            if word < last {
                 s.state = State::HeaderDef {
                     slot,
                     word: word + 1,
                 };
                 return Step::Done;
             }
-            let info = CounterInfo::from_u32(w.value);
-            let event = match ty {
+            let [low, high, _] = s.def_words;
+            let event = match s.def_type {
                 EventType::HwRaw => Event::Raw {
-                    event_data: (s.def_words[0] as u64) | ((s.def_words[1] as u64) << 32),
+                    event_data: (high as u64) << 32 | low as u64,
                 },
-                _ => match Event::from_code(ty, s.def_words[0]) {
+                ty => match Event::from_code(ty, low) {
                     Some(e) => e,
                     None => return Step::Error("an event code of at most 16 bits"),
                 },
             };
+            let info = CounterInfo::from_u32(w.value);
             s.building.header.counters[slot as usize] = Some(CounterDesc { event, info });
-            match next_def_slot(s.mask, slot as u32 + 1) {
-                Some(next) => {
-                    s.state = State::HeaderDef {
-                        slot: next,
-                        word: 0,
-                    };
-                    Step::Done
-                }
-                None => {
-                    finish_header(s);
-                    Step::HeaderDone
-                }
-            }
+            next_definition(s, slot as u32 + 1)
         }
         State::RecordStart => {
             if is_marker {
@@ -796,54 +724,42 @@ fn step(s: &mut SourceState, offset: u64, time: Option<u64>, w: ItcWrite) -> Ste
                 Step::Done
             } else if s.n_counters == 0 {
                 s.state = State::RecordStart;
-                Step::RecordDone
+                Step::RecordDone { again: false }
             } else {
                 s.state = State::Counts { next: 0, low: None };
                 Step::Done
             }
         }
-        State::Counts { next, low } => match (w.size, low) {
-            (Bits32, None) => {
-                s.state = State::Counts {
-                    next,
-                    low: Some(w.value),
-                };
-                Step::Done
-            }
-            (Bits32, Some(l)) => {
-                push_count(s, next, decode_count(l, None));
-                if next + 1 < s.n_counters {
+        State::Counts { next, low } => {
+            // A 32-bit write after a low word is the next value's low word.
+            let (low, high, next_low) = match (w.size, low) {
+                (Bits32, None) => {
                     s.state = State::Counts {
-                        next: next + 1,
+                        next,
                         low: Some(w.value),
                     };
-                    Step::Done
-                } else {
-                    s.state = State::RecordStart;
-                    Step::RecordDoneAgain
+                    return Step::Done;
                 }
-            }
-            (Bits16, Some(l)) => {
-                push_count(s, next, decode_count(l, Some(w.value as u16)));
-                if next + 1 < s.n_counters {
-                    s.state = State::Counts {
-                        next: next + 1,
-                        low: None,
-                    };
-                    Step::Done
-                } else {
-                    s.state = State::RecordStart;
-                    Step::RecordDone
-                }
-            }
-            (Bits16, None) => Step::Error("a 32-bit counter value"),
-            (Bits8, Some(l)) if next + 1 == s.n_counters => {
-                push_count(s, next, decode_count(l, None));
+                (Bits32, Some(l)) => (l, None, Some(w.value)),
+                (Bits16, Some(l)) => (l, Some(w.value as u16), None),
+                (Bits16, None) => return Step::Error("a 32-bit counter value"),
+                (Bits8, Some(l)) if next + 1 == s.n_counters => (l, None, None),
+                (Bits8, _) => return Step::Error("more counter values (record cut short)"),
+            };
+            push_count(s, next, decode_count(low, high));
+            if next + 1 < s.n_counters {
+                s.state = State::Counts {
+                    next: next + 1,
+                    low: next_low,
+                };
+                Step::Done
+            } else {
                 s.state = State::RecordStart;
-                Step::RecordDoneAgain
+                Step::RecordDone {
+                    again: high.is_none(),
+                }
             }
-            (Bits8, _) => Step::Error("more counter values (record cut short)"),
-        },
+        }
     }
 }
 

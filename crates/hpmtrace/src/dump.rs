@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Everything else on the console (the program's own output, firmware or
-//! kernel messages, even between a dump's lines) is ignored. The checksum (FNV-1a, 64 bits, over the buffer's
-//! bytes) catches a console that dropped or changed characters.
+//! kernel messages, even between a dump's lines) is ignored. The checksum
+//! (FNV-1a, 64 bits, over the buffer's bytes) catches a console that
+//! dropped or changed characters.
 //!
 //! The writer is `no_std` ([`write()`]); the reader, `parse`, needs `std`.
 
@@ -56,7 +57,8 @@ pub struct DumpInfo<'a> {
 pub fn write(info: DumpInfo<'_>, data: &[u8], out: &mut dyn FnMut(&[u8])) {
     use core::fmt::Write;
     let name = info.name.split_whitespace().next().unwrap_or("trace.rtd");
-    let mut line = LineBuf::new();
+    let (buf, len) = ([0; 2 * BYTES_PER_LINE + 1], 0);
+    let mut line = LineBuf { buf, len };
     let _ = write!(line, "{BEGIN} name={name} core={}", info.core);
     if let Some(b) = info.src_bits {
         let _ = write!(line, " src-bits={b}");
@@ -88,12 +90,6 @@ struct LineBuf {
 }
 
 impl LineBuf {
-    fn new() -> Self {
-        LineBuf {
-            buf: [0; 2 * BYTES_PER_LINE + 1],
-            len: 0,
-        }
-    }
     fn push(&mut self, s: &[u8]) {
         let n = s.len().min(self.buf.len() - 1 - self.len);
         self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
@@ -180,10 +176,9 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
             .ok_or_else(|| bad(format!("dump header without `name=`: {rest:?}")))?
             .to_string();
         let core = u32::try_from(num("core")?).map_err(|_| bad("core out of range".into()))?;
-        let src_bits = match field(rest, "src-bits") {
-            None => None,
-            Some(v) => Some(v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}")))?),
-        };
+        let src_bits = field(rest, "src-bits")
+            .map(|v| v.parse().map_err(|_| bad(format!("bad src-bits: {v:?}"))))
+            .transpose()?;
         let bytes = num("bytes")? as usize;
         let mut data = Vec::with_capacity(bytes);
         let mut ended = false;
@@ -236,101 +231,4 @@ pub fn parse(text: &str) -> Result<Vec<Dump>, DumpError> {
         });
     }
     Ok(dumps)
-}
-
-#[cfg(all(test, feature = "std"))]
-mod tests {
-    use super::*;
-
-    fn dumped(info: DumpInfo<'_>, data: &[u8]) -> String {
-        let mut s = String::new();
-        write(info, data, &mut |l| {
-            s.push_str(std::str::from_utf8(l).unwrap())
-        });
-        s
-    }
-
-    #[test]
-    fn framing_by_hand() {
-        let info = DumpInfo {
-            name: "t.rtd",
-            core: 3,
-            src_bits: Some(2),
-        };
-        // FNV-1a 64 of "ab": offset basis, xor 0x61, * prime, xor 0x62, * prime.
-        let mut h: u64 = 0xcbf29ce484222325;
-        h = (h ^ 0x61).wrapping_mul(0x100000001b3);
-        h = (h ^ 0x62).wrapping_mul(0x100000001b3);
-        assert_eq!(fnv1a64(b"ab"), h);
-        assert_eq!(
-            dumped(info, b"ab"),
-            format!(
-                "hpmtrace-dump v1 name=t.rtd core=3 src-bits=2 bytes=2\n6162\nhpmtrace-dump end core=3 fnv1a64={h:016x}\n"
-            )
-        );
-    }
-
-    #[test]
-    fn round_trip_among_other_output() {
-        let a: Vec<u8> = (0..200u32).map(|i| (i * 7) as u8).collect();
-        let b: Vec<u8> = vec![];
-        let mut text = String::from("OpenSBI-like banner\r\nfib(20) = 6765\n");
-        let ia = DumpInfo {
-            name: "x.rtd",
-            core: 0,
-            src_bits: Some(1),
-        };
-        let ib = DumpInfo {
-            name: "x.rtd",
-            core: 1,
-            src_bits: None,
-        };
-        // A kernel message between two hex lines, CR LF line ends.
-        let mut da = dumped(ia, &a);
-        let second = da.match_indices('\n').nth(1).unwrap().0 + 1;
-        da.insert_str(second, "[    1.234] a kernel message\n");
-        text += &da.replace('\n', "\r\n");
-        text += "other text\n";
-        text += &dumped(ib, &b);
-        let d = parse(&text).unwrap();
-        assert_eq!(d.len(), 2);
-        assert_eq!(
-            (d[0].core, d[0].src_bits, d[0].name.as_str()),
-            (0, Some(1), "x.rtd")
-        );
-        assert_eq!(d[1].src_bits, None);
-        assert_eq!(d[0].data, a);
-        assert_eq!(d[1].core, 1);
-        assert!(d[1].data.is_empty());
-    }
-
-    #[test]
-    fn damage_is_an_error_with_its_line() {
-        let info = DumpInfo {
-            name: "t",
-            core: 0,
-            src_bits: None,
-        };
-        let good = dumped(info, &[1u8; 100]);
-        // A changed digit: checksum.
-        let e = parse(&good.replacen("0101", "0102", 1)).unwrap_err();
-        assert!(e.what.contains("checksum"), "{e}");
-        assert_eq!(e.line, 4);
-        // A lost line: length.
-        let mut lines: Vec<&str> = good.lines().collect();
-        lines.remove(2);
-        let e = parse(&lines.join("\n")).unwrap_err();
-        assert!(
-            e.what.contains("1 bytes") || e.what.contains("64 bytes"),
-            "{e}"
-        );
-        // Cut short.
-        let cut = good.trim_end().rfind('\n').unwrap();
-        let e = parse(&good[..cut]).unwrap_err();
-        assert!(e.what.contains("no end line"), "{e}");
-        assert_eq!(e.line, 1);
-        // A damaged hex line is left out: the length says so.
-        let e = parse(&good.replacen("0101", "01zz", 1)).unwrap_err();
-        assert!(e.what.contains("36 bytes"), "{e}");
-    }
 }

@@ -17,10 +17,9 @@
 //!   ([`encode_address`]), then one value per selected counter, least
 //!   significant mask bit first ([`encode_count`]).
 //!
-//! Counter values are Raw, Delta or DeltaXOR ([`CountType`]); the rules
-//! that turn a counter reading into the recorded value are
-//! [`CountType`]'s helpers [`delta`] and [`xor_step`], and the state they
-//! start from is defined by [`CountType`]'s documentation.
+//! Counter values are Raw, Delta or DeltaXOR ([`CountType`], which also
+//! defines the state each starts from); [`delta`] and [`xor_step`] turn a
+//! counter reading into the recorded value.
 //!
 //! Everything here is `no_std`, allocation-free and panic-free on any input,
 //! so the bare-metal encoder and the host decoder share it unchanged.
@@ -121,22 +120,20 @@ pub struct ItcWrite {
 }
 
 impl ItcWrite {
-    /// A write of `size` and `value`.
-    #[inline(always)]
-    const fn new(size: WriteSize, value: u32) -> ItcWrite {
-        ItcWrite { value, size }
-    }
     /// A 32-bit write.
     pub const fn w32(value: u32) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits32, value)
+        let size = WriteSize::Bits32;
+        ItcWrite { value, size }
     }
     /// A 16-bit write.
     pub const fn w16(value: u16) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits16, value as u32)
+        let (value, size) = (value as u32, WriteSize::Bits16);
+        ItcWrite { value, size }
     }
     /// An 8-bit write.
     pub const fn w8(value: u8) -> ItcWrite {
-        ItcWrite::new(WriteSize::Bits8, value as u32)
+        let (value, size) = (value as u32, WriteSize::Bits8);
+        ItcWrite { value, size }
     }
     /// The IDTAG this write produces on `channel`.
     pub const fn idtag(self, channel: u8) -> IdTag {
@@ -461,13 +458,7 @@ impl Header {
 
     /// The 32-bit counter mask.
     pub fn mask(&self) -> u32 {
-        let mut m = 0u32;
-        for (i, c) in self.counters.iter().enumerate() {
-            if c.is_some() {
-                m |= 1 << i;
-            }
-        }
-        m
+        self.iter().fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// Present counters in record order (least significant mask bit first).
@@ -738,105 +729,4 @@ pub const fn apply_delta(prev: u64, d: u64, width: u8) -> u64 {
 /// turns the recorded value back with `xor_step(prev, recorded)`.
 pub const fn xor_step(prev: u64, v: u64) -> u64 {
     prev ^ v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idtags_match_the_readme_table() {
-        assert_eq!(IdTag::new(6, WriteSize::Bits32).0, 0x18);
-        assert_eq!(IdTag::new(6, WriteSize::Bits16).0, 0x1a);
-        assert_eq!(IdTag::new(6, WriteSize::Bits8).0, 0x1b);
-        assert_eq!(IdTag(0x1b).channel(), Some(6));
-        assert_eq!(IdTag(0x19).size(), None);
-        assert_eq!(IdTag(0x80).channel(), None);
-    }
-
-    #[test]
-    fn address_rule() {
-        assert_eq!(
-            encode_address(0x1234),
-            AddressWords {
-                low: 0x1234,
-                high: None
-            }
-        );
-        let w = encode_address(0x3f_8000_1000);
-        assert_eq!(
-            w,
-            AddressWords {
-                low: 0x8000_1001,
-                high: Some(0x3f)
-            }
-        );
-        assert_eq!(decode_address(w.low, w.high), 0x3f_8000_1000);
-    }
-
-    #[test]
-    fn count_rule() {
-        assert_eq!(encode_count(5), Ok(CountWords { low: 5, high: None }));
-        assert_eq!(
-            encode_count(0xabcd_0000_0001),
-            Ok(CountWords {
-                low: 1,
-                high: Some(0xabcd)
-            })
-        );
-        assert_eq!(encode_count(1 << 48), Err(TooWide(1 << 48)));
-        assert_eq!(decode_count(1, Some(0xabcd)), 0xabcd_0000_0001);
-    }
-
-    #[test]
-    fn delta_wraps_once() {
-        assert_eq!(delta(3, 0xffff_fffe, 32), 5);
-        assert_eq!(apply_delta(0xffff_fffe, 5, 32), 3);
-        assert_eq!(delta(10, 4, 48), 6);
-    }
-
-    #[test]
-    fn counter_info_fields() {
-        let i = CounterInfo {
-            csr: 0xc00,
-            width: 64,
-        };
-        assert_eq!(i.to_u32(), 0xc00 | (63 << 12));
-        assert_eq!(CounterInfo::from_u32(0xc00 | (63 << 12)), i);
-        assert_eq!(i.recorded_width(), 48);
-        // Widths clamped to 1..=64; bits above 17 ignored.
-        let w = |width| CounterInfo { csr: 0xc03, width }.to_u32();
-        assert_eq!((w(0), w(1), w(200)), (0xc03, 0xc03, 0xc03 | 63 << 12));
-        assert_eq!(
-            CounterInfo::from_u32(u32::MAX),
-            CounterInfo {
-                csr: 0xfff,
-                width: 64
-            }
-        );
-        // The header word is the low half of what the SBI PMU answers.
-        for sbi in [
-            rvpmu_sbi::CounterInfo::Hardware {
-                csr: 0xc03,
-                width: 40,
-            },
-            rvpmu_sbi::CounterInfo::Firmware { width: 64 },
-        ] {
-            let word = sbi.encode();
-            let hdr = CounterInfo::from_u32(word as u32);
-            assert_eq!(hdr.to_u32() as u64, word & 0xffff_ffff);
-            assert_eq!(hdr.width, 1 + (word >> 12 & 0x3f) as u8);
-        }
-    }
-
-    #[test]
-    fn cache_code_is_sbi_encoding() {
-        let e = Event::Cache {
-            cache_id: 0,
-            op_id: 1,
-            result_id: 1,
-        };
-        assert_eq!(e.code(), Some(3));
-        assert_eq!(Event::from_code(EventType::HwCache, 3), Some(e));
-    }
 }

@@ -22,19 +22,17 @@
 //! ([`encoder`]) and the staged-sample replay over it ([`stage`]); the
 //! decoder (`decode`); the Linux side (`linux`, `collect`, `session`) and
 //! the bare-metal one (`bare`); the C API over both ([`c_api`]). `dump`
-//! writes trace buffers as console text, `test_rng` gives the tests their
-//! random numbers.
+//! writes trace buffers as console text.
 //!
 //! | module | uses |
 //! |---|---|
 //! | `format` | |
 //! | `dump` | |
-//! | `test_rng` | |
 //! | `counters` | `format` |
 //! | `sink` | `format` |
-//! | `nexus` | `format`, `sink`, `test_rng` |
+//! | `nexus` | `format`, `sink` |
 //! | `encoder` | `counters`, `format`, `sink` |
-//! | `stage` | `counters`, `encoder`, `format`, `nexus`, `sink`, `test_rng` |
+//! | `stage` | `counters`, `encoder`, `format`, `nexus`, `sink` |
 //! | `decode` | `format`, `nexus` |
 //! | `linux` | `counters`, `format` |
 //! | `collect` | `counters`, `format`, `linux`, `nexus`, `sink`, `stage` |
@@ -61,5 +59,3 @@ pub mod nexus;
 pub mod session;
 pub mod sink;
 pub mod stage;
-#[cfg(all(test, feature = "std"))]
-mod test_rng;

@@ -183,20 +183,3 @@ impl Sink for WriteLog {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mem_buffer_stops_on_wrap_and_stays_stopped() {
-        let mut raw = [0u8; 5];
-        let mut b = MemBuffer::new(&mut raw);
-        assert_eq!(b.put_bytes(&[1, 2, 3]), Ok(()));
-        assert_eq!(b.put_bytes(&[4, 5, 6]), Err(Stopped));
-        // would fit, but the buffer has stopped
-        assert_eq!(b.put_bytes(&[7]), Err(Stopped));
-        assert_eq!(b.data(), &[1, 2, 3]);
-        assert_eq!(b.dropped(), 2);
-    }
-}

@@ -1,10 +1,11 @@
 //! The Nexus reader against the tests' reference encoder: fields across
-//! slices, SRC sharing a slice with the next field, and the in-buffer fast
-//! path against byte-wise reading on clean and damaged streams, whatever
-//! the reads' sizes.
+//! slices, SRC sharing a slice with the next field, the same messages
+//! and errors on clean and damaged streams whatever the reads' sizes; a
+//! field too long for 64 bits; the timestamp chain.
 
 use hpmtrace::nexus::read::{
-    DataAcquisition, Located, Message, MessageReader, NexusError, MAX_MESSAGE_BYTES,
+    DataAcquisition, Located, Message, MessageReader, NexusError, NexusErrorKind, TimestampTracker,
+    MAX_MESSAGE_BYTES,
 };
 use hpmtrace::nexus::NexusConfig;
 use std::io::{self, Read};
@@ -57,8 +58,8 @@ fn src_field_shares_a_slice_with_the_next_var_field() {
     assert_eq!(got[0].as_ref().unwrap().message, m);
 }
 
-/// Hands out its bytes `chunk` at a time, so messages straddle refills
-/// and the reader's in-buffer fast path meets every boundary case.
+/// Hands out its bytes `chunk` at a time, so messages straddle the
+/// reader's refills in every way.
 struct Chunked<'a> {
     bytes: &'a [u8],
     chunk: usize,
@@ -74,7 +75,7 @@ impl Read for Chunked<'_> {
 }
 
 #[test]
-fn fast_path_and_bytewise_reading_agree_on_clean_and_corrupt_streams() {
+fn chunked_and_whole_reads_agree_on_clean_and_corrupt_streams() {
     let cfg = NexusConfig {
         src_bits: 1,
         timestamp_bits: 40,
@@ -136,4 +137,50 @@ fn fast_path_and_bytewise_reading_agree_on_clean_and_corrupt_streams() {
             assert_eq!(got, whole, "round {round}, {chunk}-byte reads");
         }
     }
+}
+
+#[test]
+fn oversized_field_is_an_error_not_a_panic() {
+    let mut bytes = vec![7 << 2];
+    bytes.extend(std::iter::repeat_n(0xfc, 12));
+    bytes.push(0xfd);
+    bytes.push(0x07);
+    let got = one(&bytes, NexusConfig::default());
+    assert!(matches!(
+        got[0].as_ref().unwrap_err().kind,
+        NexusErrorKind::FieldOverflow("IDTAG")
+    ));
+}
+
+#[test]
+fn timestamps_xor_and_wrap() {
+    let mut t = TimestampTracker::new(8);
+    assert_eq!(t.update(0, Some(5), false), None, "no full timestamp yet");
+    assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
+    assert_eq!(t.update(0, Some(0xf0 ^ 0xf4), false), Some(0xf4));
+    // 0xf4 -> 0x104 wraps the 8-bit counter: low bits 0x04.
+    assert_eq!(t.update(0, Some(0xf4 ^ 0x04), false), Some(0x104));
+    assert_eq!(t.update(0, None, false), Some(0x104));
+    assert_eq!(t.update(1, Some(1), false), None, "per source");
+}
+
+#[test]
+fn timestamps_broken_chain_and_nearest_sync() {
+    let mut t = TimestampTracker::new(8);
+    assert_eq!(t.update(0, Some(0x10), true), Some(0x10));
+    // 0x10 -> 0x90 is half the range: no clean step, the chain breaks.
+    assert_eq!(t.update(0, Some(0x10 ^ 0x90), false), None);
+    assert_eq!(t.update(0, Some(1), false), None, "until a sync");
+    assert_eq!(t.update(0, None, false), None);
+    // A sync 0x85 ahead (or 0x7b behind, before time 0): ahead.
+    assert_eq!(t.update(0, Some(0x95), true), Some(0x95));
+    assert_eq!(t.update(0, Some(0x95 ^ 0x05), false), Some(0x105));
+    // A sync 0x15 behind the last time: taken as behind.
+    assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
+    // A lost message: no time until the next sync, which is believed.
+    t.forget();
+    assert_eq!(t.update(0, Some(0xf0 ^ 0xf1), false), None);
+    assert_eq!(t.update(0, None, false), None);
+    assert_eq!(t.update(0, Some(0xf2), true), Some(0xf2));
+    assert_eq!(t.update(0, Some(0xf2 ^ 0xf3), false), Some(0xf3));
 }

@@ -11,9 +11,7 @@ use hpmtrace::nexus::NexusConfig;
 use hpmtrace::sink::VecBuffer;
 
 mod common;
-#[path = "../src/test_rng.rs"]
-mod test_rng;
-use test_rng::Rng;
+use common::rng::Rng;
 
 struct Expected {
     kind: RecordType,

@@ -233,35 +233,8 @@ pub(super) fn read_registers(_index: &[u32], out: &mut [u64]) {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
-    use crate::format::hw;
-
-    /// Software events whose perf page is stale while the thread runs
-    /// (their counts move in the kernel between page updates).
-    pub(in crate::linux) const STALE_PAGE_EVENTS: [u16; 4] = [
-        sw::TASK_CLOCK,
-        sw::CPU_CLOCK,
-        sw::PAGE_FAULTS,
-        sw::CPU_MIGRATIONS,
-    ];
-
-    #[test]
-    fn stale_page_events_have_no_user_read() {
-        for code in STALE_PAGE_EVENTS {
-            let e = Event::LinuxSoftware { code };
-            assert_eq!(user_read_method(e, CAP_USER_RDPMC, 1), None);
-        }
-        let cycles = Event::General {
-            code: hw::CPU_CYCLES,
-        };
-        assert_eq!(user_read_method(cycles, 0, 1), None);
-        assert_eq!(user_read_method(cycles, CAP_USER_RDPMC, 0), None);
-        assert_eq!(
-            user_read_method(cycles, CAP_USER_RDPMC, 3),
-            Some(UserRead::Counter)
-        );
-    }
 
     #[test]
     fn a_register_is_sign_extended_from_its_width_and_added_to_offset() {

@@ -96,7 +96,7 @@ pub const MSEO_END_MESSAGE: u8 = 0b11;
 /// One source's timestamp compression: each Data Acquisition message's
 /// TIMESTAMP is XORed with the previous message's, and a sync message with
 /// the full timestamp goes before the source's first message and again
-/// after every [`SYNC_PERIOD`] messages: the writer's state ([`write`];
+/// after every [`SYNC_PERIOD`] messages: the writer's state ([`write`](mod@write);
 /// the reading side is `read::TimestampTracker`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimestampChain {
@@ -140,7 +140,7 @@ impl TimestampChain {
     }
 
     /// The TIMESTAMP field of a Data Acquisition message at `ts`; only
-    /// when [`Self::needs_sync`] is false.
+    /// while [`Self::left`] is not 0.
     #[inline(always)]
     pub(crate) fn compress(&mut self, ts: u64) -> u64 {
         let field = self.field(ts);

@@ -5,9 +5,7 @@
 //! Only the two message kinds the performance trace needs are typed:
 //! Data Acquisition and In-Circuit Trace. Every other TCODE is framed and
 //! reported as [`Message::Other`], so instruction trace mixed into the
-//! same buffer is skipped, not treated as corruption. A framing error is
-//! reported once per bad stretch, and reading resumes after the next
-//! end-of-message byte.
+//! same buffer is skipped, not treated as corruption.
 
 use super::{
     NexusConfig, MAX_SOURCES, MSEO_END_MESSAGE, MSEO_NORMAL, MSEO_RESERVED, TCODE_DATA_ACQUISITION,
@@ -110,24 +108,28 @@ pub struct NexusError {
     pub kind: NexusErrorKind,
 }
 
-impl fmt::Display for NexusError {
+impl fmt::Display for NexusErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "byte offset {} (0x{:x}): ", self.offset, self.offset)?;
-        match &self.kind {
-            NexusErrorKind::ReservedMseo => write!(f, "reserved MSEO value 0b10 (corrupted byte)"),
-            NexusErrorKind::MessageTooLong => write!(
+        match self {
+            Self::ReservedMseo => write!(f, "reserved MSEO value 0b10 (corrupted byte)"),
+            Self::MessageTooLong => write!(
                 f,
                 "no end-of-message byte within {MAX_MESSAGE_BYTES} bytes (corrupted data)"
             ),
-            NexusErrorKind::Truncated => write!(f, "trace ends inside a message (truncated file)"),
-            NexusErrorKind::FieldOverflow(n) => write!(f, "field {n} is longer than 64 bits"),
-            NexusErrorKind::MissingField(n) => write!(f, "message ends before field {n}"),
-            NexusErrorKind::ExtraFields => {
-                write!(f, "message has more fields than its TCODE allows")
-            }
-            NexusErrorKind::BadField(n) => write!(f, "field {n} is out of range"),
-            NexusErrorKind::Io(e) => write!(f, "read error: {e}"),
+            Self::Truncated => write!(f, "trace ends inside a message (truncated file)"),
+            Self::FieldOverflow(n) => write!(f, "field {n} is longer than 64 bits"),
+            Self::MissingField(n) => write!(f, "message ends before field {n}"),
+            Self::ExtraFields => write!(f, "message has more fields than its TCODE allows"),
+            Self::BadField(n) => write!(f, "field {n} is out of range"),
+            Self::Io(e) => write!(f, "read error: {e}"),
         }
+    }
+}
+
+impl fmt::Display for NexusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let offset = self.offset;
+        write!(f, "byte offset {offset} (0x{offset:x}): {}", self.kind)
     }
 }
 
@@ -183,39 +185,30 @@ impl<'a> FieldReader<'a> {
             return Err(NexusErrorKind::MissingField(name));
         }
         let mut i = self.bit / 6;
-        let b = self.bit % 6;
-        let first = *self
-            .bytes
-            .get(i)
-            .ok_or(NexusErrorKind::MissingField(name))?;
-        let mut value = (first >> (2 + b)) as u64;
-        let mut width = 6 - b;
-        let mut mseo = first & 3;
-        while mseo == MSEO_NORMAL {
-            i += 1;
+        // Bits of the first slice taken by earlier fields.
+        let mut used = self.bit % 6;
+        let (mut value, mut width) = (0u64, 0u32);
+        loop {
             let byte = *self
                 .bytes
                 .get(i)
                 .ok_or(NexusErrorKind::MissingField(name))?;
-            let bits = (byte >> 2) as u64;
-            if width >= 64 {
-                if bits != 0 {
-                    return Err(NexusErrorKind::FieldOverflow(name));
-                }
-            } else {
-                if width > 58 && bits >> (64 - width) != 0 {
+            let bits = u64::from(byte >> 2 >> used);
+            if bits != 0 {
+                if bits.leading_zeros() < width {
                     return Err(NexusErrorKind::FieldOverflow(name));
                 }
                 value |= bits << width;
             }
-            width += 6;
-            mseo = byte & 3;
+            width += 6 - used as u32;
+            used = 0;
+            i += 1;
+            if byte & 3 != MSEO_NORMAL {
+                self.ended = byte & 3 == MSEO_END_MESSAGE;
+                self.bit = i * 6;
+                return Ok(value);
+            }
         }
-        if mseo == MSEO_END_MESSAGE {
-            self.ended = true;
-        }
-        self.bit = (i + 1) * 6;
-        Ok(value)
     }
 
     fn optional_var(&mut self, name: &'static str) -> Result<Option<u64>, NexusErrorKind> {
@@ -283,17 +276,6 @@ pub fn parse_message(bytes: &[u8], cfg: &NexusConfig) -> Result<Message, NexusEr
     }
 }
 
-/// One framed message at `offset`, parsed.
-fn located(bytes: &[u8], offset: u64, cfg: &NexusConfig) -> Result<Located, NexusError> {
-    parse_message(bytes, cfg)
-        .map(|message| Located {
-            offset,
-            len: bytes.len() as u32,
-            message,
-        })
-        .map_err(|kind| NexusError { offset, kind })
-}
-
 /// Streams messages out of a byte source, in constant memory.
 /// Framing errors are reported once per bad stretch (with the byte offset)
 /// and reading resumes at the byte after the next end-of-message byte, the
@@ -301,13 +283,18 @@ fn located(bytes: &[u8], offset: u64, cfg: &NexusConfig) -> Result<Located, Nexu
 pub struct MessageReader<R> {
     src: R,
     cfg: NexusConfig,
+    /// Input bytes `buf[pos..len]` not consumed yet; refilled so that a
+    /// whole message is in it and parsed in place.
     buf: Box<[u8]>,
     pos: usize,
     len: usize,
     /// Offset of `buf[0]` in the input.
     base: u64,
-    msg: Vec<u8>,
+    /// The input ended (or failed).
     eof: bool,
+    /// The read error that ended the input, reported where the bytes
+    /// before it run out.
+    failed: Option<NexusError>,
 }
 
 /// A message with the offset of its first byte.
@@ -333,8 +320,8 @@ impl<R: Read> MessageReader<R> {
             pos: 0,
             len: 0,
             base: 0,
-            msg: Vec::with_capacity(MAX_MESSAGE_BYTES),
             eof: false,
+            failed: None,
         }
     }
 
@@ -343,132 +330,95 @@ impl<R: Read> MessageReader<R> {
         self.base + self.pos as u64
     }
 
-    fn next_byte(&mut self) -> Result<Option<u8>, NexusError> {
-        if self.pos == self.len {
-            if self.eof {
-                return Ok(None);
-            }
-            self.base += self.len as u64;
+    /// Reads until `need` bytes are buffered from `pos` on (at most
+    /// [`MAX_MESSAGE_BYTES`]) or the input ends.
+    fn fill(&mut self, need: usize) {
+        while self.len - self.pos < need && !self.eof {
+            self.base += self.pos as u64;
+            self.buf.copy_within(self.pos..self.len, 0);
+            self.len -= self.pos;
             self.pos = 0;
-            self.len = 0;
-            loop {
-                match self.src.read(&mut self.buf) {
-                    Ok(0) => {
-                        self.eof = true;
-                        return Ok(None);
-                    }
-                    Ok(n) => {
-                        self.len = n;
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        self.eof = true;
-                        return Err(NexusError {
-                            offset: self.base,
-                            kind: NexusErrorKind::Io(e.to_string()),
-                        });
-                    }
+            match self.src.read(&mut self.buf[self.len..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.eof = true;
+                    self.failed = Some(NexusError {
+                        offset: self.base + self.len as u64,
+                        kind: NexusErrorKind::Io(e.to_string()),
+                    });
                 }
             }
         }
-        let b = self.buf[self.pos];
-        self.pos += 1;
-        Ok(Some(b))
     }
 
-    /// Skips to just after the next end-of-message byte.
-    fn resync(&mut self) -> Result<(), NexusError> {
-        while let Some(b) = self.next_byte()? {
-            if b & 3 == MSEO_END_MESSAGE {
-                break;
+    /// Consumes the bytes before the first whose MSEO `is` accepts; false
+    /// when the input ends first.
+    fn find(&mut self, is: impl Fn(u8) -> bool) -> bool {
+        loop {
+            if let Some(i) = self.buf[self.pos..self.len].iter().position(|&b| is(b & 3)) {
+                self.pos += i;
+                return true;
             }
+            self.pos = self.len;
+            if self.eof {
+                return false;
+            }
+            self.fill(1);
         }
-        Ok(())
+    }
+
+    /// The input ran out: the read error that ended it if any, else `err`.
+    fn ran_out(&mut self, err: Option<NexusError>) -> Option<Result<Located, NexusError>> {
+        self.pos = self.len;
+        self.failed.take().or(err).map(Err)
     }
 
     /// The next message, `None` at the end of the input.
     pub fn next_message(&mut self) -> Option<Result<Located, NexusError>> {
-        if let Some(m) = self.buffered_message() {
-            return Some(m);
+        // Skip idle bytes (end-of-message bytes between messages).
+        if !self.find(|mseo| mseo != MSEO_END_MESSAGE) {
+            return self.ran_out(None);
         }
-        self.next_message_bytewise()
-    }
-
-    /// Fast path: the next message parsed in place when the buffer holds
-    /// all of it, framing clean; `None` leaves everything else (idle bytes
-    /// at the buffer's end, a message across the refill, bad framing) to
-    /// the byte-wise path, which consumes nothing less.
-    fn buffered_message(&mut self) -> Option<Result<Located, NexusError>> {
-        let mut start = self.pos;
-        while start < self.len && self.buf[start] & 3 == MSEO_END_MESSAGE {
-            start += 1;
-        }
-        let window = &self.buf[start..self.len.min(start + MAX_MESSAGE_BYTES)];
+        self.fill(MAX_MESSAGE_BYTES);
+        let offset = self.offset();
+        let window = &self.buf[self.pos..self.len.min(self.pos + MAX_MESSAGE_BYTES)];
         let end = window
             .iter()
-            .position(|&b| matches!(b & 3, MSEO_RESERVED | MSEO_END_MESSAGE))?;
-        if window[end] & 3 != MSEO_END_MESSAGE {
-            return None;
-        }
-        let offset = self.base + start as u64;
-        let message = located(&window[..=end], offset, &self.cfg);
-        self.pos = start + end + 1;
-        Some(message)
-    }
-
-    fn next_message_bytewise(&mut self) -> Option<Result<Located, NexusError>> {
-        // Skip idle bytes (end-of-message bytes between messages).
-        let first = loop {
-            match self.next_byte() {
-                Err(e) => return Some(Err(e)),
-                Ok(None) => return None,
-                Ok(Some(b)) if b & 3 == MSEO_END_MESSAGE => continue,
-                Ok(Some(b)) => break b,
+            .position(|&b| matches!(b & 3, MSEO_RESERVED | MSEO_END_MESSAGE));
+        let kind = match end {
+            Some(end) if window[end] & 3 == MSEO_END_MESSAGE => {
+                let bytes = &window[..=end];
+                self.pos += end + 1;
+                return Some(
+                    parse_message(bytes, &self.cfg)
+                        .map(|message| Located {
+                            offset,
+                            len: bytes.len() as u32,
+                            message,
+                        })
+                        .map_err(|kind| NexusError { offset, kind }),
+                );
+            }
+            Some(end) => {
+                self.pos += end + 1;
+                NexusErrorKind::ReservedMseo
+            }
+            None if window.len() == MAX_MESSAGE_BYTES => {
+                self.pos += MAX_MESSAGE_BYTES;
+                NexusErrorKind::MessageTooLong
+            }
+            None => {
+                let kind = NexusErrorKind::Truncated;
+                return self.ran_out(Some(NexusError { offset, kind }));
             }
         };
-        let offset = self.offset() - 1;
-        self.msg.clear();
-        self.msg.push(first);
-        let mut byte = first;
-        loop {
-            match byte & 3 {
-                MSEO_RESERVED => {
-                    let err = NexusError {
-                        offset,
-                        kind: NexusErrorKind::ReservedMseo,
-                    };
-                    if let Err(e) = self.resync() {
-                        return Some(Err(e));
-                    }
-                    return Some(Err(err));
-                }
-                MSEO_END_MESSAGE => break,
-                _ => {}
-            }
-            if self.msg.len() >= MAX_MESSAGE_BYTES {
-                let err = NexusError {
-                    offset,
-                    kind: NexusErrorKind::MessageTooLong,
-                };
-                if let Err(e) = self.resync() {
-                    return Some(Err(e));
-                }
-                return Some(Err(err));
-            }
-            byte = match self.next_byte() {
-                Err(e) => return Some(Err(e)),
-                Ok(None) => {
-                    return Some(Err(NexusError {
-                        offset,
-                        kind: NexusErrorKind::Truncated,
-                    }))
-                }
-                Ok(Some(b)) => b,
-            };
-            self.msg.push(byte);
+        // Resynchronise after the next end-of-message byte.
+        if self.find(|mseo| mseo == MSEO_END_MESSAGE) {
+            self.pos += 1;
         }
-        Some(located(&self.msg, offset, &self.cfg))
+        Some(Err(NexusError { offset, kind }))
     }
 }
 
@@ -567,60 +517,5 @@ impl TimestampTracker {
             Message::Ict(i) => self.update(i.src, i.timestamp, i.sync),
             Message::Other { src, .. } => self.update(*src, None, false),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn one(bytes: &[u8], cfg: NexusConfig) -> Vec<Result<Located, NexusError>> {
-        MessageReader::new(bytes, cfg).collect()
-    }
-
-    #[test]
-    fn oversized_field_is_an_error_not_a_panic() {
-        let mut bytes = vec![7 << 2];
-        bytes.extend(std::iter::repeat_n(0xfc, 12));
-        bytes.push(0xfd);
-        bytes.push(0x07);
-        let got = one(&bytes, NexusConfig::default());
-        assert!(matches!(
-            got[0].as_ref().unwrap_err().kind,
-            NexusErrorKind::FieldOverflow("IDTAG")
-        ));
-    }
-
-    #[test]
-    fn timestamps_xor_and_wrap() {
-        let mut t = TimestampTracker::new(8);
-        assert_eq!(t.update(0, Some(5), false), None, "no full timestamp yet");
-        assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
-        assert_eq!(t.update(0, Some(0xf0 ^ 0xf4), false), Some(0xf4));
-        // 0xf4 -> 0x104 wraps the 8-bit counter: low bits 0x04.
-        assert_eq!(t.update(0, Some(0xf4 ^ 0x04), false), Some(0x104));
-        assert_eq!(t.update(0, None, false), Some(0x104));
-        assert_eq!(t.update(1, Some(1), false), None, "per source");
-    }
-
-    #[test]
-    fn timestamps_broken_chain_and_nearest_sync() {
-        let mut t = TimestampTracker::new(8);
-        assert_eq!(t.update(0, Some(0x10), true), Some(0x10));
-        // 0x10 -> 0x90 is half the range: no clean step, the chain breaks.
-        assert_eq!(t.update(0, Some(0x10 ^ 0x90), false), None);
-        assert_eq!(t.update(0, Some(1), false), None, "until a sync");
-        assert_eq!(t.update(0, None, false), None);
-        // A sync 0x85 ahead (or 0x7b behind, before time 0): ahead.
-        assert_eq!(t.update(0, Some(0x95), true), Some(0x95));
-        assert_eq!(t.update(0, Some(0x95 ^ 0x05), false), Some(0x105));
-        // A sync 0x15 behind the last time: taken as behind.
-        assert_eq!(t.update(0, Some(0xf0), true), Some(0xf0));
-        // A lost message: no time until the next sync, which is believed.
-        t.forget();
-        assert_eq!(t.update(0, Some(0xf0 ^ 0xf1), false), None);
-        assert_eq!(t.update(0, None, false), None);
-        assert_eq!(t.update(0, Some(0xf2), true), Some(0xf2));
-        assert_eq!(t.update(0, Some(0xf2 ^ 0xf3), false), Some(0xf3));
     }
 }

@@ -753,169 +753,22 @@ mod tests {
     use super::*;
     use crate::sink::VecBuffer;
 
-    #[test]
-    fn da_message_bytes_by_hand() {
-        // Channel 6, 8-bit write of 2, first timestamp 0x41, src_bits 0.
-        let mut w = NexusWriter::new(WriterConfig::default(), 0, VecBuffer::with_capacity(64));
-        w.put_writes(&[ItcWrite::w8(2)], 0x41).unwrap();
-        w.put_writes(&[ItcWrite::w8(1)], 0x43).unwrap();
-        let expect: &[u8] = &[
-            // ICT sync: TCODE 35 = 0b100011
-            35 << 2,
-            // CKSRC(4)=0, CKDF(2)=0 fill the next slice
-            0,
-            // CKDATA0 = 0, end of field
-            0b01,
-            // TIMESTAMP 0x41 = 0b1_000001: slices 0x01, 0x01, end of message
-            (0x01 << 2),
-            (0x01 << 2) | 0b11,
-            // DA: TCODE 7
-            7 << 2,
-            // IDTAG 0x1b = 0b011011: one slice, end of field
-            (0x1b << 2) | 0b01,
-            // DQDATA 2
-            (2 << 2) | 0b01,
-            // TIMESTAMP 0x41 ^ 0x41 = 0
-            0b11,
-            // second DA: data 1, timestamp 0x41 ^ 0x43 = 2
-            7 << 2,
-            (0x1b << 2) | 0b01,
-            (1 << 2) | 0b01,
-            (2 << 2) | 0b11,
-        ];
-        assert_eq!(w.inner().data(), expect);
-    }
+    // `Rng`, shared with the integration tests.
+    include!("../../tests/common/rng.rs");
 
-    #[test]
-    fn src_bits_for_sources() {
-        assert_eq!(WriterConfig::src_bits_for(1), 0);
-        assert_eq!(WriterConfig::src_bits_for(2), 1);
-        assert_eq!(WriterConfig::src_bits_for(3), 2);
-        assert_eq!(WriterConfig::src_bits_for(4), 2);
-        assert_eq!(WriterConfig::src_bits_for(5), 3);
-    }
-
-    use crate::test_rng::Rng;
-
-    /// What a writer whose buffer stops on wrap must hold: every message
-    /// framed on its own (each write its own call of `put_writes`, at its
-    /// record's timestamp) into a buffer that never fills, and of those
-    /// the whole records before the first that does not fit in `cap`.
-    struct Model {
-        w: NexusWriter<VecBuffer>,
-        cap: usize,
-        kept: Vec<u8>,
-        full: bool,
-    }
-
-    impl Model {
-        fn record(&mut self, writes: &[ItcWrite], ts: u64) -> Result<(), Stopped> {
-            let before = self.w.inner().data().len();
-            for w in writes {
-                self.w.put_writes(std::slice::from_ref(w), ts).unwrap();
-            }
-            let bytes = &self.w.inner().data()[before..];
-            self.full |= self.kept.len() + bytes.len() > self.cap;
-            if self.full {
-                return Err(Stopped);
-            }
-            self.kept.extend_from_slice(bytes);
-            Ok(())
-        }
-    }
-
-    /// A random framing configuration, a writer of it for one source into
-    /// a buffer that a third of the time holds fewer than `small` bytes
-    /// (stop-on-wrap mid-stream), else 1 MiB, and its model.
-    fn writer_and_model(r: &mut Rng, small: u64) -> (WriterConfig, NexusWriter<VecBuffer>, Model) {
-        let cfg = WriterConfig {
-            channel: r.below(32) as u8,
-            src_bits: r.below(9) as u8,
-            timestamp_bits: [40, 48, 64][r.below(3) as usize],
-        };
-        let src = r.below(1 << cfg.src_bits) as u16;
-        let cap = if r.below(3) == 0 {
-            r.below(small) as usize
-        } else {
-            1 << 20
-        };
-        let model = Model {
-            w: NexusWriter::new(cfg, src, VecBuffer::with_capacity(1 << 24)),
-            cap,
-            kept: Vec::new(),
-            full: false,
-        };
-        (
-            cfg,
-            NexusWriter::new(cfg, src, VecBuffer::with_capacity(cap)),
-            model,
-        )
-    }
-
-    /// `put_writes` (a whole record at once, straight into the buffer,
-    /// reusing recently framed messages) gives the bytes of framing the
-    /// writes one by one, and stops on wrap at a record: random records
-    /// crossing sync periods, every framing configuration, buffers that
-    /// stop mid-stream, values drawn mostly from a small pool so that
-    /// framed messages are reused and evicted.
-    #[test]
-    fn record_at_once_equals_write_by_write() {
-        let mut r = Rng(0x5eed_1234_abcd_0001);
-        let (mut stopped, mut fast) = (0, 0);
-        for round in 0..300 {
-            let (cfg, mut a, mut b) = writer_and_model(&mut r, 6000);
-            let mut pool = Vec::new();
-            for _ in 0..1 + r.below(300) {
-                pool.push(match r.below(4) {
-                    0 => 0,
-                    1 => r.below(64) as u32,
-                    _ => r.next() as u32,
-                });
-            }
-            let mut ts = r.next();
-            for rec in 0..1 + r.below(300) {
-                let mut writes = Vec::new();
-                for _ in 0..1 + r.below(69) {
-                    let v = if r.below(5) == 0 {
-                        r.next() as u32
-                    } else {
-                        pool[r.below(pool.len() as u64) as usize]
-                    };
-                    writes.push(match r.below(3) {
-                        0 => ItcWrite::w8(v as u8),
-                        1 => ItcWrite::w16(v as u16),
-                        _ => ItcWrite::w32(v),
-                    });
-                }
-                let step_bits = r.below(40);
-                ts = match r.below(20) {
-                    0 => r.next(),
-                    1 => ts,
-                    _ => ts.wrapping_add(r.below(1 << step_bits)),
-                };
-                let ra = a.put_writes(&writes, ts);
-                assert_eq!(ra, b.record(&writes, ts), "round {round} record {rec}");
-                if ra.is_ok() {
-                    fast += 1;
-                }
-            }
-            let a = a.into_inner();
-            assert_eq!(a.data(), b.kept, "round {round}: {cfg:?}");
-            if b.full && !a.data().is_empty() {
-                stopped += 1;
-            }
-        }
-        assert!(stopped > 10, "stop-on-wrap exercised {stopped} times");
-        assert!(fast > 10_000, "records framed at once: {fast}");
-    }
+    // `Model`, `writer_and_model` and `next_ts`, shared with
+    // tests/nexus_write.rs.
+    include!("../../tests/common/writer_model.rs");
 
     /// `put_values` (address pairs copied from what was framed before,
-    /// zero tails made of one message) gives the bytes of framing the record's writes one
-    /// by one, and stops on wrap at a record: every record type, counter values below 2^48
-    /// with and without a high word, tails of 0 to `MAX_COUNTERS`
-    /// counters, marked as zeros or not, values drawn from small pools so
-    /// that pairs repeat and evict each other, records
-    /// crossing sync periods, buffers that stop mid-stream.
+    /// zero tails made of one message) gives the bytes of framing the
+    /// record's writes one by one, and stops on wrap at a record: every
+    /// record type, counter values below 2^48 with and without a high
+    /// word, tails of 0 to `MAX_COUNTERS` counters, marked as zeros or not,
+    /// values drawn from small pools so that pairs repeat and evict each
+    /// other, records crossing sync periods, buffers that stop mid-stream.
+    /// Needs the writer's private pair cache (to count the records whose
+    /// pair was framed before); `put_writes`: tests/nexus_write.rs.
     #[test]
     fn record_values_equal_write_by_write() {
         use crate::format::{RecordType, RecordValues, MAX_COUNTERS, MAX_RECORD_WRITES};
@@ -959,14 +812,7 @@ mod tests {
                         *c = r.next() & ((1 << 48) - 1) >> r.below(49);
                     }
                 }
-                ts = match r.below(20) {
-                    0 => r.next(),
-                    1 => ts,
-                    _ => {
-                        let bits = r.below(40);
-                        ts.wrapping_add(r.below(1 << bits))
-                    }
-                };
+                ts = next_ts(&mut r, ts);
                 // A quarter of the records have a tail the encoder marks as
                 // zeros (Delta's unmoved counters), beside unmarked ones.
                 let v = RecordValues::new(kind, pair, &counts, tail_from);
@@ -997,6 +843,5 @@ mod tests {
             pairs_held > 5_000,
             "{pairs_held} records found their pair framed"
         );
-        eprintln!("{records} records, {pairs_held} pairs framed before");
     }
 }

@@ -1,8 +1,9 @@
-//! Shared by the tests: decoding a session's trace, and the reference
-//! encoder of the Nexus format.
+//! Shared by the tests: decoding a session's trace, the reference
+//! encoder of the Nexus format and deterministic random numbers.
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod reference_encoder;
+pub mod rng;
 
 use hpmtrace::decode::{decode_stream, DecodeConfig, HeaderInfo, Output, Record};
 use hpmtrace::nexus::write::WriterConfig;

@@ -1,8 +1,7 @@
-//! The tests' deterministic random numbers (xorshift64*): seeded streams
-//! that replay the same way on every run and need no dependency. Shared
-//! by the unit tests and, through `#[path]`, the integration tests.
-
-/// xorshift64*; the seed must not be 0.
+/// The tests' deterministic random numbers (xorshift64*): seeded streams
+/// that replay the same way on every run and need no dependency. The seed
+/// must not be 0. (No inner doc: the writer's unit tests `include!` this
+/// file.)
 pub struct Rng(pub u64);
 
 impl Rng {
