@@ -45,30 +45,17 @@
 
 #![allow(non_snake_case)] // C names, kept as the original API spells them
 
+use super::InitArgs;
 use crate::collect::{self, Config, Mode, Unavailable};
 use crate::format::RecordType;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use super::perfEvent;
 
-static NUM_CORES: AtomicU32 = AtomicU32::new(0);
-
-fn sw_fallback() -> bool {
-    matches!(
-        std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
-        Ok("1") | Ok("yes") | Ok("true")
-    )
-}
-
-/// Whether `HPMTRACE_ENCODER_THREAD` allows the encoder thread (anything
-/// but `0`, `no` or `false`).
-fn encoder_thread() -> bool {
-    !matches!(
-        std::env::var("HPMTRACE_ENCODER_THREAD").as_deref(),
-        Ok("0") | Ok("no") | Ok("false")
-    )
+/// Whether environment variable `name` is set to one of `values`.
+fn env_is(name: &str, values: [&str; 3]) -> bool {
+    std::env::var(name).is_ok_and(|v| values.contains(&v.as_str()))
 }
 
 /// A byte count from environment variable `name`: `<n>[K|M]`.
@@ -91,81 +78,44 @@ fn env_bytes(name: &str) -> Option<usize> {
     }
 }
 
-/// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
-/// built unchanged can record more than it asked for.
-fn buffer_override() -> Option<usize> {
-    env_bytes("HPMTRACE_BUFFER_BYTES")
-}
-
-/// `HPMTRACE_STAGE_BYTES=<n>[K|M]`: the per-thread staging buffer (see
-/// [`crate::collect::Config::stage_bytes`]); at least 4K.
-fn stage_override() -> usize {
-    env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0)
-}
-
 fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
     eprintln!("hpmtrace: {what}: {msg}");
     -1
 }
 
 /// Shared body of the three init calls.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s (or be null with n == 0).
-unsafe fn init(
-    what: &str,
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-    mode: Mode,
-) -> c_int {
-    let cores = NUM_CORES.load(Ordering::Relaxed);
-    if cores == 0 {
-        return fail(what, "call perfInit() first");
-    }
-    let (channel, count_type) = match super::check_init_args(list.is_null(), n, chan, ct) {
-        Ok(a) => a,
-        Err(e) => return fail(what, e),
-    };
-    let list = if n == 0 {
-        &mut [][..]
-    } else {
-        std::slice::from_raw_parts_mut(list, n as usize)
-    };
-    let mut events = Vec::new();
-    for (i, e) in list.iter().enumerate() {
-        match e.event() {
-            Some(ev) => events.push(ev),
-            None => {
-                return fail(
-                    what,
-                    format_args!(
-                        "perfEvent {i}: unsupported type {} / code {}",
-                        e.r#type, e.code_or_cache[0]
-                    ),
-                )
-            }
+fn init(what: &str, a: InitArgs<'_>, mode: Mode) -> c_int {
+    let events = a
+        .list
+        .iter()
+        .enumerate()
+        .map(|(i, e)| e.event().ok_or((i, e)));
+    let events = match events.collect::<Result<Vec<_>, _>>() {
+        Ok(events) => events,
+        Err((i, e)) => {
+            return fail(
+                what,
+                format_args!(
+                    "perfEvent {i}: unsupported type {} / code {}",
+                    e.r#type, e.code_or_cache[0]
+                ),
+            )
         }
-    }
-    let buffer_bytes = match buffer_override() {
-        Some(b) => b,
-        None => sba as usize,
     };
     let cfg = Config {
-        count_type,
+        count_type: a.count_type,
         events,
-        channel,
-        buffer_bytes,
-        stage_bytes: stage_override(),
-        max_threads: cores,
-        unavailable: if sw_fallback() {
+        channel: a.channel,
+        // A program built unchanged can record more than it asked for.
+        buffer_bytes: env_bytes("HPMTRACE_BUFFER_BYTES").unwrap_or(a.sba as usize),
+        stage_bytes: env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0),
+        max_threads: a.cores,
+        unavailable: if env_is("HPMTRACE_SW_FALLBACK", ["1", "yes", "true"]) {
             Unavailable::SoftwareStandIn
         } else {
             Unavailable::LeaveOut
         },
-        encoder_thread: encoder_thread(),
+        encoder_thread: !env_is("HPMTRACE_ENCODER_THREAD", ["0", "no", "false"]),
         ahead: collect::Ahead::from_env(),
         mode,
     };
@@ -174,39 +124,22 @@ unsafe fn init(
     }
     // Report back slot and counter_info like the original library.
     if let Some(h) = collect::header() {
-        let slots: Vec<_> = h.iter().collect();
         let assigned = crate::counters::assign_slots(&cfg.events).unwrap_or([0; 32]);
-        for (i, e) in list.iter_mut().enumerate() {
-            let slot = assigned[i];
+        for (e, &slot) in a.list.iter_mut().zip(&assigned) {
             e.ctrIdx = slot as c_uint;
             // 0 for an event left out (not counted, not in the header).
-            e.ctrInfo = slots
-                .iter()
-                .find(|(s, _)| *s == slot)
-                .map_or(0, |(_, d)| d.info.to_u32() as c_ulong);
+            e.ctrInfo = h.counters[slot as usize].map_or(0, |d| d.info.to_u32() as c_ulong);
         }
     }
     0
 }
 
-/// `int perfInit(int num_cores, int num_funnels)`: `num_cores` = most
-/// threads traced at once; `num_funnels` is accepted and ignored.
-#[no_mangle]
-pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
-    if !(1..=crate::nexus::MAX_SOURCES as c_int).contains(&num_cores) {
-        return fail("perfInit", "num_cores must be 1..256");
-    }
-    if num_funnels < 0 {
-        return fail("perfInit", "num_funnels must be >= 0");
-    }
-    NUM_CORES.store(num_cores as u32, Ordering::Relaxed);
-    0
-}
-
+// `perfInit`'s `num_cores` is the most threads traced at once.
 // `perfTimerISRInit`: a per-thread timer signal (SIGPROF) samples the
 // calling thread.
 perf_init_entry_points!(
     init,
+    max_cores: crate::nexus::MAX_SOURCES,
     manual: Mode::Manual,
     entry_exit: Mode::FuncEntryExit,
     timer: |interval_us| Mode::Timer { interval_us },
