@@ -68,14 +68,13 @@ impl std::fmt::Display for OpenError {
             "perf_event_open for {:?} failed: {}",
             self.event, self.error
         )?;
-        if self.error.raw_os_error() == Some(libc::ENOENT)
-            || self.error.raw_os_error() == Some(libc::EOPNOTSUPP)
-        {
-            write!(f, " (this machine has no such hardware event)")?;
-        } else if self.error.raw_os_error() == Some(libc::EACCES) {
-            write!(f, " (lower /proc/sys/kernel/perf_event_paranoid)")?;
+        match self.error.raw_os_error() {
+            Some(libc::ENOENT | libc::EOPNOTSUPP) => {
+                f.write_str(" (this machine has no such hardware event)")
+            }
+            Some(libc::EACCES) => f.write_str(" (lower /proc/sys/kernel/perf_event_paranoid)"),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -182,17 +181,12 @@ impl PerfGroup {
             }
         }
         if user.len() == self.fds.len() {
-            let fields = PageFields {
-                offset: 0,
-                index: 0,
-                width: 0,
-            };
             self.reads = user
                 .iter()
                 .map(|&(_, how)| PageRead {
                     counter: how == UserRead::Counter,
                     lock: 0,
-                    fields,
+                    fields: PageFields::default(),
                 })
                 .collect();
             self.registers = self.reads.iter().any(|r| r.counter);
@@ -208,16 +202,6 @@ impl PerfGroup {
     /// True when reads avoid system calls.
     pub fn user_space_reads(&self) -> bool {
         !self.pages.is_empty()
-    }
-
-    /// Number of members.
-    pub fn len(&self) -> usize {
-        self.fds.len()
-    }
-
-    /// True for a group without members.
-    pub fn is_empty(&self) -> bool {
-        self.fds.is_empty()
     }
 
     /// Read every member, in group order, into `out[0..len()]` (what the
@@ -236,7 +220,7 @@ impl PerfGroup {
             read_counts(&self.pages, out)
         };
         if !read {
-            self.read_syscall(out);
+            self.read_members_syscall(out);
         }
     }
 
@@ -278,9 +262,12 @@ impl PerfGroup {
         }
     }
 
-    /// The group read system call.
+    /// Read every member with the group read system call, whatever
+    /// [`PerfGroup::user_space_reads`] says (the fallback of
+    /// [`PerfGroup::read_members`]; also to check the user-space path
+    /// against the kernel, and to time the system call).
     #[inline(never)]
-    fn read_syscall(&mut self, out: &mut [u64]) {
+    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
         let Some(&leader) = self.fds.first() else {
             return;
         };
@@ -292,13 +279,6 @@ impl PerfGroup {
                 *o = *v;
             }
         }
-    }
-
-    /// Read every member with the group read system call, whatever
-    /// [`PerfGroup::user_space_reads`] says (to check the user-space path
-    /// against the kernel, and to time the system call).
-    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
-        self.read_syscall(out);
     }
 }
 

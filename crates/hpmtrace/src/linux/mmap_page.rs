@@ -66,7 +66,7 @@ pub fn user_read_method(event: Event, capabilities: u64, index: u32) -> Option<U
 }
 
 /// What one read of a page between two reads of its `lock` gives.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct PageFields {
     /// `offset`: the count, or the count less the register's value.
     pub(super) offset: u64,
