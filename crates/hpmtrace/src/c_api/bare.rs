@@ -215,15 +215,13 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
             })
             .and_then(|n| n.reg()?.next())
             .map(|r| r.starting_address as usize);
-        match clint {
-            Some(base) => crate::bare::platform::CLINT.store(base, Ordering::Relaxed),
-            None => {
-                return fail(
-                    WHAT,
-                    "no riscv,clint0 node in the device tree (M-mode needs its mtimecmp)",
-                )
-            }
-        }
+        let Some(base) = clint else {
+            return fail(
+                WHAT,
+                "no riscv,clint0 node in the device tree (M-mode needs its mtimecmp)",
+            );
+        };
+        crate::bare::platform::CLINT.store(base, Ordering::Relaxed);
     }
     match hz {
         Some(hz) if hz > 0 => perfSetTimebaseFrequency(hz as u64),
