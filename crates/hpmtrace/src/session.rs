@@ -19,13 +19,10 @@
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
 //!
-//! What starting a session adds to the process: unless
-//! [`SessionBuilder::encoder_thread`] turns it off, a thread
-//! (`hpmtrace-enc`, every signal blocked, started once per process) that
-//! encodes full staging chunks while the program runs; and, once per
-//! process, `pthread_atfork` handlers that keep `fork()` from happening
-//! while a thread holds one of the collector's locks (module
-//! [`crate::collect`]).
+//! Starting a session starts what [`crate::collect`] adds to the
+//! process: the encoder thread (unless
+//! [`SessionBuilder::encoder_thread`] turns it off) and, once per process,
+//! its `pthread_atfork` handlers.
 
 use crate::collect::{self, Ahead, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};

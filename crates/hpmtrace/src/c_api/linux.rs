@@ -13,23 +13,18 @@
 //! records wait in until they are encoded (default: the trace buffer size
 //! within 64 KiB..16 MiB).
 //!
-//! What the library adds to the traced process:
-//! - **a thread**: the first init call starts the encoder thread
-//!   (`hpmtrace-enc`, every signal blocked), which encodes full staging
-//!   chunks while the program runs; `perfTraceOff()` and
-//!   `perfWriteTrace()` wait for it and encode the rest. A thread whose
-//!   staging buffer is full encodes its newest chunk meanwhile
-//!   ([`crate::collect::Ahead`]; `HPMTRACE_AHEAD=0`, also `no`, `false`,
-//!   turns that off). `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
-//!   starts no thread: samples are then encoded at `perfTraceOff()` and
-//!   `perfWriteTrace()`, and by a recording thread itself whenever its
-//!   staging buffer is full (a staging buffer that holds the whole run
-//!   leaves all of it to trace-off);
-//! - **fork handlers**: the first init call registers `pthread_atfork`
-//!   handlers (once per process, with or without the thread). Around
-//!   `fork()` they wait until no thread holds one of the library's locks,
-//!   so that a child never inherits a lock held by a thread it does not
-//!   have; the child has no encoder thread.
+//! What the library adds to the traced process ([`crate::collect`] has
+//! the details): the first init call starts the encoder thread
+//! (`hpmtrace-enc`, every signal blocked), which encodes full staging
+//! chunks while the program runs, and registers `pthread_atfork` handlers
+//! (once per process, with or without the thread), so that a child never
+//! inherits a lock held by a thread it does not have.
+//! `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`) starts no thread:
+//! samples are then encoded at `perfTraceOff()` and `perfWriteTrace()`,
+//! and by a recording thread whenever its staging buffer is full. A thread
+//! whose staging buffer is full encodes its newest chunk meanwhile
+//! ([`crate::collect::Ahead`]; `HPMTRACE_AHEAD=0`, also `no`, `false`,
+//! turns that off).
 //!
 //! Events the machine cannot count (no hardware PMU, or a PMU without
 //! cache/branch/raw events): by default each is left out of the trace
@@ -134,7 +129,6 @@ fn init(what: &str, a: InitArgs<'_>, mode: Mode) -> c_int {
     0
 }
 
-// `perfInit`'s `num_cores` is the most threads traced at once.
 // `perfTimerISRInit`: a per-thread timer signal (SIGPROF) samples the
 // calling thread.
 perf_init_entry_points!(

@@ -168,7 +168,9 @@ pub const MIN_TIMER_INTERVAL_US: c_int = 100;
 #[allow(unused_macros)] // as above
 macro_rules! perf_init_entry_points {
     ($init:path, max_cores: $max:expr, manual: $manual:expr, entry_exit: $entry_exit:expr, timer: $timer:expr $(,)?) => {
-        /// `int perfInit(int num_cores, int num_funnels)`.
+        /// `int perfInit(int num_cores, int num_funnels)`: how many harts
+        /// (bare metal) or threads (Linux) trace at once; `num_funnels` is
+        /// accepted and ignored (no funnel in software).
         #[no_mangle]
         pub extern "C" fn perfInit(num_cores: core::ffi::c_int, num_funnels: core::ffi::c_int) -> core::ffi::c_int {
             if !(1..=$max as core::ffi::c_int).contains(&num_cores) {

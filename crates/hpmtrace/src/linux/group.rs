@@ -129,8 +129,7 @@ impl PerfGroup {
         g.buf = vec![0; 1 + n];
         g.index = vec![0; n];
         g.pmc = vec![0; n];
-        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
-        g.map_pages(&evs);
+        g.map_pages(events);
         Ok(g)
     }
 
@@ -161,42 +160,30 @@ impl PerfGroup {
 
     /// Map the perf pages; keep them only if every member can be read from
     /// user space (otherwise one group read is cheaper than mixing).
-    fn map_pages(&mut self, events: &[Event]) {
-        if self.fds.is_empty() {
-            return;
-        }
-        let mut user = Vec::new();
-        for (&fd, &event) in self.fds.iter().zip(events) {
+    fn map_pages(&mut self, events: &[(usize, Event)]) {
+        for (&fd, &(_, event)) in self.fds.iter().zip(events) {
             let Some(page) = PerfPage::map(fd) else {
                 break;
             };
+            self.pages.push(page);
             let (caps, index) = page.capabilities_and_index();
-            match user_read_method(event, caps, index) {
-                Some(how) => user.push((page, how)),
-                None => {
-                    // SAFETY: unmapping what we just mapped, never used again.
-                    unsafe { page.unmap() };
-                    break;
-                }
-            }
+            let Some(how) = user_read_method(event, caps, index) else {
+                break;
+            };
+            self.reads.push(PageRead {
+                counter: how == UserRead::Counter,
+                lock: 0,
+                fields: PageFields::default(),
+            });
         }
-        if user.len() == self.fds.len() {
-            self.reads = user
-                .iter()
-                .map(|&(_, how)| PageRead {
-                    counter: how == UserRead::Counter,
-                    lock: 0,
-                    fields: PageFields::default(),
-                })
-                .collect();
-            self.registers = self.reads.iter().any(|r| r.counter);
-            self.pages = user.into_iter().map(|(page, _)| page).collect();
-        } else {
-            for (page, _) in user {
+        if self.reads.len() < self.fds.len() {
+            self.reads.clear();
+            for page in self.pages.drain(..) {
                 // SAFETY: unmapping what we mapped above, never used again.
                 unsafe { page.unmap() };
             }
         }
+        self.registers = self.reads.iter().any(|r| r.counter);
     }
 
     /// True when reads avoid system calls.
