@@ -52,10 +52,7 @@ unsafe fn init(what: &str, a: InitArgs<'_>, (mode, interval_us): (Mode, Option<u
             ),
         );
     }
-    let mut events = [None; MAX_COUNTERS];
-    for (e, p) in events.iter_mut().zip(list.iter()) {
-        *e = p.event();
-    }
+    let events: [_; MAX_COUNTERS] = core::array::from_fn(|i| list.get(i).and_then(|p| p.event()));
     let bytes = match a.sba {
         // No trace-encoder SRAM here: an equal share of the pool.
         0 => pool::POOL_BYTES / cores as usize,

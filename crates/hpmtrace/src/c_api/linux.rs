@@ -80,23 +80,17 @@ fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
 
 /// Shared body of the three init calls.
 fn init(what: &str, a: InitArgs<'_>, mode: Mode) -> c_int {
-    let events = a
-        .list
-        .iter()
-        .enumerate()
-        .map(|(i, e)| e.event().ok_or((i, e)));
-    let events = match events.collect::<Result<Vec<_>, _>>() {
-        Ok(events) => events,
-        Err((i, e)) => {
+    let mut events = Vec::new();
+    for (i, e) in a.list.iter().enumerate() {
+        let Some(event) = e.event() else {
+            let (t, code) = (e.r#type, e.code_or_cache[0]);
             return fail(
                 what,
-                format_args!(
-                    "perfEvent {i}: unsupported type {} / code {}",
-                    e.r#type, e.code_or_cache[0]
-                ),
-            )
-        }
-    };
+                format_args!("perfEvent {i}: unsupported type {t} / code {code}"),
+            );
+        };
+        events.push(event);
+    }
     let cfg = Config {
         count_type: a.count_type,
         events,
