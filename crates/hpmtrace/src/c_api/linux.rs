@@ -173,7 +173,7 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
     let path = if file.is_null() {
         PathBuf::from("trace.rtd")
     } else {
-        PathBuf::from(String::from_utf8_lossy(CStr::from_ptr(file).to_bytes()).into_owned())
+        PathBuf::from(CStr::from_ptr(file).to_string_lossy().into_owned())
     };
     let s = collect::stats();
     if s.dropped_messages != 0 {
