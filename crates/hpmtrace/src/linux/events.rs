@@ -1,6 +1,8 @@
 //! SBI events as perf events: the `(type, config)` of
-//! `perf_event_open` for each [`Event`], and the software stand-ins of a
-//! machine without hardware counters.
+//! `perf_event_open` for each [`Event`] (the SBI and perf cache/op/result
+//! ids coincide; a raw event's `event_data` is its config, as the RISC-V
+//! SBI PMU driver expects), and the software stand-ins of a machine
+//! without hardware counters.
 
 use crate::format::{hw, Event};
 

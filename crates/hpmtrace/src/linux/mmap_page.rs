@@ -41,7 +41,8 @@ const PAGE_BYTES: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserRead {
     /// A hardware counter the kernel lets user space read
-    /// (`cap_user_rdpmc`): the page's `offset` plus the register its
+    /// (`cap_user_rdpmc`; on RISC-V with the sysctl
+    /// `kernel.perf_user_access`): the page's `offset` plus the register its
     /// `index` names. While the event is not on a register (`index` 0)
     /// the group is read with the system call.
     Counter,
