@@ -46,8 +46,6 @@ use crate::format::RecordType;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
 
-pub use super::perfEvent;
-
 /// Whether environment variable `name` is set to one of `values`.
 fn env_is(name: &str, values: [&str; 3]) -> bool {
     std::env::var(name).is_ok_and(|v| values.contains(&v.as_str()))
