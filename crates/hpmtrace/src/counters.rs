@@ -9,7 +9,7 @@
 //! ([`assign_slots`]).
 
 use crate::format::{
-    hw, CounterDesc, CounterInfo, Event, Header, MAX_COUNTERS, TIMESTAMP_COUNTER_INDEX,
+    hw, CountType, CounterDesc, CounterInfo, Event, Header, MAX_COUNTERS, TIMESTAMP_COUNTER_INDEX,
 };
 
 /// The trace timestamp.
@@ -31,53 +31,41 @@ pub enum SlotError {
 /// Counter slot of each event: cycles -> 0, timestamp -> 1, instructions
 /// -> 2, others -> 3, 4, ... in list order. Returns one slot per event.
 pub fn assign_slots(events: &[Event]) -> Result<[u8; MAX_COUNTERS], SlotError> {
-    let mut slots = [0u8; MAX_COUNTERS];
     if events.len() > MAX_COUNTERS {
         return Err(SlotError::TooManyEvents);
     }
+    let mut slots = [0u8; MAX_COUNTERS];
     let mut used = 0u32;
     let mut next = 3u8;
-    for (i, e) in events.iter().enumerate() {
-        let fixed = match e {
+    for (slot, e) in slots.iter_mut().zip(events) {
+        let s = match *e {
             Event::General {
-                code: hw::CPU_CYCLES,
-            } => Some(0),
-            Event::General {
-                code: hw::TIMESTAMP,
-            } => Some(TIMESTAMP_COUNTER_INDEX),
-            Event::General {
-                code: hw::INSTRUCTIONS,
-            } => Some(2),
-            _ => None,
-        };
-        let s = match fixed {
-            Some(s) => {
-                if used & (1 << s) != 0 {
-                    if let Event::General { code } = e {
-                        return Err(SlotError::DuplicateFixed(*code));
-                    }
+                code: code @ (hw::CPU_CYCLES | hw::TIMESTAMP | hw::INSTRUCTIONS),
+            } => {
+                let s = match code {
+                    hw::CPU_CYCLES => 0,
+                    hw::TIMESTAMP => TIMESTAMP_COUNTER_INDEX,
+                    _ => 2,
+                };
+                if used & 1 << s != 0 {
+                    return Err(SlotError::DuplicateFixed(code));
                 }
                 s
             }
-            None => {
-                if next as usize >= MAX_COUNTERS {
-                    return Err(SlotError::TooManyEvents);
-                }
+            _ if next as usize >= MAX_COUNTERS => return Err(SlotError::TooManyEvents),
+            _ => {
                 next += 1;
                 next - 1
             }
         };
         used |= 1 << s;
-        slots[i] = s;
+        *slot = s;
     }
     Ok(slots)
 }
 
 /// Build a header from events with their slots and counter infos.
-pub fn build_header(
-    count_type: crate::format::CountType,
-    events: &[(u8, Event, CounterInfo)],
-) -> Header {
+pub fn build_header(count_type: CountType, events: &[(u8, Event, CounterInfo)]) -> Header {
     let mut h = Header::new(count_type);
     for &(slot, event, info) in events {
         if (slot as usize) < MAX_COUNTERS {

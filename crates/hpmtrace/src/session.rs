@@ -19,13 +19,10 @@
 //! be active at a time; starting a second one fails with
 //! [`Error::Busy`].
 //!
-//! What starting a session adds to the process: unless
-//! [`SessionBuilder::encoder_thread`] turns it off, a thread
-//! (`hpmtrace-enc`, every signal blocked, started once per process) that
-//! encodes full staging chunks while the program runs; and, once per
-//! process, `pthread_atfork` handlers that keep `fork()` from happening
-//! while a thread holds one of the collector's locks (module
-//! [`crate::collect`]).
+//! Starting a session starts what [`crate::collect`] adds to the
+//! process: the encoder thread (unless
+//! [`SessionBuilder::encoder_thread`] turns it off) and, once per process,
+//! its `pthread_atfork` handlers.
 
 use crate::collect::{self, Config, Error, Mode, Stats, Unavailable};
 use crate::format::{CountType, Event, RecordType, DEFAULT_CHANNEL};
@@ -42,57 +39,46 @@ pub struct SessionBuilder {
     output: Option<PathBuf>,
 }
 
+/// Builder methods that set one field of the collector's [`Config`].
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.cfg.$field = v;
+            self
+        }
+    )*};
+}
+
 impl SessionBuilder {
-    /// Raw, Delta (default) or DeltaXOR.
-    pub fn count_type(mut self, t: CountType) -> Self {
-        self.cfg.count_type = t;
-        self
+    setters! {
+        /// Raw, Delta (default) or DeltaXOR.
+        count_type(CountType) => count_type;
+        /// ITC channel (default 6).
+        channel(u8) => channel;
+        /// Per-thread buffer in bytes (default 1 MiB); stops on wrap.
+        buffer_bytes(usize) => buffer_bytes;
+        /// Per-thread staging buffer for raw samples in bytes (default: the
+        /// trace buffer size within 64 KiB..16 MiB; at least 4096), in
+        /// [`collect::STAGE_CHUNKS`] chunks. Full chunks are encoded into the
+        /// trace buffer by the encoder thread; the rest at pause and when the
+        /// trace is read or written.
+        stage_bytes(usize) => stage_bytes;
+        /// Whether full staging chunks are encoded on the encoder thread
+        /// (default true; off, no thread is started: see
+        /// [`Config::encoder_thread`]).
+        encoder_thread(bool) => encoder_thread;
+        /// Most threads traced at once (default 1).
+        max_threads(u32) => max_threads;
+        /// What to do with an event the machine cannot count (default
+        /// [`Unavailable::Fail`]: `start` fails naming it).
+        unavailable(Unavailable) => unavailable;
+        /// Trigger (default [`Mode::Manual`]).
+        mode(Mode) => mode;
     }
     /// Add an event.
     pub fn event(mut self, e: Event) -> Self {
         self.cfg.events.push(e);
-        self
-    }
-    /// ITC channel (default 6).
-    pub fn channel(mut self, c: u8) -> Self {
-        self.cfg.channel = c;
-        self
-    }
-    /// Per-thread buffer in bytes (default 1 MiB); stops on wrap.
-    pub fn buffer_bytes(mut self, b: usize) -> Self {
-        self.cfg.buffer_bytes = b;
-        self
-    }
-    /// Per-thread staging buffer for raw samples in bytes (default: the
-    /// trace buffer size within 64 KiB..16 MiB; at least 4096), in
-    /// [`collect::STAGE_CHUNKS`] chunks. Full chunks are encoded into the
-    /// trace buffer by the encoder thread; the rest at pause and when the
-    /// trace is read or written.
-    pub fn stage_bytes(mut self, b: usize) -> Self {
-        self.cfg.stage_bytes = b;
-        self
-    }
-    /// Whether full staging chunks are encoded on the encoder thread
-    /// (default true; off, no thread is started: see
-    /// [`Config::encoder_thread`]).
-    pub fn encoder_thread(mut self, on: bool) -> Self {
-        self.cfg.encoder_thread = on;
-        self
-    }
-    /// Most threads traced at once (default 1).
-    pub fn max_threads(mut self, n: u32) -> Self {
-        self.cfg.max_threads = n;
-        self
-    }
-    /// What to do with an event the machine cannot count (default
-    /// [`Unavailable::Fail`]: `start` fails naming it).
-    pub fn unavailable(mut self, u: Unavailable) -> Self {
-        self.cfg.unavailable = u;
-        self
-    }
-    /// Trigger (default [`Mode::Manual`]).
-    pub fn mode(mut self, m: Mode) -> Self {
-        self.cfg.mode = m;
         self
     }
     /// Write the trace here when the session ends.

@@ -4,16 +4,11 @@
 use super::platform::{Platform, This};
 use core::fmt::{self, Write};
 
-/// Write `bytes` to the console.
-pub fn write_bytes(bytes: &[u8]) {
-    This::console_write(bytes);
-}
-
 struct Console;
 
 impl Write for Console {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        write_bytes(s.as_bytes());
+        This::console_write(s.as_bytes());
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ use crate::counters::{read_user_counters, Clock, TimeCsr};
 use crate::format::RecordType;
 use crate::nexus::write::{NexusWriter, WriterConfig};
 use crate::sink::MemBuffer;
-use crate::stage::{sample_words, Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
+use crate::stage::{Replay, SAMPLE_HEAD_WORDS, TAG_TRACE_ON};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -67,7 +67,7 @@ pub struct Core {
 
 impl Core {
     /// A core recording `counters` in `mode` into `buffer`, staging in
-    /// `stage` (at least one sample: [`Core::stage_words`]).
+    /// `stage` (at least one sample: [`crate::stage::sample_words`]).
     pub fn new(
         mode: Mode,
         counters: Counters,
@@ -87,11 +87,6 @@ impl Core {
             staged: 0,
             generation: 0,
         }
-    }
-
-    /// Words one sample of `counters` takes.
-    pub fn stage_words(counters: &Counters) -> usize {
-        sample_words(counters.values)
     }
 
     /// Stage one sample: tag, addresses, time, then each counter.
@@ -158,9 +153,6 @@ pub static ON: AtomicU32 = AtomicU32::new(0);
 /// The last generation handed out.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
-/// `perfInit`'s `num_cores` (0: not called).
-pub static NUM_CORES: AtomicU32 = AtomicU32::new(0);
-
 /// This hart's core index: `tp` (crate contract).
 #[inline(always)]
 pub fn this_core() -> usize {
@@ -222,7 +214,7 @@ pub unsafe fn record(kind: RecordType, addrs: [u64; 2]) {
 ///
 /// # Safety
 /// As [`with_core`].
-pub unsafe fn trace_on() -> bool {
+pub unsafe fn trace_on() {
     let generation = GENERATION
         .fetch_add(1, Ordering::SeqCst)
         .wrapping_add(1)
@@ -236,7 +228,6 @@ pub unsafe fn trace_on() -> bool {
             }
         })
     };
-    true
 }
 
 /// Stop recording on every core and wait until no hart is inside a

@@ -37,7 +37,7 @@ pub trait Platform {
 }
 
 #[cfg(feature = "bare-machine")]
-pub use machine::Machine as This;
+pub use machine::{Machine as This, CLINT};
 #[cfg(not(feature = "bare-machine"))]
 pub use sbi::Sbi as This;
 
@@ -162,71 +162,40 @@ mod machine {
     }
 
     /// Write CSR `base + idx` for idx 3..=31 (mhpmevent 0x320,
-    /// mhpmcounter 0xb00): CSR numbers are immediates, hence the table.
+    /// mhpmcounter 0xb00): CSR numbers are immediates, hence one arm per
+    /// index.
     macro_rules! write_indexed {
-        ($base:literal, $idx:expr, $v:expr) => {{
-            let v: u64 = $v;
-            write_3_31!($base, $idx, v)
-        }};
-    }
-    macro_rules! write_3_31 {
         ($base:literal, $idx:expr, $v:expr) => {
+            write_indexed!(@arms $base, $idx, $v;
+                3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+        };
+        (@arms $base:literal, $idx:expr, $v:expr; $($i:literal)*) => {{
+            let v: u64 = $v;
             match $idx {
-                3 => csrw!($base + 3, $v),
-                4 => csrw!($base + 4, $v),
-                5 => csrw!($base + 5, $v),
-                6 => csrw!($base + 6, $v),
-                7 => csrw!($base + 7, $v),
-                8 => csrw!($base + 8, $v),
-                9 => csrw!($base + 9, $v),
-                10 => csrw!($base + 10, $v),
-                11 => csrw!($base + 11, $v),
-                12 => csrw!($base + 12, $v),
-                13 => csrw!($base + 13, $v),
-                14 => csrw!($base + 14, $v),
-                15 => csrw!($base + 15, $v),
-                16 => csrw!($base + 16, $v),
-                17 => csrw!($base + 17, $v),
-                18 => csrw!($base + 18, $v),
-                19 => csrw!($base + 19, $v),
-                20 => csrw!($base + 20, $v),
-                21 => csrw!($base + 21, $v),
-                22 => csrw!($base + 22, $v),
-                23 => csrw!($base + 23, $v),
-                24 => csrw!($base + 24, $v),
-                25 => csrw!($base + 25, $v),
-                26 => csrw!($base + 26, $v),
-                27 => csrw!($base + 27, $v),
-                28 => csrw!($base + 28, $v),
-                29 => csrw!($base + 29, $v),
-                30 => csrw!($base + 30, $v),
-                31 => csrw!($base + 31, $v),
+                $(
+                    // SAFETY: an M-mode write of an implemented counter or
+                    // event selector (the index comes from the
+                    // mcountinhibit probe).
+                    $i => unsafe { core::arch::asm!("csrw {csr}, {v}", csr = const $base + $i, v = in(reg) v) },
+                )*
                 _ => {}
             }
-        };
-    }
-    macro_rules! csrw {
-        ($csr:expr, $v:expr) => {
-            // SAFETY: an M-mode write of an implemented counter or event
-            // selector (the index comes from the mcountinhibit probe).
-            unsafe { core::arch::asm!("csrw {csr}, {v}", csr = const $csr, v = in(reg) $v) }
-        };
+        }};
     }
 
     impl Platform for Machine {
         fn counters() -> u64 {
             // mcountinhibit is WARL: bits of unimplemented counters read 0.
-            let (old, got): (u64, u64);
+            let got: u64;
             // SAFETY: M-mode CSR accesses; the old inhibit mask is restored.
             unsafe {
                 core::arch::asm!(
                     "csrrw {old}, mcountinhibit, {ones}",
                     "csrr {got}, mcountinhibit",
                     "csrw mcountinhibit, {old}",
-                    old = out(reg) old, got = out(reg) got, ones = in(reg) u64::MAX,
+                    old = out(reg) _, got = out(reg) got, ones = in(reg) u64::MAX,
                 );
             }
-            let _ = old;
             (got | 0b101) & !0b10
         }
 
@@ -307,6 +276,3 @@ mod machine {
         }
     }
 }
-
-#[cfg(feature = "bare-machine")]
-pub use machine::CLINT;

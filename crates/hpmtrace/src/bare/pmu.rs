@@ -30,14 +30,8 @@ pub struct Counters {
     pub placed: [Option<(u8, CounterInfo)>; MAX_COUNTERS],
 }
 
-/// Stop and release the counters in `mask` (a previous init's).
-pub fn release(mask: u64) {
-    This::release(mask);
-}
-
 /// Configure a counter for every countable event of `events` (running,
-/// cleared) and build the header. `what` names the
-/// init call in warnings.
+/// cleared) and build the header. `what` names the init call in warnings.
 pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) -> Counters {
     let all = This::counters();
     let mut mask = 0u64;
@@ -87,22 +81,20 @@ pub fn configure(what: &str, count_type: CountType, events: &[Option<Event>]) ->
     // instructions 2, the rest from 3); a fixed event listed twice is
     // dropped from the header instead of failing the whole init.
     let mut placed = [None; MAX_COUNTERS];
-    let mut chosen = [(
-        0u8,
-        Event::General { code: 0 },
-        CounterInfo { csr: 0, width: 0 },
-    ); MAX_COUNTERS];
-    let mut m = 0;
-    match assign_slots(&kept[..n]) {
+    let mut chosen = [(0, kept[0], infos[0]); MAX_COUNTERS];
+    let m = match assign_slots(&kept[..n]) {
         Ok(slots) => {
             for k in 0..n {
-                chosen[m] = (slots[k], kept[k], infos[k]);
+                chosen[k] = (slots[k], kept[k], infos[k]);
                 placed[from[k]] = Some((slots[k], infos[k]));
-                m += 1;
             }
+            n
         }
-        Err(err) => warn(format_args!("{what}: {err:?}: no counters recorded")),
-    }
+        Err(err) => {
+            warn(format_args!("{what}: {err:?}: no counters recorded"));
+            0
+        }
+    };
     let header = build_header(count_type, &chosen[..m]);
     let ts_pos = crate::counters::timestamp_position(&header);
     let mut index = [0u32; MAX_COUNTERS];

@@ -35,9 +35,7 @@ pub fn start(core: usize, interval_us: u64) -> Option<u64> {
 /// A timer interrupt on core `core`: re-arm for the next deadline after
 /// now. `false` when this core has no sampling timer (not ours).
 pub fn rearm(core: usize) -> bool {
-    let Some(interval) = INTERVAL.get(core).map(|i| i.load(Ordering::Relaxed)) else {
-        return false;
-    };
+    let interval = INTERVAL.get(core).map_or(0, |i| i.load(Ordering::Relaxed));
     if interval == 0 {
         return false;
     }

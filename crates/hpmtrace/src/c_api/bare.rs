@@ -4,14 +4,17 @@
 
 #![allow(non_snake_case)] // C names, kept as SiFive's API spells them
 
-use super::{check_init_args, perfEvent};
+use super::InitArgs;
 use crate::bare::console::warn;
-use crate::bare::cores::{self, this_core, with_core, Core, Mode, MAX_CORES, NUM_CORES};
+use crate::bare::cores::{self, this_core, with_core, Core, Mode, MAX_CORES};
+use crate::bare::platform::{Platform, This};
 use crate::bare::{pmu, pool, timer};
 use crate::dump::{self, DumpInfo};
 use crate::format::{RecordType, MAX_COUNTERS};
 use crate::nexus::write::WriterConfig;
+use crate::stage::sample_words;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
+use core::fmt::Display;
 use core::sync::atomic::Ordering;
 
 /// Largest staging area per core: records wait there, raw, until they are
@@ -19,77 +22,27 @@ use core::sync::atomic::Ordering;
 /// perfWriteTrace); 64 KiB holds about a thousand records.
 const STAGE_MAX: usize = 64 * 1024;
 
-fn fail(what: &str, msg: core::fmt::Arguments<'_>) -> c_int {
+fn fail(what: &str, msg: impl Display) -> c_int {
     warn(format_args!("{what}: {msg}"));
     -1
 }
 
-/// `int perfInit(int num_cores, int num_funnels)`: `num_cores` harts
-/// will trace (each with its core index in `tp`); `num_funnels` is
-/// accepted and ignored (no funnel in software).
-#[no_mangle]
-pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
-    if !(1..=MAX_CORES as c_int).contains(&num_cores) {
-        return fail("perfInit", format_args!("num_cores must be 1..{MAX_CORES}"));
-    }
-    if num_funnels < 0 {
-        return fail("perfInit", format_args!("num_funnels must be >= 0"));
-    }
-    NUM_CORES.store(num_cores as u32, Ordering::Relaxed);
-    0
-}
-
-/// What an init call sets up: the core's mode and, for the timer, the
-/// sampling interval (kept out of [`Mode`], which the hooks read).
-#[derive(Clone, Copy)]
-enum Setup {
-    Manual,
-    FuncEntryExit,
-    Timer { interval_us: u64 },
-}
-
-impl Setup {
-    fn mode(self) -> Mode {
-        match self {
-            Setup::Manual => Mode::Manual,
-            Setup::FuncEntryExit => Mode::FuncEntryExit,
-            Setup::Timer { .. } => Mode::Timer,
-        }
-    }
-}
-
 /// Shared body of the three init calls: this hart's counters, buffer and
-/// mode. `perfTimerISRInit` samples this hart through the SBI timer: it
-/// needs the timebase, and the program's trap vector must be installed and
-/// call `perfTimerISR` on a supervisor timer interrupt.
+/// mode, and for the timer (`interval_us`) its sampling interval.
+/// `perfTimerISRInit` samples this hart through the SBI timer: it needs
+/// the timebase, and the program's trap vector must be installed and call
+/// `perfTimerISR` on a supervisor timer interrupt.
 ///
 /// # Safety
-/// `list` points to `n` valid `perfEvent`s (or is null with n == 0), and
-/// the crate's `tp` contract holds.
-unsafe fn init(
-    what: &str,
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-    setup: Setup,
-) -> c_int {
-    let mode = setup.mode();
-    let cores = NUM_CORES.load(Ordering::Relaxed);
-    if cores == 0 {
-        return fail(what, format_args!("call perfInit() first"));
-    }
-    if matches!(setup, Setup::Timer { .. }) && timer::TIMEBASE_HZ.load(Ordering::Relaxed) == 0 {
+/// The crate's `tp` contract holds.
+unsafe fn init(what: &str, a: InitArgs<'_>, (mode, interval_us): (Mode, Option<u64>)) -> c_int {
+    if interval_us.is_some() && timer::TIMEBASE_HZ.load(Ordering::Relaxed) == 0 {
         return fail(
             what,
-            format_args!("the timebase is unknown: call perfSetDeviceTree(dtb) or perfSetTimebaseFrequency(hz) first"),
+            "the timebase is unknown: call perfSetDeviceTree(dtb) or perfSetTimebaseFrequency(hz) first",
         );
     }
-    let (channel, count_type) = match check_init_args(list.is_null(), n, chan, ct) {
-        Ok(a) => a,
-        Err(e) => return fail(what, format_args!("{e}")),
-    };
+    let (cores, list) = (a.cores, a.list);
     let core = this_core();
     if core >= cores as usize {
         return fail(
@@ -99,35 +52,26 @@ unsafe fn init(
             ),
         );
     }
-    let list: &mut [perfEvent] = if n == 0 {
-        &mut []
-    } else {
-        // SAFETY: the caller passes n valid entries (checked non-null).
-        unsafe { core::slice::from_raw_parts_mut(list, n as usize) }
-    };
-    let mut events = [None; MAX_COUNTERS];
-    for (e, p) in events.iter_mut().zip(list.iter()) {
-        *e = p.event();
-    }
-    let bytes = match sba {
+    let events: [_; MAX_COUNTERS] = core::array::from_fn(|i| list.get(i).and_then(|p| p.event()));
+    let bytes = match a.sba {
         // No trace-encoder SRAM here: an equal share of the pool.
         0 => pool::POOL_BYTES / cores as usize,
         b => b as usize,
     };
-    // The staging area: as large as the buffer, at most STAGE_MAX.
-    let stage_bytes = bytes.min(STAGE_MAX);
-    let Some(buf) = pool::take(bytes) else {
-        return fail(
+    let no_room = |what_for: &dyn Display| {
+        let (free, all) = (pool::free(), pool::POOL_BYTES);
+        fail(
             what,
             format_args!(
-                "no room for a {bytes}-byte trace buffer: {} of the {}-byte pool (PERF_MEM_POOL_SIZE) left",
-                pool::free(),
-                pool::POOL_BYTES
+                "no room for a {what_for}: {free} of the {all}-byte pool (PERF_MEM_POOL_SIZE) left"
             ),
-        );
+        )
+    };
+    let Some(buf) = pool::take(bytes) else {
+        return no_room(&format_args!("{bytes}-byte trace buffer"));
     };
     let framing = WriterConfig {
-        channel,
+        channel: a.channel,
         src_bits: WriterConfig::src_bits_for(cores),
         timestamp_bits: pmu::TIMESTAMP_BITS,
     };
@@ -135,10 +79,11 @@ unsafe fn init(
     let done = unsafe {
         with_core(|slot| {
             if let Some(old) = slot.take() {
-                pmu::release(old.counters.mask);
+                This::release(old.counters.mask);
             }
-            let counters = pmu::configure(what, count_type, &events[..list.len()]);
-            let words = (stage_bytes / 8).max(Core::stage_words(&counters));
+            let counters = pmu::configure(what, a.count_type, &events[..list.len()]);
+            // The staging area: as large as the buffer, at most STAGE_MAX.
+            let words = (bytes.min(STAGE_MAX) / 8).max(sample_words(counters.values));
             let Some(stage) = pool::take_words(words) else {
                 return Err(words * 8);
             };
@@ -153,29 +98,21 @@ unsafe fn init(
         })
     };
     match done {
-        Some(Ok(())) => match setup {
-            Setup::Timer { interval_us } if timer::start(core, interval_us).is_none() => {
-                fail(what, format_args!("cannot arm the timer"))
-            }
+        Some(Ok(())) => match interval_us {
+            Some(us) if timer::start(core, us).is_none() => fail(what, "cannot arm the timer"),
             _ => 0,
         },
-        Some(Err(b)) => fail(
-            what,
-            format_args!(
-                "no room for a {b}-byte staging area: {} of the {}-byte pool (PERF_MEM_POOL_SIZE) left",
-                pool::free(),
-                pool::POOL_BYTES
-            ),
-        ),
-        None => fail(what, format_args!("called from inside the library (a hook or the timer)")),
+        Some(Err(b)) => no_room(&format_args!("{b}-byte staging area")),
+        None => fail(what, "called from inside the library (a hook or the timer)"),
     }
 }
 
 perf_init_entry_points!(
     init,
-    manual: Setup::Manual,
-    entry_exit: Setup::FuncEntryExit,
-    timer: |interval_us| Setup::Timer { interval_us },
+    max_cores: MAX_CORES,
+    manual: (Mode::Manual, None),
+    entry_exit: (Mode::FuncEntryExit, None),
+    timer: |interval_us| (Mode::Timer, Some(interval_us)),
 );
 
 /// Body of `perfWriteCntrs` (the assembly entry passes the caller's
@@ -197,10 +134,7 @@ pub extern "C" fn perfTraceOn() -> c_int {
     // SAFETY: the tp contract.
     let configured = unsafe { with_core(|c| c.is_some()) };
     if configured != Some(true) {
-        return fail(
-            "perfTraceOn",
-            format_args!("call an init function on this hart first"),
-        );
+        return fail("perfTraceOn", "call an init function on this hart first");
     }
     // SAFETY: the tp contract.
     unsafe { cores::trace_on() };
@@ -238,7 +172,7 @@ pub extern "C" fn perfTimerISR(pc: *mut c_void) -> c_int {
 #[no_mangle]
 pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
     if hz == 0 {
-        return fail("perfSetTimebaseFrequency", format_args!("hz must be > 0"));
+        return fail("perfSetTimebaseFrequency", "hz must be > 0");
     }
     timer::TIMEBASE_HZ.store(hz, Ordering::Relaxed);
     0
@@ -256,7 +190,7 @@ pub extern "C" fn perfSetTimebaseFrequency(hz: u64) -> c_int {
 pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
     const WHAT: &str = "perfSetDeviceTree";
     if dtb.is_null() {
-        return fail(WHAT, format_args!("dtb is NULL"));
+        return fail(WHAT, "dtb is NULL");
     }
     // SAFETY: the caller passes a device tree that is ours for the call.
     let fdt = match unsafe { rvpmu_dtb::open_at(dtb.cast()) } {
@@ -278,24 +212,17 @@ pub unsafe extern "C" fn perfSetDeviceTree(dtb: *mut c_void) -> c_int {
             })
             .and_then(|n| n.reg()?.next())
             .map(|r| r.starting_address as usize);
-        match clint {
-            Some(base) => crate::bare::platform::CLINT.store(base, Ordering::Relaxed),
-            None => {
-                return fail(
-                    WHAT,
-                    format_args!(
-                        "no riscv,clint0 node in the device tree (M-mode needs its mtimecmp)"
-                    ),
-                )
-            }
-        }
+        let Some(base) = clint else {
+            return fail(
+                WHAT,
+                "no riscv,clint0 node in the device tree (M-mode needs its mtimecmp)",
+            );
+        };
+        crate::bare::platform::CLINT.store(base, Ordering::Relaxed);
     }
     match hz {
         Some(hz) if hz > 0 => perfSetTimebaseFrequency(hz as u64),
-        _ => fail(
-            WHAT,
-            format_args!("no /cpus/timebase-frequency in the device tree"),
-        ),
+        _ => fail(WHAT, "no /cpus/timebase-frequency in the device tree"),
     }
 }
 
@@ -346,9 +273,7 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
                 core: core as u32,
                 src_bits: Some(c.out.config().src_bits),
             };
-            dump::write(info, buf.data(), &mut |line| {
-                crate::bare::console::write_bytes(line)
-            });
+            dump::write(info, buf.data(), &mut |line| This::console_write(line));
         })
     };
     0

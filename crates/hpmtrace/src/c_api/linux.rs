@@ -13,21 +13,15 @@
 //! records wait in until they are encoded (default: the trace buffer size
 //! within 64 KiB..16 MiB).
 //!
-//! What the library adds to the traced process:
-//! - **a thread**: the first init call starts the encoder thread
-//!   (`hpmtrace-enc`, every signal blocked), which encodes full staging
-//!   chunks while the program runs; `perfTraceOff()` and
-//!   `perfWriteTrace()` wait for it and encode the rest.
-//!   `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`)
-//!   starts no thread: samples are then encoded at `perfTraceOff()` and
-//!   `perfWriteTrace()`, and by a recording thread itself whenever its
-//!   staging buffer is full (a staging buffer that holds the whole run
-//!   leaves all of it to trace-off);
-//! - **fork handlers**: the first init call registers `pthread_atfork`
-//!   handlers (once per process, with or without the thread). Around
-//!   `fork()` they wait until no thread holds one of the library's locks,
-//!   so that a child never inherits a lock held by a thread it does not
-//!   have; the child has no encoder thread.
+//! What the library adds to the traced process ([`crate::collect`] has
+//! the details): the first init call starts the encoder thread
+//! (`hpmtrace-enc`, every signal blocked), which encodes full staging
+//! chunks while the program runs, and registers `pthread_atfork` handlers
+//! (once per process, with or without the thread), so that a child never
+//! inherits a lock held by a thread it does not have.
+//! `HPMTRACE_ENCODER_THREAD=0` (also `no`, `false`) starts no thread:
+//! samples are then encoded at `perfTraceOff()` and `perfWriteTrace()`,
+//! and by a recording thread whenever its staging buffer is full.
 //!
 //! Events the machine cannot count (no hardware PMU, or a PMU without
 //! cache/branch/raw events): by default each is left out of the trace
@@ -43,30 +37,15 @@
 
 #![allow(non_snake_case)] // C names, kept as the original API spells them
 
+use super::InitArgs;
 use crate::collect::{self, Config, Mode, Unavailable};
 use crate::format::RecordType;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use super::perfEvent;
-
-static NUM_CORES: AtomicU32 = AtomicU32::new(0);
-
-fn sw_fallback() -> bool {
-    matches!(
-        std::env::var("HPMTRACE_SW_FALLBACK").as_deref(),
-        Ok("1") | Ok("yes") | Ok("true")
-    )
-}
-
-/// Whether `HPMTRACE_ENCODER_THREAD` allows the encoder thread (anything
-/// but `0`, `no` or `false`).
-fn encoder_thread() -> bool {
-    !matches!(
-        std::env::var("HPMTRACE_ENCODER_THREAD").as_deref(),
-        Ok("0") | Ok("no") | Ok("false")
-    )
+/// Whether environment variable `name` is set to one of `values`.
+fn env_is(name: &str, values: [&str; 3]) -> bool {
+    std::env::var(name).is_ok_and(|v| values.contains(&v.as_str()))
 }
 
 /// A byte count from environment variable `name`: `<n>[K|M]`.
@@ -89,81 +68,38 @@ fn env_bytes(name: &str) -> Option<usize> {
     }
 }
 
-/// `HPMTRACE_BUFFER_BYTES=<n>[K|M]` overrides SBABufferSize, so a program
-/// built unchanged can record more than it asked for.
-fn buffer_override() -> Option<usize> {
-    env_bytes("HPMTRACE_BUFFER_BYTES")
-}
-
-/// `HPMTRACE_STAGE_BYTES=<n>[K|M]`: the per-thread staging buffer (see
-/// [`crate::collect::Config::stage_bytes`]); at least 4K.
-fn stage_override() -> usize {
-    env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0)
-}
-
 fn fail(what: &str, msg: impl std::fmt::Display) -> c_int {
     eprintln!("hpmtrace: {what}: {msg}");
     -1
 }
 
 /// Shared body of the three init calls.
-///
-/// # Safety
-/// `list` must point to `n` valid `perfEvent`s (or be null with n == 0).
-unsafe fn init(
-    what: &str,
-    list: *mut perfEvent,
-    n: c_int,
-    chan: c_int,
-    ct: c_int,
-    sba: u32,
-    mode: Mode,
-) -> c_int {
-    let cores = NUM_CORES.load(Ordering::Relaxed);
-    if cores == 0 {
-        return fail(what, "call perfInit() first");
-    }
-    let (channel, count_type) = match super::check_init_args(list.is_null(), n, chan, ct) {
-        Ok(a) => a,
-        Err(e) => return fail(what, e),
-    };
-    let list = if n == 0 {
-        &mut [][..]
-    } else {
-        std::slice::from_raw_parts_mut(list, n as usize)
-    };
+fn init(what: &str, a: InitArgs<'_>, mode: Mode) -> c_int {
     let mut events = Vec::new();
-    for (i, e) in list.iter().enumerate() {
-        match e.event() {
-            Some(ev) => events.push(ev),
-            None => {
-                return fail(
-                    what,
-                    format_args!(
-                        "perfEvent {i}: unsupported type {} / code {}",
-                        e.r#type, e.code_or_cache[0]
-                    ),
-                )
-            }
-        }
+    for (i, e) in a.list.iter().enumerate() {
+        let Some(event) = e.event() else {
+            let (t, code) = (e.r#type, e.code_or_cache[0]);
+            return fail(
+                what,
+                format_args!("perfEvent {i}: unsupported type {t} / code {code}"),
+            );
+        };
+        events.push(event);
     }
-    let buffer_bytes = match buffer_override() {
-        Some(b) => b,
-        None => sba as usize,
-    };
     let cfg = Config {
-        count_type,
+        count_type: a.count_type,
         events,
-        channel,
-        buffer_bytes,
-        stage_bytes: stage_override(),
-        max_threads: cores,
-        unavailable: if sw_fallback() {
+        channel: a.channel,
+        // A program built unchanged can record more than it asked for.
+        buffer_bytes: env_bytes("HPMTRACE_BUFFER_BYTES").unwrap_or(a.sba as usize),
+        stage_bytes: env_bytes("HPMTRACE_STAGE_BYTES").unwrap_or(0),
+        max_threads: a.cores,
+        unavailable: if env_is("HPMTRACE_SW_FALLBACK", ["1", "yes", "true"]) {
             Unavailable::SoftwareStandIn
         } else {
             Unavailable::LeaveOut
         },
-        encoder_thread: encoder_thread(),
+        encoder_thread: !env_is("HPMTRACE_ENCODER_THREAD", ["0", "no", "false"]),
         mode,
     };
     if let Err(e) = collect::configure(&cfg) {
@@ -171,32 +107,13 @@ unsafe fn init(
     }
     // Report back slot and counter_info like the original library.
     if let Some(h) = collect::header() {
-        let slots: Vec<_> = h.iter().collect();
         let assigned = crate::counters::assign_slots(&cfg.events).unwrap_or([0; 32]);
-        for (i, e) in list.iter_mut().enumerate() {
-            let slot = assigned[i];
+        for (e, &slot) in a.list.iter_mut().zip(&assigned) {
             e.ctrIdx = slot as c_uint;
             // 0 for an event left out (not counted, not in the header).
-            e.ctrInfo = slots
-                .iter()
-                .find(|(s, _)| *s == slot)
-                .map_or(0, |(_, d)| d.info.to_u32() as c_ulong);
+            e.ctrInfo = h.counters[slot as usize].map_or(0, |d| d.info.to_u32() as c_ulong);
         }
     }
-    0
-}
-
-/// `int perfInit(int num_cores, int num_funnels)`: `num_cores` = most
-/// threads traced at once; `num_funnels` is accepted and ignored.
-#[no_mangle]
-pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
-    if !(1..=crate::nexus::MAX_SOURCES as c_int).contains(&num_cores) {
-        return fail("perfInit", "num_cores must be 1..256");
-    }
-    if num_funnels < 0 {
-        return fail("perfInit", "num_funnels must be >= 0");
-    }
-    NUM_CORES.store(num_cores as u32, Ordering::Relaxed);
     0
 }
 
@@ -204,6 +121,7 @@ pub extern "C" fn perfInit(num_cores: c_int, num_funnels: c_int) -> c_int {
 // calling thread.
 perf_init_entry_points!(
     init,
+    max_cores: crate::nexus::MAX_SOURCES,
     manual: Mode::Manual,
     entry_exit: Mode::FuncEntryExit,
     timer: |interval_us| Mode::Timer { interval_us },
@@ -249,7 +167,7 @@ pub unsafe extern "C" fn perfWriteTrace(file: *mut c_char) -> c_int {
     let path = if file.is_null() {
         PathBuf::from("trace.rtd")
     } else {
-        PathBuf::from(String::from_utf8_lossy(CStr::from_ptr(file).to_bytes()).into_owned())
+        PathBuf::from(CStr::from_ptr(file).to_string_lossy().into_owned())
     };
     let s = collect::stats();
     if s.dropped_messages != 0 {

@@ -8,6 +8,7 @@
 
 use crate::format::{CountType, Event, EventType, ITC_CHANNELS, MAX_COUNTERS};
 use core::ffi::{c_int, c_uint, c_ulong};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// `perfEvent` as the C headers declare it.
 #[repr(C)]
@@ -69,6 +70,56 @@ pub fn check_init_args(
     Ok((chan as u8, count_type))
 }
 
+/// `perfInit`'s `num_cores` (0: not called).
+pub static NUM_CORES: AtomicU32 = AtomicU32::new(0);
+
+/// An init call's arguments, checked ([`init_args`]).
+pub struct InitArgs<'a> {
+    /// `perfInit`'s `num_cores`.
+    pub cores: u32,
+    /// The caller's event list.
+    pub list: &'a mut [perfEvent],
+    /// The ITC channel.
+    pub channel: u8,
+    /// The count type.
+    pub count_type: CountType,
+    /// `SBABufferSize`.
+    pub sba: u32,
+}
+
+/// The checks every init call makes first: `perfInit` was called, and
+/// [`check_init_args`].
+///
+/// # Safety
+/// `list` points to `n` valid `perfEvent`s (or is null with n == 0), not
+/// otherwise accessed while the result lives.
+pub unsafe fn init_args<'a>(
+    list: *mut perfEvent,
+    n: c_int,
+    chan: c_int,
+    ct: c_int,
+    sba: u32,
+) -> Result<InitArgs<'a>, &'static str> {
+    let cores = NUM_CORES.load(Ordering::Relaxed);
+    if cores == 0 {
+        return Err("call perfInit() first");
+    }
+    let (channel, count_type) = check_init_args(list.is_null(), n, chan, ct)?;
+    let list = if n == 0 {
+        &mut [][..]
+    } else {
+        // SAFETY: the caller passes n valid entries (checked non-null).
+        unsafe { core::slice::from_raw_parts_mut(list, n as usize) }
+    };
+    Ok(InitArgs {
+        cores,
+        list,
+        channel,
+        count_type,
+        sba,
+    })
+}
+
 /// Define the C symbol `int perfWriteCntrs(void)` as a jump to `$body`
 /// (`extern "C" fn(pc: usize) -> c_int`) with the caller's return address
 /// as `pc`: the record is "where perfWriteCntrs() was called", which only
@@ -103,17 +154,35 @@ macro_rules! perf_write_cntrs_entry {
 /// is raised to it.
 pub const MIN_TIMER_INTERVAL_US: c_int = 100;
 
-/// Define the three init calls as calls of
-/// `$init(name, list, n, chan, ct, sba, mode)` (an `unsafe fn` with the
-/// contract below): `perfManualInit` with `$manual`,
-/// `perfFuncEntryExitInit` with `$entry_exit`, both with the C signature
+/// Define `perfInit` (`num_cores` up to `$max` into [`NUM_CORES`],
+/// `num_funnels` accepted and ignored: no funnel in software) and the
+/// three init calls as `$init(name, args, mode)` on their checked
+/// arguments ([`init_args`]; an `unsafe fn` with the contract below):
+/// `perfManualInit` with `$manual`, `perfFuncEntryExitInit` with
+/// `$entry_exit`, both with the C signature
 /// `int f(perfEvent*, int numCntrs, int itcChannel, perfCountType_t, uint32_t SBABufferSize)`,
 /// and `perfTimerISRInit`, which takes `int interval` (µs) last, with
 /// `$timer(interval_us)` (the interval raised to at least
-/// [`MIN_TIMER_INTERVAL_US`]). Both C APIs define them with this.
+/// [`MIN_TIMER_INTERVAL_US`]). A refusal goes to the calling module's
+/// `fail(name, why) -> c_int`. Both C APIs define them with this.
 #[allow(unused_macros)] // as above
 macro_rules! perf_init_entry_points {
-    ($init:path, manual: $manual:expr, entry_exit: $entry_exit:expr, timer: $timer:expr $(,)?) => {
+    ($init:path, max_cores: $max:expr, manual: $manual:expr, entry_exit: $entry_exit:expr, timer: $timer:expr $(,)?) => {
+        /// `int perfInit(int num_cores, int num_funnels)`: how many harts
+        /// (bare metal) or threads (Linux) trace at once; `num_funnels` is
+        /// accepted and ignored (no funnel in software).
+        #[no_mangle]
+        pub extern "C" fn perfInit(num_cores: core::ffi::c_int, num_funnels: core::ffi::c_int) -> core::ffi::c_int {
+            if !(1..=$max as core::ffi::c_int).contains(&num_cores) {
+                return fail("perfInit", format_args!("num_cores must be 1..{}", $max));
+            }
+            if num_funnels < 0 {
+                return fail("perfInit", "num_funnels must be >= 0");
+            }
+            $crate::c_api::NUM_CORES.store(num_cores as u32, core::sync::atomic::Ordering::Relaxed);
+            0
+        }
+
         perf_init_entry_points!(@one $init, perfManualInit, $manual);
         perf_init_entry_points!(@one $init, perfFuncEntryExitInit, $entry_exit);
 
@@ -155,9 +224,13 @@ macro_rules! perf_init_entry_points {
         }
     };
     (@call $init:path, $name:ident, $list:ident, $n:ident, $chan:ident, $ct:ident, $sba:ident, $mode:expr) => {{
-        let (init, mode): (unsafe fn(&str, *mut $crate::c_api::perfEvent, core::ffi::c_int, core::ffi::c_int, core::ffi::c_int, u32, _) -> core::ffi::c_int, _) = ($init, $mode);
+        let (init, mode): (unsafe fn(&str, $crate::c_api::InitArgs<'_>, _) -> core::ffi::c_int, _) = ($init, $mode);
         // SAFETY: the caller's contract, forwarded.
-        unsafe { init(stringify!($name), $list, $n, $chan, $ct, $sba, mode) }
+        match unsafe { $crate::c_api::init_args($list, $n, $chan, $ct, $sba) } {
+            // SAFETY: as above.
+            Ok(args) => unsafe { init(stringify!($name), args, mode) },
+            Err(e) => fail(stringify!($name), e),
+        }
     }};
 }
 

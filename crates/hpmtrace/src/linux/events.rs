@@ -1,6 +1,8 @@
 //! SBI events as perf events: the `(type, config)` of
-//! `perf_event_open` for each [`Event`], and the software stand-ins of a
-//! machine without hardware counters.
+//! `perf_event_open` for each [`Event`] (the SBI and perf cache/op/result
+//! ids coincide; a raw event's `event_data` is its config, as the RISC-V
+//! SBI PMU driver expects), and the software stand-ins of a machine
+//! without hardware counters.
 
 use crate::format::{hw, Event};
 
@@ -31,14 +33,10 @@ pub mod sw {
 /// equivalent (the timestamp pseudo event, unknown general codes).
 pub fn perf_attr_of(e: Event) -> Option<(u32, u64)> {
     match e {
-        Event::General { code } => {
-            // SBI general codes 1..=10 are perf's PERF_COUNT_HW_* + 1.
-            if (hw::CPU_CYCLES..=hw::REF_CPU_CYCLES).contains(&code) {
-                Some((PERF_TYPE_HARDWARE, code as u64 - 1))
-            } else {
-                None
-            }
-        }
+        // SBI general codes 1..=10 are perf's PERF_COUNT_HW_* + 1.
+        Event::General { code } => (hw::CPU_CYCLES..=hw::REF_CPU_CYCLES)
+            .contains(&code)
+            .then(|| (PERF_TYPE_HARDWARE, code as u64 - 1)),
         Event::Cache {
             cache_id,
             op_id,

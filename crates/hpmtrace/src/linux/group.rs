@@ -68,14 +68,13 @@ impl std::fmt::Display for OpenError {
             "perf_event_open for {:?} failed: {}",
             self.event, self.error
         )?;
-        if self.error.raw_os_error() == Some(libc::ENOENT)
-            || self.error.raw_os_error() == Some(libc::EOPNOTSUPP)
-        {
-            write!(f, " (this machine has no such hardware event)")?;
-        } else if self.error.raw_os_error() == Some(libc::EACCES) {
-            write!(f, " (lower /proc/sys/kernel/perf_event_paranoid)")?;
+        match self.error.raw_os_error() {
+            Some(libc::ENOENT | libc::EOPNOTSUPP) => {
+                f.write_str(" (this machine has no such hardware event)")
+            }
+            Some(libc::EACCES) => f.write_str(" (lower /proc/sys/kernel/perf_event_paranoid)"),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -130,8 +129,7 @@ impl PerfGroup {
         g.buf = vec![0; 1 + n];
         g.index = vec![0; n];
         g.pmc = vec![0; n];
-        let evs: Vec<Event> = events.iter().map(|&(_, e)| e).collect();
-        g.map_pages(&evs);
+        g.map_pages(events);
         Ok(g)
     }
 
@@ -162,62 +160,35 @@ impl PerfGroup {
 
     /// Map the perf pages; keep them only if every member can be read from
     /// user space (otherwise one group read is cheaper than mixing).
-    fn map_pages(&mut self, events: &[Event]) {
-        if self.fds.is_empty() {
-            return;
-        }
-        let mut user = Vec::new();
-        for (&fd, &event) in self.fds.iter().zip(events) {
+    fn map_pages(&mut self, events: &[(usize, Event)]) {
+        for (&fd, &(_, event)) in self.fds.iter().zip(events) {
             let Some(page) = PerfPage::map(fd) else {
                 break;
             };
+            self.pages.push(page);
             let (caps, index) = page.capabilities_and_index();
-            match user_read_method(event, caps, index) {
-                Some(how) => user.push((page, how)),
-                None => {
-                    // SAFETY: unmapping what we just mapped, never used again.
-                    unsafe { page.unmap() };
-                    break;
-                }
-            }
-        }
-        if user.len() == self.fds.len() {
-            let fields = PageFields {
-                offset: 0,
-                index: 0,
-                width: 0,
+            let Some(how) = user_read_method(event, caps, index) else {
+                break;
             };
-            self.reads = user
-                .iter()
-                .map(|&(_, how)| PageRead {
-                    counter: how == UserRead::Counter,
-                    lock: 0,
-                    fields,
-                })
-                .collect();
-            self.registers = self.reads.iter().any(|r| r.counter);
-            self.pages = user.into_iter().map(|(page, _)| page).collect();
-        } else {
-            for (page, _) in user {
+            self.reads.push(PageRead {
+                counter: how == UserRead::Counter,
+                lock: 0,
+                fields: PageFields::default(),
+            });
+        }
+        if self.reads.len() < self.fds.len() {
+            self.reads.clear();
+            for page in self.pages.drain(..) {
                 // SAFETY: unmapping what we mapped above, never used again.
                 unsafe { page.unmap() };
             }
         }
+        self.registers = self.reads.iter().any(|r| r.counter);
     }
 
     /// True when reads avoid system calls.
     pub fn user_space_reads(&self) -> bool {
         !self.pages.is_empty()
-    }
-
-    /// Number of members.
-    pub fn len(&self) -> usize {
-        self.fds.len()
-    }
-
-    /// True for a group without members.
-    pub fn is_empty(&self) -> bool {
-        self.fds.is_empty()
     }
 
     /// Read every member, in group order, into `out[0..len()]` (what the
@@ -236,7 +207,7 @@ impl PerfGroup {
             read_counts(&self.pages, out)
         };
         if !read {
-            self.read_syscall(out);
+            self.read_members_syscall(out);
         }
     }
 
@@ -278,9 +249,12 @@ impl PerfGroup {
         }
     }
 
-    /// The group read system call.
+    /// Read every member with the group read system call, whatever
+    /// [`PerfGroup::user_space_reads`] says (the fallback of
+    /// [`PerfGroup::read_members`]; also to check the user-space path
+    /// against the kernel, and to time the system call).
     #[inline(never)]
-    fn read_syscall(&mut self, out: &mut [u64]) {
+    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
         let Some(&leader) = self.fds.first() else {
             return;
         };
@@ -292,13 +266,6 @@ impl PerfGroup {
                 *o = *v;
             }
         }
-    }
-
-    /// Read every member with the group read system call, whatever
-    /// [`PerfGroup::user_space_reads`] says (to check the user-space path
-    /// against the kernel, and to time the system call).
-    pub fn read_members_syscall(&mut self, out: &mut [u64]) {
-        self.read_syscall(out);
     }
 }
 

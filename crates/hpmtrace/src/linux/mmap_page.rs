@@ -24,6 +24,16 @@ struct MmapPage {
     pmc_width: u16,
 }
 
+/// Field `$f` of the page `$p` points to, read volatile: the kernel
+/// writes it, so no reference to the page is made. In an `unsafe` block
+/// whose page is live (unmapped only by `unmap`, after which no copy is
+/// used).
+macro_rules! field {
+    ($p:expr, $f:ident) => {
+        std::ptr::read_volatile(&raw const (*$p).$f)
+    };
+}
+
 const CAP_USER_RDPMC: u64 = 1 << 2;
 const PAGE_BYTES: usize = 4096;
 
@@ -31,7 +41,8 @@ const PAGE_BYTES: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserRead {
     /// A hardware counter the kernel lets user space read
-    /// (`cap_user_rdpmc`): the page's `offset` plus the register its
+    /// (`cap_user_rdpmc`; on RISC-V with the sysctl
+    /// `kernel.perf_user_access`): the page's `offset` plus the register its
     /// `index` names. While the event is not on a register (`index` 0)
     /// the group is read with the system call.
     Counter,
@@ -66,7 +77,7 @@ pub fn user_read_method(event: Event, capabilities: u64, index: u32) -> Option<U
 }
 
 /// What one read of a page between two reads of its `lock` gives.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct PageFields {
     /// `offset`: the count, or the count less the register's value.
     pub(super) offset: u64,
@@ -110,24 +121,16 @@ impl PerfPage {
 
     /// The page's capabilities and counter index, as the read method needs.
     pub(super) fn capabilities_and_index(self) -> (u64, u32) {
-        let p = self.0;
-        // SAFETY: p is a live perf mmap page; fields read volatile.
-        unsafe {
-            (
-                std::ptr::read_volatile(&raw const (*p).capabilities),
-                std::ptr::read_volatile(&raw const (*p).index),
-            )
-        }
+        // SAFETY: fields of the live page, read volatile (`field!`).
+        unsafe { (field!(self.0, capabilities), field!(self.0, index)) }
     }
 
     /// The page's `lock`, the sequence count the kernel changes around
     /// every update of the page.
     #[inline(always)]
     pub(super) fn lock(self) -> u32 {
-        // SAFETY: a field of the live page (unmapped only by `unmap`,
-        // after which no copy is used), read volatile: the kernel writes
-        // it, so no reference to the page is made.
-        unsafe { std::ptr::read_volatile(&raw const (*self.0).lock) }
+        // SAFETY: a field of the live page, read volatile (`field!`).
+        unsafe { field!(self.0, lock) }
     }
 
     /// The count of a counter that is not on a register (`index` 0, as
@@ -140,13 +143,8 @@ impl PerfPage {
         loop {
             let seq = self.lock();
             compiler_fence(Ordering::SeqCst);
-            // SAFETY: fields of the live page, read volatile (see `lock`).
-            let (index, offset) = unsafe {
-                (
-                    std::ptr::read_volatile(&raw const (*p).index),
-                    std::ptr::read_volatile(&raw const (*p).offset) as u64,
-                )
-            };
+            // SAFETY: fields of the live page, read volatile (`field!`).
+            let (index, offset) = unsafe { (field!(p, index), field!(p, offset) as u64) };
             compiler_fence(Ordering::SeqCst);
             if self.lock() == seq {
                 return (index == 0).then_some(offset);
@@ -161,10 +159,10 @@ impl PerfPage {
     #[inline(always)]
     pub(super) fn fields(self) -> PageFields {
         let p = self.0;
-        // SAFETY: fields of the live page, read volatile (see `lock`).
+        // SAFETY: fields of the live page, read volatile (`field!`).
         unsafe {
-            let index = std::ptr::read_volatile(&raw const (*p).index);
-            let offset = std::ptr::read_volatile(&raw const (*p).offset) as u64;
+            let index = field!(p, index);
+            let offset = field!(p, offset) as u64;
             if index == 0 {
                 return PageFields {
                     offset,
@@ -172,11 +170,11 @@ impl PerfPage {
                     width: 0,
                 };
             }
-            let caps = std::ptr::read_volatile(&raw const (*p).capabilities);
+            let caps = field!(p, capabilities);
             PageFields {
                 offset,
                 index: if caps & CAP_USER_RDPMC != 0 { index } else { 0 },
-                width: std::ptr::read_volatile(&raw const (*p).pmc_width),
+                width: field!(p, pmc_width),
             }
         }
     }

@@ -1,28 +1,12 @@
 //! Linux counter source (`perf_event_open`), trace clock and per-thread
-//! sampling timer.
-//!
-//! Events are named in the SBI encoding
-//! ([`Event`](crate::format::Event)) and mapped to perf attributes:
-//! general events to `PERF_TYPE_HARDWARE`, cache events to
-//! `PERF_TYPE_HW_CACHE` (the SBI and perf cache/op/result ids coincide),
-//! raw events to `PERF_TYPE_RAW` with `event_data` as config (what the
-//! RISC-V SBI PMU driver expects), Linux software events to
-//! `PERF_TYPE_SOFTWARE`.
-//!
-//! All counters of a thread form one group read with one `read()`
-//! (`PERF_FORMAT_GROUP`). When every counter of the group can be read from
-//! user space, that path is used instead and no system call is made: a
-//! hardware counter the kernel lets user space read (`cap_user_rdpmc` in
-//! the perf mmap page: x86 `rdpmc`, RISC-V counter CSRs with the sysctl
-//! `kernel.perf_user_access`), or a software event whose perf page is exact
-//! while the thread runs ([`UserRead::PageCount`]).
-//!
-//! One concept per module: `events` maps SBI events to perf events,
-//! `perf_event` is the system call, `group` a thread's counter group,
-//! `mmap_page` the system-call-free read through the perf mmap page,
-//! `memory` the buffers' huge pages, `clock` the trace clock, `timer` the per-thread sampling timer and
-//! `ucontext` the interrupted PC in its signal handler. Everything is
-//! re-exported here.
+//! sampling timer. One concept per module: `events` maps SBI events
+//! ([`Event`](crate::format::Event)) to perf events, `perf_event` is the
+//! system call, `group` a thread's counters as one group (read with one
+//! `read()`, or with none when every member can be read from user space),
+//! `mmap_page` that system-call-free read through the perf mmap page,
+//! `memory` the buffers' huge pages, `clock` the trace clock, `timer` the
+//! per-thread sampling timer and `ucontext` the interrupted PC in its
+//! signal handler. Everything is re-exported here.
 
 mod clock;
 mod events;
