@@ -216,11 +216,11 @@ impl Framer {
         }
     }
 
-    /// Frame the non-empty `writes` into `buf` from `at`, the first
-    /// message with the TIMESTAMP field `field`, the others with an empty
-    /// one; returns the end. `buf` needs [`MAX_MESSAGE`] bytes per write
-    /// plus 16 from `at`.
-    #[inline(always)]
+    /// Frame `writes` into `buf` from `at`, the first message with the
+    /// TIMESTAMP field `field`, the others with an empty one; returns the
+    /// end. `buf` needs [`MAX_MESSAGE`] bytes per write plus 16 from `at`.
+    /// Headers, and records that do not fit the fast path's room, come
+    /// here: rare, so every store is checked.
     fn messages(
         &mut self,
         buf: &mut [u8],
@@ -228,33 +228,17 @@ impl Framer {
         writes: &[ItcWrite],
         field: u64,
     ) -> usize {
-        let Some((head, rest)) = writes.split_first() else {
-            return at;
-        };
-        // The head message is the untimed one without its empty TIMESTAMP
-        // field (the last byte), then the record's TIMESTAMP field.
-        let e = self.untimed(*head);
-        buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
-        buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
-        at += e.len() - 1;
-        push_field(buf, &mut at, field, 1, MSEO_END_MESSAGE);
-        // The other messages: one 16-byte copy each, unchecked.
-        let end = buf.len();
-        assert!(at + rest.len() * MAX_MESSAGE + 16 <= end);
-        let out = buf.as_mut_ptr();
-        for w in rest {
+        for (i, w) in writes.iter().enumerate() {
             let e = self.untimed(*w);
-            debug_assert!(at + 16 <= end);
-            // SAFETY: before the k-th of `rest` (from 0), `at` is at most
-            // its value checked above plus k * MAX_MESSAGE, as every
-            // message of `recent` is at most 11 bytes (`frame_untimed`),
-            // so the 16 bytes from `at` are inside `buf` (assert above).
-            unsafe {
-                let p = out.add(at).cast::<u64>();
-                p.write_unaligned(e.bytes[0].to_le());
-                p.add(1).write_unaligned(e.bytes[1].to_le());
-            }
+            buf[at..at + 8].copy_from_slice(&e.bytes[0].to_le_bytes());
+            buf[at + 8..at + 16].copy_from_slice(&e.bytes[1].to_le_bytes());
             at += e.len();
+            if i == 0 {
+                // The untimed message ends in its empty TIMESTAMP field's
+                // byte: the record's field replaces it.
+                at -= 1;
+                push_field(buf, &mut at, field, 1, MSEO_END_MESSAGE);
+            }
         }
         at
     }
@@ -662,12 +646,6 @@ impl<B: ByteSink> NexusWriter<B> {
     /// The byte sink.
     pub fn inner(&self) -> &B {
         &self.out
-    }
-
-    /// The byte sink, to change (e.g. empty it for another chunk of
-    /// records: framing does not depend on what it holds).
-    pub fn inner_mut(&mut self) -> &mut B {
-        &mut self.out
     }
 
     /// Take the byte sink back.
