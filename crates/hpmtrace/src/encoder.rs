@@ -230,15 +230,10 @@ impl Encoder {
     }
 
     /// Whether the readings from `tail_from` on equal the previous ones,
-    /// so that Delta records zeros there. Counters rarer than calls (the
-    /// usual tail: software events, cache misses) have not moved on most
-    /// records; this test is a compare per counter, cheaper than
-    /// computing, storing and then comparing their values
-    /// (crates/hpmtrace/BENCH.md). False for an empty tail, and without
-    /// `std`: there the record shape is not a constant
-    /// ([`crate::stage::Replay`]), so the test and what follows it cost
-    /// more, and the bare-metal lists record cycles or instructions,
-    /// which move on every record (docs/hpmtrace-bare.md).
+    /// so that Delta records zeros there: one compare per counter, for
+    /// counters rarer than calls (the usual tail). False for an empty
+    /// tail, and without `std`, where the record shape is no constant and
+    /// the bare-metal lists record counters that move on every record.
     #[inline(always)]
     fn unmoved_tail(&self, readings: &[u64], tail_from: usize) -> bool {
         if !cfg!(feature = "std") {

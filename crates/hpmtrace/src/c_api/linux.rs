@@ -23,17 +23,11 @@
 //! samples are then encoded at `perfTraceOff()` and `perfWriteTrace()`,
 //! and by a recording thread whenever its staging buffer is full.
 //!
-//! Events the machine cannot count (no hardware PMU, or a PMU without
-//! cache/branch/raw events): by default each is left out of the trace
-//! header, with a warning on stderr naming it, and the init call succeeds
-//! (`ctrInfo` of the event is 0). Every trace written by default thus keeps
-//! to the event types SiFive's library defines (0 general, 1 cache, 2 raw), which
-//! SiFive's decoder reads. With `HPMTRACE_SW_FALLBACK=1` (also `yes`,
-//! `true`) a Linux software event is counted in its place instead (see
-//! [`crate::linux::software_stand_in`]); the header then names it with
-//! type 16, an hpmtrace extension that only hpmtrace's decoder reads
-//! (SiFive's rejects it: "invalid counter type"). A program that lists
-//! type-16 events (`perfEventLinuxSW`) itself gets them in any case.
+//! An event the machine cannot count is left out of the header, named on
+//! stderr, and the init call succeeds (`ctrInfo` 0); with
+//! `HPMTRACE_SW_FALLBACK=1` (also `yes`, `true`) a Linux software event
+//! is counted in its place ([`crate::linux::software_stand_in`]; type 16,
+//! which SiFive's decoder rejects).
 
 #![allow(non_snake_case)] // C names, kept as the original API spells them
 

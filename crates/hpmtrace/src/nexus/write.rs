@@ -87,11 +87,9 @@ fn push_field(buf: &mut [u8], at: &mut usize, mut v: u64, min_slices: usize, mse
     }
 }
 
-/// Entries of [`Framer::recent`] (a power of two). With 256, two hot
-/// writes of the overhead benchmark's fib trace with 2 counters share an
-/// entry and evict each other on every record; 512 is as fast as any
-/// larger size on the benchmark's traces: 16 KiB per writer. Without `std` (bare metal, where writers sit in static memory
-/// and may be built on small stacks) 64: 2 KiB.
+/// Entries of [`Framer::recent`] (a power of two): the smallest size as
+/// fast as any larger one on the benchmark's traces, 16 KiB per writer;
+/// 2 KiB without `std`, where writers may be built on small stacks.
 #[cfg(feature = "std")]
 const RECENT: usize = 512;
 #[cfg(not(feature = "std"))]
@@ -723,103 +721,5 @@ impl<B: ByteSink> Sink for NexusWriter<B> {
             }
         }
         self.put_values_near_sync(*rec, ts)
-    }
-}
-
-#[cfg(all(test, feature = "std"))]
-mod tests {
-    use super::*;
-    use crate::sink::VecBuffer;
-
-    // `Rng`, shared with the integration tests.
-    include!("../../tests/common/rng.rs");
-
-    // `Model`, `writer_and_model` and `next_ts`, shared with
-    // tests/nexus_write.rs.
-    include!("../../tests/common/writer_model.rs");
-
-    /// `put_values` (address pairs copied from what was framed before,
-    /// zero tails made of one message) gives the bytes of framing the
-    /// record's writes one by one, and stops on wrap at a record: every
-    /// record type, counter values below 2^48 with and without a high
-    /// word, tails of 0 to `MAX_COUNTERS` counters, marked as zeros or not,
-    /// values drawn from small pools so that pairs repeat and evict each
-    /// other, records crossing sync periods, buffers that stop mid-stream.
-    /// Needs the writer's private pair cache (to count the records whose
-    /// pair was framed before); `put_writes`: tests/nexus_write.rs.
-    #[test]
-    fn record_values_equal_write_by_write() {
-        use crate::format::{RecordType, RecordValues, MAX_COUNTERS, MAX_RECORD_WRITES};
-        let mut r = Rng(0x5eed_7a11_0000_0002);
-        let (mut pairs_held, mut records) = (0u64, 0u64);
-        let mut zero_tails = 0u64;
-        for round in 0..200 {
-            let (cfg, mut a, mut b) = writer_and_model(&mut r, 20_000);
-            let n = r.below(MAX_COUNTERS as u64 + 1) as usize;
-            let tail_from = r.below(n as u64 + 2) as usize;
-            let pool = |r: &mut Rng, k: u64| -> Vec<u64> {
-                (0..1 + r.below(k))
-                    .map(|_| match r.below(4) {
-                        0 => 0,
-                        1 => r.below(64),
-                        2 => r.next() & ((1 << 48) - 1),
-                        _ => r.next() >> r.below(64),
-                    })
-                    .collect()
-            };
-            let addrs = pool(&mut r, 40);
-            let mut tails: Vec<Vec<u64>> = (0..1 + r.below(4))
-                .map(|_| {
-                    (0..n)
-                        .map(|_| r.next() & ((1 << 48) - 1) >> r.below(49))
-                        .collect()
-                })
-                .collect();
-            // Zeros not marked as such, beside marked ones.
-            if r.below(2) == 0 {
-                tails.push(vec![0; n]);
-            }
-            let mut ts = r.next();
-            for rec in 0..1 + r.below(400) {
-                let kind = RecordType::from_u8(r.below(4) as u8).unwrap();
-                let pick = |r: &mut Rng| addrs[r.below(addrs.len() as u64) as usize];
-                let pair = [pick(&mut r), pick(&mut r)];
-                let mut counts = tails[r.below(tails.len() as u64) as usize].clone();
-                for c in counts.iter_mut() {
-                    if r.below(8) == 0 {
-                        *c = r.next() & ((1 << 48) - 1) >> r.below(49);
-                    }
-                }
-                ts = next_ts(&mut r, ts);
-                // A quarter of the records have a tail the encoder marks as
-                // zeros (Delta's unmoved counters), beside unmarked ones.
-                let v = RecordValues::new(kind, pair, &counts, tail_from);
-                let v = if r.below(4) == 0 {
-                    zero_tails += 1;
-                    v.with_zero_tail()
-                } else {
-                    v
-                };
-                let mut writes = [ItcWrite::w8(0); MAX_RECORD_WRITES];
-                let k = v.to_writes(&mut writes);
-                assert!(k <= v.max_writes());
-                // Whether the writer holds the record's pair framed (then
-                // it is copied, unless the buffer lacks the spare room).
-                if kind.address_count() == 2 && a.framer.pairs.iter().any(|e| e.key == pair) {
-                    pairs_held += 1;
-                }
-                let ra = a.put_values(&v, ts);
-                let rb = b.record(&writes[..k], ts);
-                assert_eq!(ra, rb, "round {round} record {rec}");
-                records += 1;
-            }
-            assert_eq!(a.into_inner().data(), b.kept, "round {round}: {cfg:?}");
-        }
-        assert!(records > 30_000, "{records} records");
-        assert!(zero_tails > 5_000, "{zero_tails} zero tails");
-        assert!(
-            pairs_held > 5_000,
-            "{pairs_held} records found their pair framed"
-        );
     }
 }

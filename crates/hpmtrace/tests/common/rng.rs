@@ -1,7 +1,6 @@
 /// The tests' deterministic random numbers (xorshift64*): seeded streams
 /// that replay the same way on every run and need no dependency. The seed
-/// must not be 0. (No inner doc: the writer's unit tests `include!` this
-/// file.)
+/// must not be 0.
 pub struct Rng(pub u64);
 
 impl Rng {
