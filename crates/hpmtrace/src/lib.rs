@@ -32,13 +32,13 @@
 //! | `sink` | `format` |
 //! | `nexus` | `format`, `sink` |
 //! | `encoder` | `counters`, `format`, `sink` |
-//! | `stage` | `counters`, `encoder`, `format`, `nexus`, `sink` |
+//! | `stage` | `encoder`, `format`, `sink` |
 //! | `decode` | `format`, `nexus` |
 //! | `linux` | `counters`, `format` |
 //! | `collect` | `counters`, `format`, `linux`, `nexus`, `sink`, `stage` |
 //! | `session` | `collect`, `format`, `nexus` |
 //! | `bare` | `counters`, `format`, `nexus`, `sink`, `stage` |
-//! | `c_api` | `bare`, `collect`, `counters`, `dump`, `format`, `nexus` |
+//! | `c_api` | `bare`, `collect`, `counters`, `dump`, `format`, `nexus`, `stage` |
 #![cfg_attr(not(feature = "std"), no_std)]
 
 #[cfg(all(feature = "bare-capi", target_os = "none", target_arch = "riscv64"))]
