@@ -1046,24 +1046,12 @@ pub fn suite(
     verbose: bool,
     dtb: Option<&Path>,
 ) -> Result<Report> {
-    suite_skipping(target, kernel, smp, verbose, dtb, &[])
+    suite_with(target, kernel, smp, verbose, dtb, &[], &[])
 }
 
 /// [`suite`], with the checks `known` skipped from the first run on (ones
-/// known to end the machine, so that one run is enough).
-pub fn suite_skipping(
-    target: &Target,
-    kernel: &Path,
-    smp: u32,
-    verbose: bool,
-    dtb: Option<&Path>,
-    known: &[&str],
-) -> Result<Report> {
-    suite_with(target, kernel, smp, verbose, dtb, known, &[])
-}
-
-/// [`suite_skipping`] with more options on the kernel command line
-/// (`rvpmu.format=json`, `rvpmu.only=...`).
+/// known to end the machine, so that one run is enough) and more options
+/// on the kernel command line (`rvpmu.format=json`, `rvpmu.only=...`).
 pub fn suite_with(
     target: &Target,
     kernel: &Path,

@@ -13,8 +13,8 @@ use crate::build::dt::with_nop_tokens;
 use crate::build::kernel::Version;
 use crate::guest::conformance::{
     consistent, kvm_fail_ids, kvm_skip, opensbi, opensbi_1_6, ours, print_not_passed,
-    require_all_passed, rustsbi_fw_unpinned, suite, suite_skipping, suite_with, unpinned, Report,
-    Status, Target, Under,
+    require_all_passed, rustsbi_fw_unpinned, suite, suite_with, unpinned, Report, Status, Target,
+    Under,
 };
 use crate::guest::kvm::KvmHost;
 use crate::host::{root, step};
@@ -199,7 +199,7 @@ fn kvm(kernel: &Path) -> Result<()> {
             fw: fw.clone(),
             under: Under::Kvm(Rc::new(KvmHost::build(host)?)),
         };
-        let rep = suite_skipping(&target, kernel, 1, false, None, &kvm_skip(host))?;
+        let rep = suite_with(&target, kernel, 1, false, None, &kvm_skip(host), &[])?;
         consistent(&rep)?;
         if let Some(d) = unpinned(&rep, &pinned, &[]) {
             print_not_passed(&rep);
